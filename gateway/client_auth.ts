@@ -1,0 +1,76 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { RegisteredClient, StoredSecret } from '../workers/protocol/client_model.js';
+import type { FormParams } from '../workers/protocol/token_task.js';
+import { decodeBasicAuthorization } from './http/basic_auth.js';
+
+export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none';
+
+export type ClientAuthFailure =
+  /** Unknown client, wrong/expired secret, disabled client, or no client identified: 401. */
+  | 'invalid_client'
+  /** More than one mechanism, or Basic and body naming different clients: 400. */
+  | 'multiple_methods';
+
+export type ClientAuthResult =
+  | { ok: true; client: RegisteredClient; method: ClientAuthMethod }
+  | {
+      ok: false;
+      failure: ClientAuthFailure;
+      /** The client tried the Authorization header: RFC 6749 §5.2 wants 401 + WWW-Authenticate. */
+      usedAuthorizationHeader: boolean;
+      /** The client id the caller claimed, for per-client failure throttling. */
+      clientId: string | undefined;
+    };
+
+// Compared against when the client is unknown, so an unknown id costs the same as a wrong secret.
+const dummySecrets: readonly StoredSecret[] = [{ hash: Buffer.alloc(32), expiresAt: 0 }];
+
+/**
+ * Client authentication per RFC 6749 §2.3 and SPEC §4: exactly one of HTTP Basic or
+ * `client_id` + `client_secret` in the body; public clients by `client_id` alone. Secrets are
+ * stored as SHA-256 values and compared in constant time after hashing the presented one, so its
+ * length can neither leak nor make the comparison throw.
+ */
+export class ClientAuthenticator {
+  constructor(
+    private readonly clients: ReadonlyMap<string, RegisteredClient>,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  authenticate(authorization: string, params: FormParams): ClientAuthResult {
+    if (authorization.length > 0) {
+      const basic = decodeBasicAuthorization(authorization);
+      if (basic === undefined || basic === null) return fail('invalid_client', true, undefined);
+      if (params.client_secret !== undefined) return fail('multiple_methods', true, basic.clientId);
+      if (params.client_id !== undefined && params.client_id !== basic.clientId) {
+        return fail('multiple_methods', true, basic.clientId);
+      }
+      return this.verifySecret(basic.clientId, basic.clientSecret, 'client_secret_basic', true);
+    }
+    const clientId = params.client_id;
+    if (clientId === undefined) return fail('invalid_client', false, undefined);
+    const secret = params.client_secret;
+    if (secret !== undefined) return this.verifySecret(clientId, secret, 'client_secret_post', false);
+    const client = this.clients.get(clientId);
+    if (client === undefined || !client.enabled || client.requireSecret) return fail('invalid_client', false, clientId);
+    return { ok: true, client, method: 'none' };
+  }
+
+  private verifySecret(clientId: string, secret: string, method: ClientAuthMethod, header: boolean): ClientAuthResult {
+    const presented = createHash('sha256').update(secret, 'utf8').digest();
+    const client = this.clients.get(clientId);
+    const secrets = client !== undefined && client.secrets.length > 0 ? client.secrets : dummySecrets;
+    const now = this.now();
+    let matched = false;
+    // No early exit: every stored secret is compared, whichever matches.
+    for (const stored of secrets) {
+      if (timingSafeEqual(presented, stored.hash) && stored.expiresAt > now) matched = true;
+    }
+    if (client === undefined || !client.enabled || !matched) return fail('invalid_client', header, clientId);
+    return { ok: true, client, method };
+  }
+}
+
+function fail(failure: ClientAuthFailure, usedAuthorizationHeader: boolean, clientId: string | undefined): ClientAuthResult {
+  return { ok: false, failure, usedAuthorizationHeader, clientId };
+}

@@ -1,0 +1,37 @@
+import type { LoadedConfig } from './config/load.js';
+import type { SigningKeyMaterial } from '../workers/tokens/signing_key.js';
+import { publicJwk } from '../workers/tokens/signing_key.js';
+import { ScopeRules } from '../workers/grants/scope_rules.js';
+
+export const discoveryPath = '/.well-known/openid-configuration';
+export const jwksPath = '/.well-known/openid-configuration/jwks';
+
+/**
+ * The discovery document (OIDC Discovery 1.0 §3, RFC 8414 §2). Built once at start (and again when
+ * grants change), then served as a ready string.
+ */
+export function buildDiscoveryDocument(
+  config: LoadedConfig,
+  grantTypes: readonly string[],
+  keys: readonly SigningKeyMaterial[],
+): string {
+  const issuer = config.issuer;
+  const document = {
+    issuer,
+    jwks_uri: `${issuer}${jwksPath}`,
+    token_endpoint: `${issuer}/connect/token`,
+    grant_types_supported: grantTypes,
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+    scopes_supported: new ScopeRules(config).supportedScopes(),
+    response_types_supported: ['code'],
+    subject_types_supported: ['public'],
+    id_token_signing_alg_values_supported: [...new Set(keys.map((k) => k.alg))],
+    code_challenge_methods_supported: ['S256'],
+  };
+  return JSON.stringify(document);
+}
+
+/** The JWKS document: public halves only, every key that is published (SPEC §5). */
+export function buildJwksDocument(keys: readonly SigningKeyMaterial[]): string {
+  return JSON.stringify({ keys: keys.map(publicJwk) });
+}

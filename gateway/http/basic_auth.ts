@@ -1,0 +1,41 @@
+/** Credentials from an `Authorization: Basic` header, already form-decoded. */
+export interface BasicCredentials {
+  clientId: string;
+  clientSecret: string;
+}
+
+const base64 = /^[A-Za-z0-9+/]+={0,2}$/;
+
+/**
+ * Decodes `Authorization: Basic` per RFC 6749 §2.3.1: the client id and secret are each
+ * `application/x-www-form-urlencoded` (Appendix B) before they are joined with `:` and
+ * Base64-encoded, so `:` inside either is escaped and the first raw `:` separates them.
+ *
+ * Returns `undefined` when the header is not Basic at all, `null` when it is Basic but malformed.
+ */
+export function decodeBasicAuthorization(header: string): BasicCredentials | null | undefined {
+  if (header.length < 6 || header.slice(0, 6).toLowerCase() !== 'basic ') return undefined;
+  const encoded = header.slice(6).trim();
+  if (!base64.test(encoded) || encoded.length % 4 !== 0) return null;
+  const decoded = Buffer.from(encoded, 'base64');
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(decoded);
+  } catch {
+    return null;
+  }
+  const colon = text.indexOf(':');
+  if (colon <= 0) return null;
+  const clientId = formDecode(text.slice(0, colon));
+  const clientSecret = formDecode(text.slice(colon + 1));
+  if (clientId === null || clientSecret === null || clientId.length === 0) return null;
+  return { clientId, clientSecret };
+}
+
+function formDecode(raw: string): string | null {
+  try {
+    return decodeURIComponent(raw.replaceAll('+', ' '));
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,87 @@
+import type { HttpResponse } from 'uWebSockets.js';
+
+const statusLines: Record<number, string> = {
+  200: '200 OK',
+  204: '204 No Content',
+  302: '302 Found',
+  303: '303 See Other',
+  400: '400 Bad Request',
+  401: '401 Unauthorized',
+  403: '403 Forbidden',
+  404: '404 Not Found',
+  405: '405 Method Not Allowed',
+  413: '413 Payload Too Large',
+  415: '415 Unsupported Media Type',
+  429: '429 Too Many Requests',
+  500: '500 Internal Server Error',
+  503: '503 Service Unavailable',
+};
+
+export function statusLine(status: number): string {
+  return statusLines[status] ?? `${status} Unknown`;
+}
+
+/** Extra headers some answers carry; kept as named fields so the hot path builds no arrays. */
+export interface ResponseExtras {
+  retryAfter?: number | undefined;
+  wwwAuthenticate?: string | undefined;
+  allow?: string | undefined;
+  closeConnection?: boolean | undefined;
+}
+
+/**
+ * One HTTP exchange on the uWebSockets.js thread. uWS forbids touching `res` after the client
+ * aborted and kills the process when a handler neither responds nor aborts, so every write goes
+ * through here: at most one response, never after abort, always corked (writes made after an
+ * await are otherwise sent as separate syscalls).
+ */
+export class Exchange {
+  aborted = false;
+  done = false;
+  /** Called once if the client goes away before we answered. */
+  onAbort: (() => void) | undefined;
+
+  constructor(readonly res: HttpResponse) {
+    // Must be attached before any asynchronous step (uWS contract).
+    res.onAborted(() => {
+      this.aborted = true;
+      this.onAbort?.();
+    });
+  }
+
+  get open(): boolean {
+    return !this.aborted && !this.done;
+  }
+
+  /** JSON answer with the token endpoint's no-cache headers (RFC 6749 §5.1). */
+  sendJson(status: number, body: string, extras?: ResponseExtras): void {
+    if (this.aborted || this.done) return;
+    this.done = true;
+    const res = this.res;
+    res.cork(() => {
+      res.writeStatus(statusLine(status));
+      res.writeHeader('Content-Type', 'application/json; charset=utf-8');
+      res.writeHeader('Cache-Control', 'no-store');
+      res.writeHeader('Pragma', 'no-cache');
+      if (extras !== undefined) {
+        if (extras.retryAfter !== undefined) res.writeHeader('Retry-After', String(extras.retryAfter));
+        if (extras.wwwAuthenticate !== undefined) res.writeHeader('WWW-Authenticate', extras.wwwAuthenticate);
+        if (extras.allow !== undefined) res.writeHeader('Allow', extras.allow);
+      }
+      res.end(body, extras?.closeConnection === true);
+    });
+  }
+
+  /** A prebuilt body with its own headers (discovery, JWKS, metrics). */
+  sendStatic(status: number, contentType: string, body: string | Uint8Array, cacheControl: string): void {
+    if (this.aborted || this.done) return;
+    this.done = true;
+    const res = this.res;
+    res.cork(() => {
+      res.writeStatus(statusLine(status));
+      res.writeHeader('Content-Type', contentType);
+      res.writeHeader('Cache-Control', cacheControl);
+      res.end(body);
+    });
+  }
+}

@@ -1,0 +1,108 @@
+import type { Logger } from 'pino';
+import { Piscina } from 'piscina';
+import { errorBody } from '../workers/protocol/oauth_errors.js';
+import { packMessage, unpackMessage, type TokenTaskItem, type TokenTaskResult } from '../workers/protocol/token_task.js';
+import type { Exchange } from './http/exchange.js';
+
+export interface DispatcherOptions {
+  threads: number;
+  /** Requests in flight (queued or running) beyond which new ones get a fast 503. */
+  maxQueue: number;
+  /** Most requests in one task. */
+  maxBatch?: number;
+  logger: Logger;
+}
+
+const unavailableBody = errorBody('temporarily_unavailable', 'The service is temporarily unavailable. Retry later.');
+const serverErrorBody = errorBody('server_error', 'The server could not complete the request.');
+
+/**
+ * Hands token requests to the worker pool in batches. Every request that arrives in one
+ * event-loop turn is flushed together on `setImmediate`, split evenly over the threads: one
+ * message per batch instead of one per request is what lifts throughput past a single event loop
+ * (bench/README.md has the figures).
+ */
+export class WorkerDispatcher {
+  private exchanges: Exchange[] = [];
+  private items: TokenTaskItem[] = [];
+  private scheduled = false;
+  private inFlight = 0;
+  private drainWaiters: (() => void)[] = [];
+  private readonly maxBatch: number;
+
+  constructor(
+    private readonly pool: Piscina,
+    private readonly options: DispatcherOptions,
+  ) {
+    this.maxBatch = options.maxBatch ?? 32;
+  }
+
+  get pending(): number {
+    return this.inFlight;
+  }
+
+  submit(exchange: Exchange, item: TokenTaskItem): void {
+    if (this.inFlight >= this.options.maxQueue) {
+      exchange.sendJson(503, unavailableBody, { retryAfter: 1 });
+      return;
+    }
+    this.inFlight++;
+    this.exchanges.push(exchange);
+    this.items.push(item);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.flush);
+    }
+  }
+
+  /** Resolves when every submitted request has been answered. */
+  drain(): Promise<void> {
+    if (this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  private readonly flush = (): void => {
+    this.scheduled = false;
+    const exchanges = this.exchanges;
+    const items = this.items;
+    this.exchanges = [];
+    this.items = [];
+    const n = items.length;
+    const batches = Math.max(Math.ceil(n / this.maxBatch), Math.min(this.options.threads, n));
+    const size = Math.ceil(n / batches);
+    for (let start = 0; start < n; start += size) {
+      this.runBatch(exchanges.slice(start, start + size), items.slice(start, start + size));
+    }
+  };
+
+  private runBatch(exchanges: Exchange[], items: TokenTaskItem[]): void {
+    const task = packMessage(items);
+    this.pool.run(Piscina.move(task)).then(
+      (packed: Uint8Array) => {
+        const results = unpackMessage<TokenTaskResult[]>(packed);
+        for (let i = 0; i < exchanges.length; i++) {
+          const result = results[i];
+          const exchange = exchanges[i] as Exchange;
+          if (result === undefined) exchange.sendJson(500, serverErrorBody);
+          else exchange.sendJson(result[0], result[1], result[2] === null ? undefined : { retryAfter: result[2] });
+        }
+        this.settle(exchanges.length);
+      },
+      (err: unknown) => {
+        // A worker that died or threw outside a grant: this batch fails, the pool replaces the thread.
+        this.options.logger.error({ err, requests: exchanges.length }, 'worker task failed');
+        for (const exchange of exchanges) exchange.sendJson(500, serverErrorBody);
+        this.settle(exchanges.length);
+      },
+    );
+  }
+
+  private settle(count: number): void {
+    this.inFlight -= count;
+    if (this.inFlight === 0 && this.drainWaiters.length > 0) {
+      const waiters = this.drainWaiters;
+      this.drainWaiters = [];
+      for (const resolve of waiters) resolve();
+    }
+  }
+}

@@ -1,0 +1,123 @@
+import t from 'tap';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import * as oidc from 'openid-client';
+import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
+import { generateSigningKey } from '../../gateway/key_loader.js';
+import { signingAlgorithms } from '../../gateway/config/schema.js';
+import { appendixB, startTestGateway } from '../helpers/test_gateway.js';
+
+// A resource server's view: discovery, then the published JWKS, then RFC 9068 checks.
+async function verifyAsResourceServer(issuer: string, token: string, audience: string) {
+  const discovered = (await (await fetch(`${issuer}/.well-known/openid-configuration`)).json()) as { jwks_uri: string };
+  const jwks = createRemoteJWKSet(new URL(discovered.jwks_uri));
+  return jwtVerify(token, jwks, { issuer, audience, typ: 'at+jwt' });
+}
+
+t.test('openid-client gets a token with Basic auth that verifies against the JWKS', async (t) => {
+  const gw = await startTestGateway(t);
+  const config = await oidc.discovery(new URL(gw.config.issuer), 'm2m', undefined, oidc.ClientSecretBasic('secret'), {
+    execute: [oidc.allowInsecureRequests],
+  });
+  const tokens = await oidc.clientCredentialsGrant(config, { scope: 'api1' });
+  t.equal(tokens.token_type, 'bearer');
+  t.equal(tokens.expires_in, 600);
+  t.equal(tokens.scope, 'api1');
+
+  const { payload, protectedHeader } = await verifyAsResourceServer(gw.config.issuer, tokens.access_token, 'urn:api1');
+  t.equal(protectedHeader.typ, 'at+jwt');
+  t.equal(protectedHeader.alg, 'ES256');
+  t.type(protectedHeader.kid, 'string');
+  t.equal(payload.iss, gw.config.issuer);
+  t.equal(payload.aud, 'urn:api1');
+  t.equal(payload.scope, 'api1');
+  t.equal(payload.client_id, 'm2m');
+  t.equal(payload.sub, 'm2m', 'a client-only token names the client as subject (RFC 9068 §2.2)');
+  t.equal(payload.tier, 'gold', 'client claims are included');
+  t.equal((payload.exp as number) - (payload.iat as number), 600);
+  t.equal(payload.nbf, payload.iat);
+  t.ok(Math.abs((payload.iat as number) - Date.now() / 1000) < 5);
+  t.match(payload.jti, /^[0-9a-f-]{36}$/);
+});
+
+t.test('openid-client gets a token with client_secret_post', async (t) => {
+  const gw = await startTestGateway(t);
+  const config = await oidc.discovery(new URL(gw.config.issuer), 'm2m', undefined, oidc.ClientSecretPost('secret'), {
+    execute: [oidc.allowInsecureRequests],
+  });
+  const tokens = await oidc.clientCredentialsGrant(config);
+  t.equal(tokens.scope, 'api1 api2', 'an omitted scope grants every allowed API scope');
+  const { payload } = await verifyAsResourceServer(gw.config.issuer, tokens.access_token, 'urn:api2');
+  t.same(payload.aud, ['urn:api1', 'urn:api2']);
+});
+
+t.test('openid-client authenticates the Appendix B client with Basic', async (t) => {
+  const gw = await startTestGateway(t);
+  const config = await oidc.discovery(new URL(gw.config.issuer), appendixB.clientId, undefined, oidc.ClientSecretBasic(appendixB.secret), {
+    execute: [oidc.allowInsecureRequests],
+  });
+  const tokens = await oidc.clientCredentialsGrant(config);
+  t.equal(tokens.scope, 'api1');
+});
+
+t.test('openid-client surfaces invalid_client and invalid_scope as OAuth errors', async (t) => {
+  const gw = await startTestGateway(t);
+  const wrong = await oidc.discovery(new URL(gw.config.issuer), 'm2m', undefined, oidc.ClientSecretBasic('nope'), {
+    execute: [oidc.allowInsecureRequests],
+  });
+  // RFC 6749 §5.2: with Basic, the 401 carries a challenge, which oauth4webapi reports as such.
+  await t.rejects(oidc.clientCredentialsGrant(wrong), {
+    code: 'OAUTH_WWW_AUTHENTICATE_CHALLENGE',
+    status: 401,
+    cause: [{ scheme: 'basic', parameters: { realm: gw.config.issuer } }],
+  });
+  const right = await oidc.discovery(new URL(gw.config.issuer), 'm2m', undefined, oidc.ClientSecretBasic('secret'), {
+    execute: [oidc.allowInsecureRequests],
+  });
+  await t.rejects(oidc.clientCredentialsGrant(right, { scope: 'openid' }), { error: 'invalid_scope', status: 400 });
+});
+
+t.test('every token has a unique jti', async (t) => {
+  const gw = await startTestGateway(t, { patch: (raw) => void (raw.workers = { threads: 2 }) });
+  const auth = `Basic ${Buffer.from('m2m:secret').toString('base64')}`;
+  const tokens = await Promise.all(
+    Array.from({ length: 100 }, async () => {
+      const res = await fetch(gw.tokenUrl, {
+        method: 'POST',
+        headers: { authorization: auth, 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'grant_type=client_credentials',
+      });
+      return ((await res.json()) as { access_token: string }).access_token;
+    }),
+  );
+  const jtis = new Set(tokens.map((tok) => (JSON.parse(Buffer.from(tok.split('.')[1] as string, 'base64url').toString()) as { jti: string }).jti));
+  t.equal(jtis.size, 100);
+});
+
+for (const alg of signingAlgorithms) {
+  t.test(`signs with a configured ${alg} key that jose verifies`, async (t) => {
+    const dir = t.testdir({});
+    const signing = await generateSigningKey(alg);
+    const retired = await generateSigningKey(alg);
+    writeFileSync(path.join(dir, 'current.jwk.json'), JSON.stringify(signing.jwk));
+    writeFileSync(path.join(dir, 'retired.jwk.json'), JSON.stringify(retired.jwk));
+    const gw = await startTestGateway(t, {
+      patch: (raw) => {
+        raw.signing = { algorithm: alg, keys: [{ file: path.join(dir, 'current.jwk.json') }, { file: path.join(dir, 'retired.jwk.json') }] };
+      },
+    });
+    const res = await fetch(gw.tokenUrl, {
+      method: 'POST',
+      headers: { authorization: `Basic ${Buffer.from('m2m:secret').toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'grant_type=client_credentials&scope=api2',
+    });
+    const { access_token } = (await res.json()) as { access_token: string };
+    t.equal(decodeProtectedHeader(access_token).kid, signing.kid, 'the first key signs');
+    const { payload, protectedHeader } = await verifyAsResourceServer(gw.config.issuer, access_token, 'urn:api2');
+    t.equal(protectedHeader.alg, alg);
+    t.equal(payload.scope, 'api2');
+    const jwks = (await (await fetch(`${gw.url}/.well-known/openid-configuration/jwks`)).json()) as { keys: { kid: string; d?: string }[] };
+    t.same(jwks.keys.map((k) => k.kid), [signing.kid, retired.kid], 'all keys are published');
+    t.notOk(jwks.keys.some((k) => 'd' in k || 'p' in k), 'no private members');
+  });
+}

@@ -1,0 +1,104 @@
+import t from 'tap';
+import { createHash } from 'node:crypto';
+import { clientSchema, type ClientConfig } from '../../gateway/config/schema.js';
+import { ClientAuthenticator } from '../../gateway/client_auth.js';
+import { registerClients } from '../../workers/protocol/client_model.js';
+
+const sha = (s: string) => createHash('sha256').update(s, 'utf8').digest('base64');
+const client = (c: Partial<ClientConfig> & { clientId: string }): ClientConfig =>
+  clientSchema.parse({ allowedGrantTypes: ['client_credentials'], ...c });
+const basic = (id: string, secret: string) =>
+  `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
+const params = (p: Record<string, string>) => Object.assign(Object.create(null) as Record<string, string>, p);
+
+const now = Date.parse('2026-06-01T00:00:00Z');
+const auth = new ClientAuthenticator(
+  registerClients([
+    client({ clientId: 'm2m', clientSecrets: [{ value: sha('secret') }] }),
+    client({
+      clientId: 'rolling',
+      clientSecrets: [
+        { value: sha('old'), expiration: '2026-01-01T00:00:00Z' },
+        { value: sha('new') },
+      ],
+    }),
+    client({ clientId: 'off', enabled: false, clientSecrets: [{ value: sha('secret') }] }),
+    client({ clientId: 'public', requireClientSecret: false }),
+    client({ clientId: 'an:identifier', clientSecrets: [{ value: sha('some secure & non-standard secret') }] }),
+  ]),
+  () => now,
+);
+
+t.test('accepts the right secret with Basic', async (t) => {
+  const r = auth.authenticate(basic('m2m', 'secret'), params({}));
+  t.equal(r.ok && r.client.clientId, 'm2m');
+  t.equal(r.ok && r.method, 'client_secret_basic');
+});
+
+t.test('accepts the right secret in the body', async (t) => {
+  const r = auth.authenticate('', params({ client_id: 'm2m', client_secret: 'secret' }));
+  t.equal(r.ok && r.method, 'client_secret_post');
+});
+
+t.test('accepts Basic with a matching client_id in the body', async (t) => {
+  t.equal(auth.authenticate(basic('m2m', 'secret'), params({ client_id: 'm2m' })).ok, true);
+});
+
+t.test('accepts the RFC 6749 Appendix B client through Basic', async (t) => {
+  const r = auth.authenticate(basic('an:identifier', 'some secure & non-standard secret'), params({}));
+  t.equal(r.ok && r.client.clientId, 'an:identifier');
+});
+
+t.test('rejects a wrong secret, an unknown client and a disabled client the same way', async (t) => {
+  for (const [header, body] of [
+    [basic('m2m', 'wrong'), {}],
+    [basic('nobody', 'secret'), {}],
+    [basic('off', 'secret'), {}],
+    ['', { client_id: 'm2m', client_secret: 'secretx' }],
+    ['', { client_id: 'nobody', client_secret: 'secret' }],
+  ] as const) {
+    const r = auth.authenticate(header, params(body));
+    t.equal(r.ok, false);
+    t.equal(!r.ok && r.failure, 'invalid_client');
+    t.equal(!r.ok && r.usedAuthorizationHeader, header.length > 0);
+  }
+});
+
+t.test('refuses an expired secret and accepts its successor', async (t) => {
+  t.equal(auth.authenticate(basic('rolling', 'old'), params({})).ok, false);
+  t.equal(auth.authenticate(basic('rolling', 'new'), params({})).ok, true);
+});
+
+t.test('refuses two authentication methods at once', async (t) => {
+  const r = auth.authenticate(basic('m2m', 'secret'), params({ client_secret: 'secret' }));
+  t.equal(!r.ok && r.failure, 'multiple_methods');
+  const r2 = auth.authenticate(basic('m2m', 'secret'), params({ client_id: 'other' }));
+  t.equal(!r2.ok && r2.failure, 'multiple_methods');
+});
+
+t.test('authenticates a public client by client_id alone', async (t) => {
+  const r = auth.authenticate('', params({ client_id: 'public' }));
+  t.equal(r.ok && r.method, 'none');
+});
+
+t.test('refuses a confidential client without a secret', async (t) => {
+  const r = auth.authenticate('', params({ client_id: 'm2m' }));
+  t.equal(!r.ok && r.failure, 'invalid_client');
+});
+
+t.test('refuses a public client that presents a secret it does not have', async (t) => {
+  t.equal(auth.authenticate('', params({ client_id: 'public', client_secret: 'x' })).ok, false);
+});
+
+t.test('refuses a request that names no client', async (t) => {
+  const r = auth.authenticate('', params({ grant_type: 'client_credentials' }));
+  t.same(r, { ok: false, failure: 'invalid_client', usedAuthorizationHeader: false, clientId: undefined });
+});
+
+t.test('refuses a malformed or non-Basic Authorization header', async (t) => {
+  for (const header of ['Basic %%%', 'Bearer token']) {
+    const r = auth.authenticate(header, params({}));
+    t.equal(!r.ok && r.failure, 'invalid_client');
+    t.equal(!r.ok && r.usedAuthorizationHeader, true);
+  }
+});

@@ -1,0 +1,73 @@
+import t from 'tap';
+import { clientSchema, type ClientConfig } from '../../../gateway/config/schema.js';
+import { clientOnlyPolicy, ScopeRules, userPolicy } from '../../../workers/grants/scope_rules.js';
+import { OAuthError } from '../../../workers/protocol/oauth_errors.js';
+import { registerClient } from '../../../workers/protocol/client_model.js';
+
+const rules = new ScopeRules({
+  identityResources: [{ name: 'openid', claims: ['sub'] }, { name: 'profile', claims: [] }],
+  apiScopes: [{ name: 'api1' }, { name: 'api2' }, { name: 'api3' }],
+  apiResources: [
+    { name: 'urn:one', scopes: ['api1'], secrets: [] },
+    { name: 'urn:both', scopes: ['api1', 'api2'], secrets: [] },
+  ],
+});
+const make = (c: Partial<ClientConfig>) =>
+  registerClient(clientSchema.parse({ clientId: 'c', allowedGrantTypes: ['client_credentials'], ...c }));
+const m2m = make({ allowedScopes: ['api2', 'api1', 'api3', 'openid'] });
+const user = make({ allowedScopes: ['openid', 'profile', 'api1', 'offline_access'], allowOfflineAccess: true });
+
+function scopeError(fn: () => unknown): string | undefined {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof OAuthError) return `${err.error}: ${err.description}`;
+    throw err;
+  }
+  return undefined;
+}
+
+t.test('grants all allowed API scopes to a client-only grant when scope is omitted', async (t) => {
+  const g = rules.resolve(m2m, undefined, clientOnlyPolicy);
+  t.same(g.scopes, ['api2', 'api1', 'api3']);
+  t.equal(g.scope, 'api2 api1 api3');
+  t.same(g.audiences, ['urn:both', 'urn:one']);
+});
+
+t.test('keeps the client order and drops repeated scopes', async (t) => {
+  t.same(rules.resolve(m2m, 'api1  api2 api1', clientOnlyPolicy).scopes, ['api2', 'api1']);
+});
+
+t.test('maps API scopes to their resources for aud', async (t) => {
+  t.same(rules.resolve(m2m, 'api2', clientOnlyPolicy).audiences, ['urn:both']);
+  t.same(rules.resolve(m2m, 'api3', clientOnlyPolicy).audiences, []);
+});
+
+t.test('refuses an unregistered scope', async (t) => {
+  t.equal(scopeError(() => rules.resolve(m2m, 'api1 nope', clientOnlyPolicy)), 'invalid_scope: A requested scope is not registered.');
+});
+
+t.test('refuses a registered scope the client is not allowed', async (t) => {
+  t.equal(scopeError(() => rules.resolve(user, 'api2', userPolicy)), 'invalid_scope: The client is not allowed a requested scope.');
+});
+
+t.test('refuses identity scopes and offline_access for a client-only grant', async (t) => {
+  t.equal(scopeError(() => rules.resolve(m2m, 'openid', clientOnlyPolicy)), 'invalid_scope: A requested scope is not allowed for this grant type.');
+  t.equal(scopeError(() => rules.resolve(user, 'offline_access', clientOnlyPolicy)), 'invalid_scope: A requested scope is not allowed for this grant type.');
+});
+
+t.test('grants identity scopes and offline access to a user grant', async (t) => {
+  const g = rules.resolve(user, undefined, userPolicy);
+  t.same(g.scopes, ['openid', 'profile', 'api1', 'offline_access']);
+  t.same(g.identityScopes, ['openid', 'profile']);
+  t.equal(g.offlineAccess, true);
+});
+
+t.test('refuses a client-only grant when no allowed scope fits it', async (t) => {
+  const idOnly = make({ allowedScopes: ['openid'] });
+  t.equal(scopeError(() => rules.resolve(idOnly, undefined, clientOnlyPolicy)), 'invalid_scope: The client has no scope allowed for this grant type.');
+});
+
+t.test('lists every registered scope for discovery', async (t) => {
+  t.same(rules.supportedScopes(), ['openid', 'profile', 'api1', 'api2', 'api3', 'offline_access']);
+});

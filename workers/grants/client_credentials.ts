@@ -1,0 +1,15 @@
+import type { GrantHandler } from './grant_handler.js';
+import { clientOnlyPolicy } from './scope_rules.js';
+import { issueTokens } from './token_issuance.js';
+
+/**
+ * RFC 6749 §4.4. The client is its own resource owner: no user, no identity scopes, no refresh
+ * token (§4.4.3), and no store access, so it keeps working through a store outage.
+ */
+export const clientCredentialsGrant: GrantHandler = {
+  grantType: 'client_credentials',
+  handle(request, services) {
+    const scopes = services.scopes.resolve(request.client, request.params.scope, clientOnlyPolicy);
+    return issueTokens(request, services, { scopes });
+  },
+};

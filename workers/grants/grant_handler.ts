@@ -1,0 +1,45 @@
+import type { Logger } from 'pino';
+import type { Store } from '../store/store.js';
+import type { RegisteredClient } from '../protocol/client_model.js';
+import type { FormParams } from '../protocol/token_task.js';
+import type { JwtSigner } from '../tokens/jwt_signer.js';
+import type { ScopeRules } from './scope_rules.js';
+
+/** What every grant handler may use; one instance per worker thread. */
+export interface GrantServices {
+  readonly issuer: string;
+  readonly clients: ReadonlyMap<string, RegisteredClient>;
+  readonly scopes: ScopeRules;
+  readonly signer: JwtSigner;
+  readonly store: Store;
+  /** Epoch milliseconds; injectable so expiry rules are testable without sleeping. */
+  readonly now: () => number;
+  readonly logger: Logger;
+}
+
+/** A token request that passed the gateway: client authenticated, grant type allowed. */
+export interface GrantRequest {
+  readonly grantType: string;
+  readonly client: RegisteredClient;
+  readonly params: FormParams;
+}
+
+/** The members of a successful token response (RFC 6749 §5.1). */
+export interface TokenResponse {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  scope: string;
+  refresh_token?: string;
+  id_token?: string;
+  [member: string]: unknown;
+}
+
+/**
+ * One grant type. Built-in grants and extension grants go through the same registry; a handler
+ * rejects a request by throwing an `OAuthError`.
+ */
+export interface GrantHandler {
+  readonly grantType: string;
+  handle(request: GrantRequest, services: GrantServices): Promise<TokenResponse> | TokenResponse;
+}

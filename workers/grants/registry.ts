@@ -1,0 +1,40 @@
+import { clientCredentialsGrant } from './client_credentials.js';
+import type { GrantHandler } from './grant_handler.js';
+
+/** Grants shipped in the core, in the order discovery lists them. */
+export const builtInGrants: readonly GrantHandler[] = [clientCredentialsGrant];
+
+/** Handlers keyed by `grant_type`: built-ins first, then extension grants; no name twice. */
+export class GrantRegistry {
+  private readonly handlers = new Map<string, GrantHandler>();
+
+  constructor(handlers: readonly GrantHandler[] = builtInGrants) {
+    for (const handler of handlers) this.register(handler);
+  }
+
+  register(handler: GrantHandler): void {
+    if (this.handlers.has(handler.grantType)) {
+      throw new Error(`grant type "${handler.grantType}" is already registered`);
+    }
+    this.handlers.set(handler.grantType, handler);
+  }
+
+  get(grantType: string): GrantHandler | undefined {
+    return this.handlers.get(grantType);
+  }
+
+  names(): string[] {
+    return [...this.handlers.keys()];
+  }
+}
+
+/** Validates what a grant module exports as default before it joins the registry. */
+export function isGrantHandler(value: unknown): value is GrantHandler {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as GrantHandler).grantType === 'string' &&
+    (value as GrantHandler).grantType.length > 0 &&
+    typeof (value as GrantHandler).handle === 'function'
+  );
+}

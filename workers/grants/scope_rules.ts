@@ -1,0 +1,127 @@
+import type { TesseraConfig } from '../../gateway/config/schema.js';
+import { OAuthError } from '../protocol/oauth_errors.js';
+import type { RegisteredClient } from '../protocol/client_model.js';
+
+export const offlineAccessScope = 'offline_access';
+
+/** What a grant may carry: client-only grants get neither identity scopes nor refresh tokens. */
+export interface ScopePolicy {
+  identityScopes: boolean;
+  offlineAccess: boolean;
+}
+
+export const clientOnlyPolicy: ScopePolicy = { identityScopes: false, offlineAccess: false };
+export const userPolicy: ScopePolicy = { identityScopes: true, offlineAccess: true };
+
+/** The outcome of scope validation, ready to put in a token. */
+export interface GrantedScopes {
+  /** In a stable order: the client's allowedScopes order. */
+  readonly scopes: readonly string[];
+  /** Space-separated, for the `scope` claim and response member. */
+  readonly scope: string;
+  readonly apiScopes: readonly string[];
+  readonly identityScopes: readonly string[];
+  readonly offlineAccess: boolean;
+  /** `aud` of an access token: the API resources of the granted API scopes. */
+  readonly audiences: readonly string[];
+}
+
+/**
+ * Scope rules of SPEC §4, built once per thread from the config. Results for an omitted `scope`
+ * are cached per client and policy, since that is the common request.
+ */
+export class ScopeRules {
+  private readonly identity = new Set<string>();
+  private readonly api = new Set<string>();
+  private readonly audiencesByScope = new Map<string, string[]>();
+  private readonly defaults = new WeakMap<RegisteredClient, Map<ScopePolicy, GrantedScopes>>();
+
+  constructor(config: Pick<TesseraConfig, 'identityResources' | 'apiScopes' | 'apiResources'>) {
+    for (const r of config.identityResources) this.identity.add(r.name);
+    for (const s of config.apiScopes) this.api.add(s.name);
+    for (const resource of config.apiResources) {
+      for (const scope of resource.scopes) {
+        const list = this.audiencesByScope.get(scope);
+        if (list === undefined) this.audiencesByScope.set(scope, [resource.name]);
+        else if (!list.includes(resource.name)) list.push(resource.name);
+      }
+    }
+  }
+
+  /** Every registered scope, for discovery's `scopes_supported`. */
+  supportedScopes(): string[] {
+    return [...this.identity, ...this.api, offlineAccessScope];
+  }
+
+  isIdentityScope(scope: string): boolean {
+    return this.identity.has(scope);
+  }
+
+  /**
+   * Validates a requested `scope` parameter (or its absence) for a client.
+   * @throws OAuthError `invalid_scope`
+   */
+  resolve(client: RegisteredClient, requested: string | undefined, policy: ScopePolicy): GrantedScopes {
+    if (requested === undefined) return this.defaultsFor(client, policy);
+    const wanted = new Set<string>();
+    for (const scope of requested.split(' ')) {
+      if (scope.length === 0) continue;
+      if (!this.isKnown(scope)) throw invalidScope('A requested scope is not registered.');
+      if (!client.scopes.has(scope)) throw invalidScope('The client is not allowed a requested scope.');
+      if (!this.fitsPolicy(scope, policy)) throw invalidScope('A requested scope is not allowed for this grant type.');
+      if (scope === offlineAccessScope && !client.config.allowOfflineAccess) {
+        throw invalidScope('The client is not allowed offline access.');
+      }
+      wanted.add(scope);
+    }
+    if (wanted.size === 0) return this.defaultsFor(client, policy);
+    // Keep the client's configured order so equal requests give byte-identical tokens.
+    return this.grant(client.config.allowedScopes.filter((s) => wanted.has(s)));
+  }
+
+  private defaultsFor(client: RegisteredClient, policy: ScopePolicy): GrantedScopes {
+    let byPolicy = this.defaults.get(client);
+    if (byPolicy === undefined) this.defaults.set(client, (byPolicy = new Map()));
+    let granted = byPolicy.get(policy);
+    if (granted === undefined) {
+      granted = this.grant(
+        client.config.allowedScopes.filter(
+          (s) => this.isKnown(s) && this.fitsPolicy(s, policy) && (s !== offlineAccessScope || client.config.allowOfflineAccess),
+        ),
+      );
+      byPolicy.set(policy, granted);
+    }
+    if (granted.scopes.length === 0) throw invalidScope('The client has no scope allowed for this grant type.');
+    return granted;
+  }
+
+  private grant(scopes: string[]): GrantedScopes {
+    const apiScopes = scopes.filter((s) => this.api.has(s));
+    const audiences: string[] = [];
+    for (const scope of apiScopes) {
+      for (const aud of this.audiencesByScope.get(scope) ?? []) if (!audiences.includes(aud)) audiences.push(aud);
+    }
+    return Object.freeze({
+      scopes: Object.freeze(scopes),
+      scope: scopes.join(' '),
+      apiScopes: Object.freeze(apiScopes),
+      identityScopes: Object.freeze(scopes.filter((s) => this.identity.has(s))),
+      offlineAccess: scopes.includes(offlineAccessScope),
+      audiences: Object.freeze(audiences),
+    });
+  }
+
+  private isKnown(scope: string): boolean {
+    return this.api.has(scope) || this.identity.has(scope) || scope === offlineAccessScope;
+  }
+
+  private fitsPolicy(scope: string, policy: ScopePolicy): boolean {
+    if (scope === offlineAccessScope) return policy.offlineAccess;
+    if (this.identity.has(scope)) return policy.identityScopes;
+    return true;
+  }
+}
+
+function invalidScope(description: string): OAuthError {
+  return new OAuthError('invalid_scope', description);
+}

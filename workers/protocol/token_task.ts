@@ -1,0 +1,32 @@
+/**
+ * What crosses the thread boundary for the token endpoint. Requests are batched: the gateway
+ * packs every token request that arrived in one event-loop turn into one task, because the cost
+ * per message (wake-up, copy) dominates the cost of signing one token.
+ *
+ * Items and results are tuples, not objects, to keep the packed form small.
+ */
+import { Packr } from 'msgpackr';
+
+/** Parsed `application/x-www-form-urlencoded` parameters; a null-prototype record. */
+export type FormParams = Record<string, string>;
+
+/** `[grantType, clientId, params]`; `params` never contains `client_secret`. */
+export type TokenTaskItem = [grantType: string, clientId: string, params: FormParams];
+
+/** `[status, jsonBody, retryAfterSeconds]`. */
+export type TokenTaskResult = [status: number, body: string, retryAfter: number | null];
+
+// Plain maps and arrays, no record extensions: batches are decoded by another thread.
+const packr = new Packr({ useRecords: false, moreTypes: false });
+
+/**
+ * Packs into an exactly-sized copy. msgpackr's output is a view into a reused buffer, and structured
+ * clone would copy (or transfer) the whole underlying buffer, not just the view.
+ */
+export function packMessage(value: unknown): Uint8Array {
+  return packr.pack(value).slice();
+}
+
+export function unpackMessage<T>(bytes: Uint8Array): T {
+  return packr.unpack(bytes) as T;
+}

@@ -1,0 +1,14 @@
+import type { TesseraConfig } from '../../gateway/config/schema.js';
+import type { SigningKeyMaterial } from '../tokens/signing_key.js';
+
+/** What each worker thread receives at start (Piscina `workerData`, structured clone). */
+export interface WorkerBootData {
+  readonly config: TesseraConfig;
+  /** The first key signs; the others are only published. */
+  readonly signingKeys: readonly SigningKeyMaterial[];
+  /** URLs of extra grant-handler modules (default export: a GrantHandler). */
+  readonly grantModules: readonly string[];
+  /** BroadcastChannel serving the main thread's in-memory store, when the store is memory. */
+  readonly storeChannel: string | null;
+  readonly logLevel: string;
+}

@@ -1,0 +1,191 @@
+/**
+ * The one contract for state that outlives a request (SPEC §7). Two implementations pass the same
+ * conformance suite: {@link MemoryStore} (one process) and {@link RedisStore} (any number of
+ * gateway processes).
+ *
+ * Keys are never raw handles: callers pass `id` = base64url(SHA-256(handle)) (see `hashHandle`).
+ * A `family` groups records that are revoked together (a refresh-token family, the tokens issued
+ * from one authorization code); on Redis every key of a family shares the hash tag `{family}` so
+ * that family operations stay atomic on a cluster.
+ *
+ * Rules both implementations keep (the conformance suite in `test/workers/store/` checks each):
+ * - Every record carries a TTL in milliseconds (a positive number; fractions round up). There is
+ *   no record without an expiry.
+ * - Values are packed with msgpackr (`record_codec.ts`): what comes back is a copy, and only what
+ *   msgpack can carry (plain objects, arrays, strings, numbers, booleans, null, Dates, bytes)
+ *   survives the round trip.
+ * - A consumed record stays stored (so that a replay is detected) but is invisible to
+ *   {@link Store.get} and counts as absent for {@link Store.putIfAbsent}.
+ * - A revoked family refuses writes: `set` and `putIfAbsent` throw {@link FamilyRevokedError},
+ *   `rotate` resolves `missing` and writes nothing.
+ * - Every backend failure (refused connection, timeout, cluster down, closed store) rejects with
+ *   {@link StoreUnavailableError} in bounded time; nothing hangs.
+ */
+export type RecordKind =
+  | 'code' // authorization codes
+  | 'rt' // refresh tokens
+  | 'dc' // device codes
+  | 'uc' // user codes
+  | 'jti' // revoked access-token ids (deny list)
+  | 'key' // signing keys and development keys
+  | 'misc';
+
+export interface StoreKey {
+  kind: RecordKind;
+  /** Already hashed identifier. */
+  id: string;
+  /** Family the record belongs to; omitted for standalone records. */
+  family?: string;
+}
+
+/** What an atomic consume found. */
+export type ConsumeResult<T> =
+  | { status: 'consumed'; value: T }
+  /** Already consumed before: a replay. The original value is returned so the caller can revoke. */
+  | { status: 'replayed'; value: T }
+  | { status: 'missing' };
+
+export interface CounterResult {
+  /** Value after the increment. */
+  count: number;
+  /** Milliseconds until the window ends. */
+  resetInMs: number;
+}
+
+export interface Store {
+  /**
+   * Writes (or overwrites) a record for `ttlMs`. A record with a `family` joins that family.
+   *
+   * @throws {@link FamilyRevokedError} when the key's family is revoked.
+   * @example
+   * ```ts
+   * await store.set({ kind: 'code', id: hashHandle(code) }, { clientId, scope }, 300_000);
+   * ```
+   */
+  set<T>(key: StoreKey, value: T, ttlMs: number): Promise<void>;
+  /** The live record, or `null` when it is missing, expired or already consumed. */
+  get<T>(key: StoreKey): Promise<T | null>;
+  /** Removes a record (consumed or not). Resolves whether something was removed. */
+  delete(key: StoreKey): Promise<boolean>;
+  /**
+   * Atomically marks a record consumed and returns it. Of any number of concurrent callers exactly
+   * one sees `consumed`; later callers see `replayed` (until the record's TTL ends) so that a
+   * replay can revoke what the first redemption issued. Consuming keeps the record's TTL.
+   *
+   * @example
+   * ```ts
+   * const found = await store.consume<CodeRecord>({ kind: 'code', id: hashHandle(code) });
+   * if (found.status === 'replayed') await store.revokeFamily(found.value.family, ttlMs);
+   * if (found.status !== 'consumed') return error(TokenRequestErrors.InvalidGrant);
+   * ```
+   */
+  consume<T>(key: StoreKey): Promise<ConsumeResult<T>>;
+  /**
+   * Consume `oldKey` and write `newKey` in one atomic step: either both happen or neither does.
+   * The successor is only written when the consume wins (`consumed`); on `replayed` and `missing`
+   * nothing is written.
+   *
+   * When the family of `newKey` is revoked the result is `missing` and nothing is written (not
+   * even the consume): a revoked refresh token is simply invalid (RFC 9700 §4.14.2), and a
+   * `replayed` there would make the caller revoke the family a second time.
+   *
+   * Both keys must be standalone or belong to the same family (one Redis Cluster slot); otherwise
+   * this throws a plain `Error`. On Redis Cluster two standalone keys live in different slots, so
+   * there a rotation needs a family.
+   */
+  rotate<T, U>(oldKey: StoreKey, newKey: StoreKey, newValue: U, ttlMs: number): Promise<ConsumeResult<T>>;
+  /**
+   * Deletes every record of the family and remembers the revocation for `ttlMs`, so that a record
+   * written into it later is refused. Returns how many records were removed (consumed records
+   * included, expired ones not).
+   */
+  revokeFamily(family: string, ttlMs: number): Promise<number>;
+  isFamilyRevoked(family: string): Promise<boolean>;
+  /**
+   * Writes the record only when no live record is stored under the key, atomically, and resolves
+   * the value stored afterwards: `value` for the caller that wrote it, the earlier value for every
+   * other caller. Used to share one development signing key between gateway instances.
+   *
+   * @throws {@link FamilyRevokedError} when the key's family is revoked.
+   * @example
+   * ```ts
+   * const jwk = await store.putIfAbsent({ kind: 'key', id: 'dev' }, generatedJwk, 30 * 86_400_000);
+   * ```
+   */
+  putIfAbsent<T>(key: StoreKey, value: T, ttlMs: number): Promise<T>;
+  /**
+   * Fixed-window counter (rate limiting). The window starts with the first increment and ends
+   * `windowMs` later, whatever happens in between; the next increment then starts a new window.
+   */
+  increment(name: string, windowMs: number): Promise<CounterResult>;
+  /** Ends the counter's window now. */
+  resetCounter(name: string): Promise<void>;
+  /** Throws {@link StoreUnavailableError} when the backend cannot be reached. */
+  ping(): Promise<void>;
+  /** Releases connections and timers. Later calls reject with {@link StoreUnavailableError}. */
+  close(): Promise<void>;
+}
+
+/**
+ * The backend could not be reached in bounded time. The gateway answers `503
+ * temporarily_unavailable` with `Retry-After`.
+ */
+export class StoreUnavailableError extends Error {
+  readonly code = 'store_unavailable' as const;
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super(`store unavailable: ${detail}`, options);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+/** A write into a family that was revoked. */
+export class FamilyRevokedError extends Error {
+  readonly code = 'family_revoked' as const;
+  constructor(family: string) {
+    super(`family ${family} is revoked`);
+    this.name = 'FamilyRevokedError';
+  }
+}
+
+export function isStoreUnavailable(err: unknown): boolean {
+  return (
+    err instanceof StoreUnavailableError ||
+    (typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 'store_unavailable')
+  );
+}
+
+/**
+ * A TTL as both implementations take it: a positive finite number of milliseconds, rounded up to
+ * a whole millisecond (Redis `PX` takes integers). Anything else is a programming error.
+ * @internal
+ */
+export function toTtlMs(ttlMs: number): number {
+  if (typeof ttlMs !== 'number' || !Number.isFinite(ttlMs) || ttlMs <= 0) {
+    throw new RangeError(`store TTL must be a positive number of milliseconds, got ${String(ttlMs)}`);
+  }
+  return Math.ceil(ttlMs);
+}
+
+/**
+ * Family names become a Redis Cluster hash tag (`{family}`), so braces would split the tag.
+ * @internal
+ */
+export function assertFamilyName(family: string): void {
+  if (typeof family !== 'string' || family.length === 0 || family.includes('{') || family.includes('}')) {
+    throw new Error(`invalid store family ${JSON.stringify(family)}: must be non-empty without braces`);
+  }
+}
+
+/**
+ * The precondition of {@link Store.rotate}: one atomic step needs both keys in one place (one
+ * Redis Cluster slot), so they are both standalone or both in the same family.
+ * @internal
+ */
+export function assertRotatable(oldKey: StoreKey, newKey: StoreKey): void {
+  if ((oldKey.family ?? null) !== (newKey.family ?? null)) {
+    throw new Error('rotate needs both keys standalone or in the same family');
+  }
+  if (oldKey.kind === newKey.kind && oldKey.id === newKey.id) {
+    throw new Error('rotate needs two different keys');
+  }
+}

@@ -1,0 +1,76 @@
+import { randomUUID } from 'node:crypto';
+import type { RegisteredClient } from '../protocol/client_model.js';
+import type { GrantedScopes } from '../grants/scope_rules.js';
+
+/** Claims a client or an extension grant can never set: they carry the token's meaning. */
+export const protectedClaims: ReadonlySet<string> = new Set([
+  'iss', 'sub', 'aud', 'exp', 'nbf', 'iat', 'jti', 'client_id', 'scope', 'auth_time', 'idp', 'amr',
+  'act', 'cnf', 'typ', 'azp', 'nonce', 'at_hash', 'c_hash', 'sid',
+]);
+
+export type ClaimValue = string | number | boolean | string[] | Record<string, unknown>;
+
+const clientClaimsCache = new WeakMap<RegisteredClient, Readonly<Record<string, string | string[]>>>();
+
+/** The client's configured claims as JWT members; repeated types become arrays. */
+export function clientClaimsOf(client: RegisteredClient): Readonly<Record<string, string | string[]>> {
+  let claims = clientClaimsCache.get(client);
+  if (claims === undefined) {
+    const built: Record<string, string | string[]> = {};
+    for (const { type, value } of client.config.claims) {
+      if (protectedClaims.has(type)) continue;
+      const existing = built[type];
+      if (existing === undefined) built[type] = value;
+      else built[type] = Array.isArray(existing) ? [...existing, value] : [existing, value];
+    }
+    claims = Object.freeze(built);
+    clientClaimsCache.set(client, claims);
+  }
+  return claims;
+}
+
+export interface AccessTokenInput {
+  issuer: string;
+  client: RegisteredClient;
+  scopes: GrantedScopes;
+  /** Epoch seconds. */
+  now: number;
+  /** The user's subject; absent for client-only tokens, where `sub` is the client id (RFC 9068 §2.2). */
+  subject?: string;
+  /** User-grant claims (`auth_time`, `idp`, `amr`, …) and extension-grant claims. */
+  claims?: Readonly<Record<string, ClaimValue>>;
+}
+
+/**
+ * RFC 9068 access-token claims. `aud` names the API resources of the granted scopes; with none,
+ * the static `{issuer}/resources` audience IdentityServer uses, so `aud` is never missing.
+ */
+export function buildAccessTokenClaims(input: AccessTokenInput): Record<string, unknown> {
+  const { issuer, client, scopes, now } = input;
+  const lifetime = client.config.accessTokenLifetime;
+  const audiences = scopes.audiences;
+  const payload: Record<string, unknown> = {
+    iss: issuer,
+    nbf: now,
+    iat: now,
+    exp: now + lifetime,
+    aud: audiences.length === 1 ? audiences[0] : audiences.length === 0 ? `${issuer}/resources` : audiences,
+    scope: scopes.scope,
+    client_id: client.clientId,
+    sub: input.subject ?? client.clientId,
+    jti: randomUUID(),
+  };
+  if (input.claims !== undefined) {
+    for (const name in input.claims) {
+      if (name === 'sub' || name === 'iss' || name === 'aud' || name === 'exp' || name === 'nbf' || name === 'iat' || name === 'jti' || name === 'client_id' || name === 'scope') continue;
+      payload[name] = input.claims[name];
+    }
+  }
+  // IdentityServer semantics: client claims go into client-only tokens, and into user tokens
+  // only with alwaysSendClientClaims.
+  if (input.subject === undefined || client.config.alwaysSendClientClaims) {
+    const clientClaims = clientClaimsOf(client);
+    for (const name in clientClaims) if (!(name in payload)) payload[name] = clientClaims[name];
+  }
+  return payload;
+}

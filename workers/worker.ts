@@ -1,0 +1,82 @@
+/**
+ * Piscina worker entry: validates grants and signs tokens for batches of token requests.
+ * Everything that does not change per request is built once here, at thread start.
+ */
+import { move, workerData } from 'piscina';
+import { pino } from 'pino';
+import { isStoreUnavailable, type Store } from './store/store.js';
+import { ChannelStore } from './store/memory_store_channel.js';
+import { createStore } from './store/create_store.js';
+import { registerClients } from './protocol/client_model.js';
+import { errorBody, OAuthError } from './protocol/oauth_errors.js';
+import { packMessage, unpackMessage, type TokenTaskItem, type TokenTaskResult } from './protocol/token_task.js';
+import type { WorkerBootData } from './protocol/worker_boot.js';
+import { GrantRegistry, isGrantHandler } from './grants/registry.js';
+import type { GrantServices } from './grants/grant_handler.js';
+import { ScopeRules } from './grants/scope_rules.js';
+import { JwtSigner } from './tokens/jwt_signer.js';
+
+const boot = workerData as WorkerBootData;
+const logger = pino({ level: boot.logLevel, base: { thread: 'worker' } });
+
+const registry = new GrantRegistry();
+for (const url of boot.grantModules) {
+  const module = (await import(url)) as { default?: unknown };
+  if (!isGrantHandler(module.default)) throw new Error(`grant module ${url} has no GrantHandler default export`);
+  registry.register(module.default);
+}
+
+const firstKey = boot.signingKeys[0];
+if (firstKey === undefined) throw new Error('worker started without a signing key');
+
+const store: Store =
+  boot.storeChannel !== null ? new ChannelStore(boot.storeChannel) : createStore(boot.config.store);
+
+const services: GrantServices = {
+  issuer: boot.config.issuer,
+  clients: registerClients(boot.config.clients),
+  scopes: new ScopeRules(boot.config),
+  signer: new JwtSigner(firstKey),
+  store,
+  now: Date.now,
+  logger,
+};
+
+const serverError: TokenTaskResult = [500, errorBody('server_error', 'The server could not complete the request.'), null];
+const storeUnavailable: TokenTaskResult = [
+  503,
+  errorBody('temporarily_unavailable', 'The service is temporarily unavailable. Retry later.'),
+  2,
+];
+
+async function handleItem(item: TokenTaskItem): Promise<TokenTaskResult> {
+  const [grantType, clientId, params] = item;
+  const handler = registry.get(grantType);
+  const client = services.clients.get(clientId);
+  if (handler === undefined || client === undefined) {
+    logger.error({ grantType }, 'token task for an unknown grant type or client');
+    return serverError;
+  }
+  try {
+    const response = await handler.handle({ grantType, client, params }, services);
+    return [200, JSON.stringify(response), null];
+  } catch (err) {
+    if (err instanceof OAuthError) {
+      if (err.detail !== undefined) logger.info({ grantType, clientId, detail: err.detail }, 'grant rejected');
+      return [err.status, errorBody(err.error, err.description), err.retryAfter ?? null];
+    }
+    if (isStoreUnavailable(err)) {
+      logger.warn({ grantType, clientId }, 'store unavailable during a grant');
+      return storeUnavailable;
+    }
+    logger.error({ grantType, clientId, err }, 'grant handler failed');
+    return serverError;
+  }
+}
+
+/** One Piscina task: a packed batch of token requests in, a packed batch of answers out. */
+export default async function runTokenBatch(task: Uint8Array): Promise<unknown> {
+  const items = unpackMessage<TokenTaskItem[]>(task);
+  const results = await Promise.all(items.map(handleItem));
+  return move(packMessage(results));
+}
