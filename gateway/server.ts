@@ -14,6 +14,7 @@ import type { LoadedConfig } from './config/load.js';
 import { buildDiscoveryDocument, buildJwksDocument, discoveryPath, jwksPath } from './discovery.js';
 import { Exchange } from './http/exchange.js';
 import { loadSigningKeys } from './key_loader.js';
+import { GatewayMetrics } from './metrics.js';
 import { createTokenEndpoint } from './token_endpoint.js';
 import { WorkerDispatcher } from './worker_dispatcher.js';
 
@@ -94,12 +95,14 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     await Promise.all(Array.from({ length: threads }, () => (pool as Piscina).run(packEmptyBatch())));
 
     const dispatcher = new WorkerDispatcher(pool, { threads, maxQueue: config.workers.maxQueue, logger });
+    const metrics = new GatewayMetrics(() => dispatcher.pending);
     const clients = registerClients(config.clients);
     const tokenEndpoint = createTokenEndpoint({
       issuer: config.issuer,
       authenticator: new ClientAuthenticator(clients),
       grantTypes: () => grantTypes,
       dispatcher,
+      observe: metrics.countTokenResponse,
     });
     const discoveryBody = buildDiscoveryDocument(config, [...grantTypes], keys);
     const jwksBody = buildJwksDocument(keys);
@@ -119,6 +122,15 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
               ? ex.sendStatic(200, 'application/json', '{"status":"ready"}', 'no-store')
               : ex.sendStatic(503, 'application/json', JSON.stringify({ status: 'not_ready', problems }), 'no-store'),
           () => ex.sendStatic(503, 'application/json', '{"status":"not_ready"}', 'no-store'),
+        );
+      }),
+    );
+    app.any(
+      '/metrics',
+      getOnly((ex) => {
+        metrics.registry.metrics().then(
+          (text) => ex.sendStatic(200, metrics.registry.contentType, text, 'no-store'),
+          () => ex.sendStatic(500, 'text/plain', 'metrics unavailable', 'no-store'),
         );
       }),
     );

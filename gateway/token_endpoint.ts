@@ -12,6 +12,8 @@ export interface TokenEndpointDeps {
   /** Read per request so that grant registration can change at run time. */
   grantTypes: () => ReadonlySet<string>;
   dispatcher: WorkerDispatcher;
+  /** Told the status of every answer. */
+  observe?: (status: number) => void;
 }
 
 // Fixed public descriptions (SPEC §4): never input echoed back, never internal detail.
@@ -90,8 +92,10 @@ export function createTokenEndpoint(deps: TokenEndpointDeps): (res: HttpResponse
     deps.dispatcher.submit(exchange, [grantType, auth.client.clientId, params]);
   };
 
+  const observe = deps.observe;
   return (res, req) => {
     const exchange = new Exchange(res);
+    exchange.observer = observe;
     if (req.getMethod() !== 'post') {
       exchange.sendJson(405, bodies.method, { allow: 'POST' });
       return;

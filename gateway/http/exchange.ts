@@ -40,6 +40,8 @@ export class Exchange {
   done = false;
   /** Called once if the client goes away before we answered. */
   onAbort: (() => void) | undefined;
+  /** Told the status of the JSON answer (metrics). */
+  observer: ((status: number) => void) | undefined;
 
   constructor(readonly res: HttpResponse) {
     // Must be attached before any asynchronous step (uWS contract).
@@ -57,6 +59,7 @@ export class Exchange {
   sendJson(status: number, body: string, extras?: ResponseExtras): void {
     if (this.aborted || this.done) return;
     this.done = true;
+    this.observer?.(status);
     const res = this.res;
     res.cork(() => {
       res.writeStatus(statusLine(status));

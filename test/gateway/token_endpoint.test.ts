@@ -271,6 +271,17 @@ t.test('token endpoint', async (t) => {
       t.type(key.kid, 'string');
     }
   });
+
+  t.test('counts token responses by status in Prometheus metrics', async (t) => {
+    const before = await metricValue(gw, 'tessera_token_responses_total{status="401"}');
+    await post(gw, 'grant_type=client_credentials', { authorization: basic('m2m', 'wrong') });
+    await post(gw, 'grant_type=client_credentials', { authorization: basic('m2m', 'wrong') });
+    t.equal(await metricValue(gw, 'tessera_token_responses_total{status="401"}'), before + 2);
+    t.ok((await metricValue(gw, 'tessera_token_responses_total{status="200"}')) > 0);
+    const res = await fetch(`${gw.url}/metrics`);
+    t.match(res.headers.get('content-type'), /^text\/plain/);
+    t.match(await res.text(), /tessera_worker_requests_in_flight 0/);
+  });
 });
 
 t.test('worker failures', async (t) => {
@@ -319,3 +330,9 @@ t.test('worker failures', async (t) => {
     }
   });
 });
+
+async function metricValue(gw: TestGateway, series: string): Promise<number> {
+  const text = await (await fetch(`${gw.url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? 0 : Number(line.slice(series.length + 1));
+}
