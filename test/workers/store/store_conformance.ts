@@ -1,0 +1,378 @@
+/**
+ * The rules every {@link Store} keeps (SPEC §7: both implementations pass the same conformance
+ * tests). Each test file runs this suite against one implementation.
+ *
+ * Races are real: 50 calls are started in one tick and awaited together.
+ */
+import { FamilyRevokedError, StoreUnavailableError } from '../../../workers/store/store.js';
+import type { ConsumeResult, Store, StoreKey } from '../../../workers/store/store.js';
+import { hashHandle, newHandle } from '../../../workers/store/handle.js';
+
+/** The `t` a tap subtest callback receives. */
+export type TapTest = Parameters<Parameters<(typeof import('tap'))['test']>[0]>[0];
+
+/**
+ * Creates a fresh store for one subtest. It may register teardowns of its own on `t` (a server
+ * behind the store); the suite closes the store itself.
+ */
+export type MakeStore = (t: TapTest) => Store | Promise<Store>;
+
+const concurrency = 50;
+/** Short TTLs with real waits: long enough for a round trip, short enough for a fast suite. */
+const shortTtlMs = 150;
+const pastShortTtlMs = 300;
+const longTtlMs = 60_000;
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** A fresh hashed id, as the grants produce them. */
+export function newId(): string {
+  return hashHandle(newHandle());
+}
+
+/** A fresh family name, so subtests never see each other's state. */
+export function newFamily(): string {
+  return `fam-${newHandle(32).slice(0, 16)}`;
+}
+
+const nested = {
+  clientId: 'web',
+  scope: ['openid', 'api1'],
+  subject: { id: '818727', claims: { name: 'Alice Smith', email_verified: true, age: 42, ratio: 0.5 } },
+  nothing: null,
+  issuedAt: new Date('2025-01-02T03:04:05.678Z'),
+  unicode: 'Ünïcødé ✓',
+  empty: { list: [], map: {} },
+};
+
+function countStatuses<T>(results: ConsumeResult<T>[]): Record<ConsumeResult<T>['status'], number> {
+  const counts = { consumed: 0, replayed: 0, missing: 0 };
+  for (const result of results) counts[result.status] += 1;
+  return counts;
+}
+
+/**
+ * Runs the conformance suite as subtests of `t`. Every subtest gets its own store from
+ * `makeStore` and closes it in its teardown.
+ */
+export function runStoreConformance(t: TapTest, makeStore: MakeStore): void {
+  const open = async (tt: TapTest): Promise<Store> => {
+    const store = await makeStore(tt);
+    tt.teardown(() => store.close());
+    return store;
+  };
+
+  t.test('set then get returns an equal copy of a nested object', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'code', id: newId() };
+    await store.set(key, nested, longTtlMs);
+    tt.same(await store.get(key), nested);
+    tt.ok((await store.get<typeof nested>(key))?.issuedAt instanceof Date, 'a Date comes back as a Date');
+  });
+
+  t.test('get of a key never written resolves null', async (tt) => {
+    const store = await open(tt);
+    tt.equal(await store.get({ kind: 'code', id: newId() }), null);
+  });
+
+  t.test('set overwrites an existing record', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'misc', id: newId() };
+    await store.set(key, { v: 1 }, longTtlMs);
+    await store.set(key, { v: 2 }, longTtlMs);
+    tt.same(await store.get(key), { v: 2 });
+  });
+
+  t.test('delete removes a record and resolves whether one existed', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'rt', id: newId(), family: newFamily() };
+    await store.set(key, { v: 1 }, longTtlMs);
+    tt.equal(await store.delete(key), true);
+    tt.equal(await store.get(key), null);
+    tt.equal(await store.delete(key), false);
+  });
+
+  t.test('a stored record cannot be changed through the object written or read', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'misc', id: newId() };
+    const value = { list: [1, 2], inner: { a: 'x' } };
+    await store.set(key, value, longTtlMs);
+    value.list.push(3);
+    value.inner.a = 'changed';
+    const read = await store.get<typeof value>(key);
+    tt.same(read, { list: [1, 2], inner: { a: 'x' } });
+    read?.list.push(4);
+    tt.same(await store.get(key), { list: [1, 2], inner: { a: 'x' } });
+  });
+
+  t.test('a record expires when its TTL ends', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'code', id: newId() };
+    await store.set(key, { v: 1 }, shortTtlMs);
+    tt.same(await store.get(key), { v: 1 });
+    await sleep(pastShortTtlMs);
+    tt.equal(await store.get(key), null);
+    tt.same(await store.consume(key), { status: 'missing' });
+  });
+
+  t.test('a TTL that is not a positive number is refused with a RangeError', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'misc', id: newId() };
+    await tt.rejects(store.set(key, 1, 0), RangeError);
+    await tt.rejects(store.set(key, 1, -5), RangeError);
+    await tt.rejects(store.set(key, 1, Number.NaN), RangeError);
+    await tt.rejects(store.increment('x', 0), RangeError);
+    tt.equal(await store.get(key), null);
+  });
+
+  t.test('consume of a missing key resolves missing', async (tt) => {
+    const store = await open(tt);
+    tt.same(await store.consume({ kind: 'code', id: newId() }), { status: 'missing' });
+  });
+
+  t.test('of 50 concurrent consumers exactly one consumes and 49 see a replay of the same value', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'code', id: newId() };
+    await store.set(key, nested, longTtlMs);
+    const results = await Promise.all(Array.from({ length: concurrency }, () => store.consume<typeof nested>(key)));
+    tt.same(countStatuses(results), { consumed: 1, replayed: concurrency - 1, missing: 0 });
+    for (const result of results) tt.same(result.status === 'missing' ? null : result.value, nested);
+  });
+
+  t.test('a consumed record is hidden from get and replays until its TTL ends', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'dc', id: newId() };
+    await store.set(key, { v: 1 }, shortTtlMs);
+    tt.same(await store.consume(key), { status: 'consumed', value: { v: 1 } });
+    tt.equal(await store.get(key), null);
+    tt.same(await store.consume(key), { status: 'replayed', value: { v: 1 } });
+    await sleep(pastShortTtlMs);
+    tt.same(await store.consume(key), { status: 'missing' });
+  });
+
+  t.test('set over a consumed record makes it live again', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'dc', id: newId() };
+    await store.set(key, { v: 1 }, longTtlMs);
+    await store.consume(key);
+    await store.set(key, { v: 2 }, longTtlMs);
+    tt.same(await store.get(key), { v: 2 });
+    tt.same(await store.consume(key), { status: 'consumed', value: { v: 2 } });
+  });
+
+  t.test('of 50 concurrent rotations exactly one wins and exactly one successor exists', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const oldKey: StoreKey = { kind: 'rt', id: newId(), family };
+    await store.set(oldKey, { gen: 0 }, longTtlMs);
+    const successors = Array.from({ length: concurrency }, (): StoreKey => ({ kind: 'rt', id: newId(), family }));
+    const results = await Promise.all(successors.map((newKey, i) => store.rotate(oldKey, newKey, { gen: 1, by: i }, longTtlMs)));
+    tt.same(countStatuses(results), { consumed: 1, replayed: concurrency - 1, missing: 0 });
+    const winner = results.findIndex((r) => r.status === 'consumed');
+    const stored = await Promise.all(successors.map((key) => store.get(key)));
+    tt.same(
+      stored.flatMap((value, i) => (value === null ? [] : [i])),
+      [winner],
+      'only the winner wrote its successor',
+    );
+    tt.same(stored[winner], { gen: 1, by: winner });
+    tt.same(await store.consume(oldKey), { status: 'replayed', value: { gen: 0 } });
+  });
+
+  t.test('rotate between two standalone keys consumes the old one and writes the new one', async (tt) => {
+    const store = await open(tt);
+    const oldKey: StoreKey = { kind: 'dc', id: newId() };
+    const newKey: StoreKey = { kind: 'dc', id: newId() };
+    await store.set(oldKey, { state: 'pending' }, longTtlMs);
+    tt.same(await store.rotate(oldKey, newKey, { state: 'approved' }, longTtlMs), {
+      status: 'consumed',
+      value: { state: 'pending' },
+    });
+    tt.same(await store.get(newKey), { state: 'approved' });
+    tt.equal(await store.get(oldKey), null);
+  });
+
+  t.test('rotate of a missing or already rotated token writes nothing', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const missingKey: StoreKey = { kind: 'rt', id: newId(), family };
+    const firstSuccessor: StoreKey = { kind: 'rt', id: newId(), family };
+    tt.same(await store.rotate(missingKey, firstSuccessor, { gen: 1 }, longTtlMs), { status: 'missing' });
+    tt.equal(await store.get(firstSuccessor), null);
+
+    const oldKey: StoreKey = { kind: 'rt', id: newId(), family };
+    await store.set(oldKey, { gen: 0 }, longTtlMs);
+    await store.consume(oldKey);
+    const lateSuccessor: StoreKey = { kind: 'rt', id: newId(), family };
+    tt.same(await store.rotate(oldKey, lateSuccessor, { gen: 1 }, longTtlMs), { status: 'replayed', value: { gen: 0 } });
+    tt.equal(await store.get(lateSuccessor), null);
+  });
+
+  t.test('rotate into a revoked family resolves missing and writes nothing', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const oldKey: StoreKey = { kind: 'rt', id: newId(), family };
+    const newKey: StoreKey = { kind: 'rt', id: newId(), family };
+    await store.set(oldKey, { gen: 0 }, longTtlMs);
+    tt.equal(await store.revokeFamily(family, longTtlMs), 1);
+    tt.same(await store.rotate(oldKey, newKey, { gen: 1 }, longTtlMs), { status: 'missing' });
+    tt.equal(await store.get(newKey), null);
+    tt.equal(await store.get(oldKey), null);
+  });
+
+  t.test('rotate refuses keys of different families with a plain Error', async (tt) => {
+    const store = await open(tt);
+    const oldKey: StoreKey = { kind: 'rt', id: newId(), family: newFamily() };
+    const newKey: StoreKey = { kind: 'rt', id: newId(), family: newFamily() };
+    await store.set(oldKey, { gen: 0 }, longTtlMs);
+    const err = await store.rotate(oldKey, newKey, { gen: 1 }, longTtlMs).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    tt.type(err, Error);
+    tt.notOk(err instanceof StoreUnavailableError || err instanceof FamilyRevokedError, 'not a store error');
+    tt.same(await store.get(oldKey), { gen: 0 }, 'the old record is untouched');
+    await tt.rejects(store.rotate(oldKey, { kind: 'rt', id: newId() }, { gen: 1 }, longTtlMs), Error);
+  });
+
+  t.test('revokeFamily removes every member and a later write into the family throws FamilyRevokedError', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const other = newFamily();
+    const members: StoreKey[] = [
+      { kind: 'rt', id: newId(), family },
+      { kind: 'rt', id: newId(), family },
+      { kind: 'code', id: newId(), family },
+    ];
+    for (const key of members) await store.set(key, { family }, longTtlMs);
+    await store.consume(members[0]!);
+    const bystander: StoreKey = { kind: 'rt', id: newId(), family: other };
+    await store.set(bystander, { family: other }, longTtlMs);
+
+    tt.equal(await store.revokeFamily(family, longTtlMs), 3, 'consumed members count too');
+    for (const key of members) {
+      tt.equal(await store.get(key), null);
+      tt.same(await store.consume(key), { status: 'missing' });
+    }
+    tt.equal(await store.isFamilyRevoked(family), true);
+    tt.equal(await store.isFamilyRevoked(other), false);
+    tt.same(await store.get(bystander), { family: other }, 'another family is untouched');
+
+    const late: StoreKey = { kind: 'rt', id: newId(), family };
+    const err = await store.set(late, { late: true }, longTtlMs).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    tt.type(err, FamilyRevokedError);
+    tt.equal((err as FamilyRevokedError).code, 'family_revoked');
+    tt.equal((err as FamilyRevokedError).message, `family ${family} is revoked`);
+    await tt.rejects(store.putIfAbsent(late, { late: true }, longTtlMs), FamilyRevokedError);
+    tt.equal(await store.get(late), null);
+    tt.equal(await store.revokeFamily(family, longTtlMs), 0, 'a second revocation finds nothing left');
+  });
+
+  t.test('revokeFamily of an unknown family removes nothing and still refuses later writes', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    tt.equal(await store.isFamilyRevoked(family), false);
+    tt.equal(await store.revokeFamily(family, longTtlMs), 0);
+    tt.equal(await store.isFamilyRevoked(family), true);
+    await tt.rejects(store.set({ kind: 'rt', id: newId(), family }, 1, longTtlMs), FamilyRevokedError);
+  });
+
+  t.test('a family revocation ends when its TTL ends', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    await store.revokeFamily(family, shortTtlMs);
+    tt.equal(await store.isFamilyRevoked(family), true);
+    await sleep(pastShortTtlMs);
+    tt.equal(await store.isFamilyRevoked(family), false);
+    const key: StoreKey = { kind: 'rt', id: newId(), family };
+    await store.set(key, { again: true }, longTtlMs);
+    tt.same(await store.get(key), { again: true });
+  });
+
+  t.test('standalone records are untouched by any family revocation', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'jti', id: newId() };
+    await store.set(key, true, longTtlMs);
+    await store.revokeFamily(newFamily(), longTtlMs);
+    tt.equal(await store.get(key), true);
+  });
+
+  t.test('of 50 concurrent putIfAbsent callers one writes and every caller gets the stored value', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'key', id: 'dev-signing-key:ES256' };
+    const results = await Promise.all(
+      Array.from({ length: concurrency }, (_, i) => store.putIfAbsent(key, { kid: `k${i}`, d: 'secret' }, longTtlMs)),
+    );
+    const stored = await store.get<{ kid: string }>(key);
+    tt.ok(stored !== null && /^k\d+$/.test(stored.kid), 'one of the offered values is stored');
+    tt.same(new Set(results.map((r) => r.kid)), new Set([stored?.kid]));
+    for (const result of results) tt.same(result, stored);
+  });
+
+  t.test('putIfAbsent keeps a live record and replaces an expired or consumed one', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'key', id: newId() };
+    await store.set(key, { v: 'first' }, shortTtlMs);
+    tt.same(await store.putIfAbsent(key, { v: 'second' }, longTtlMs), { v: 'first' });
+    await sleep(pastShortTtlMs);
+    tt.same(await store.putIfAbsent(key, { v: 'third' }, longTtlMs), { v: 'third' });
+    await store.consume(key);
+    tt.same(await store.putIfAbsent(key, { v: 'fourth' }, longTtlMs), { v: 'fourth' });
+    tt.same(await store.get(key), { v: 'fourth' });
+  });
+
+  t.test('increment counts within a fixed window and starts over after it', async (tt) => {
+    const store = await open(tt);
+    const name = `pw:${newId()}`;
+    const first = await store.increment(name, shortTtlMs);
+    tt.equal(first.count, 1);
+    tt.ok(first.resetInMs > 0 && first.resetInMs <= shortTtlMs, `resetInMs ${first.resetInMs} is within the window`);
+    await sleep(50);
+    const second = await store.increment(name, longTtlMs);
+    tt.equal(second.count, 2);
+    tt.ok(second.resetInMs <= first.resetInMs, 'a later increment does not extend the window');
+    await sleep(pastShortTtlMs);
+    const third = await store.increment(name, shortTtlMs);
+    tt.same(third.count, 1, 'a new window starts');
+  });
+
+  t.test('50 concurrent increments count to exactly 50', async (tt) => {
+    const store = await open(tt);
+    const name = `client:${newId()}`;
+    const results = await Promise.all(Array.from({ length: concurrency }, () => store.increment(name, longTtlMs)));
+    tt.same(
+      results.map((r) => r.count).sort((a, b) => a - b),
+      Array.from({ length: concurrency }, (_, i) => i + 1),
+    );
+  });
+
+  t.test('resetCounter starts the count again', async (tt) => {
+    const store = await open(tt);
+    const name = `pw:${newId()}`;
+    await store.increment(name, longTtlMs);
+    await store.increment(name, longTtlMs);
+    await store.resetCounter(name);
+    tt.equal((await store.increment(name, longTtlMs)).count, 1);
+    await store.resetCounter(`never-used:${newId()}`);
+  });
+
+  t.test('ping resolves while open and every call after close rejects with StoreUnavailableError', async (tt) => {
+    const store = await makeStore(tt);
+    await store.ping();
+    await store.close();
+    const err = await store.get({ kind: 'code', id: newId() }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    tt.type(err, StoreUnavailableError);
+    tt.equal((err as StoreUnavailableError).code, 'store_unavailable');
+    await tt.rejects(store.ping(), StoreUnavailableError);
+    await tt.rejects(store.consume({ kind: 'code', id: newId() }), StoreUnavailableError);
+    await store.close();
+  });
+}

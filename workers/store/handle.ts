@@ -1,0 +1,39 @@
+/**
+ * Opaque handles: refresh tokens, authorization codes and device codes (SPEC §5).
+ *
+ * A handle is random (≥ 256 bits, RFC 6749 §10.10 and RFC 9700 §4.14 ask for unguessable tokens)
+ * and the store only ever sees its SHA-256, so a leaked store dump holds no usable token.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+
+/** Entropy floor of a handle: 256 bits (SPEC §5). */
+const minHandleBytes = 32;
+
+/**
+ * Creates a new random handle, base64url without padding (43 characters for 32 bytes).
+ *
+ * @param bytes random bytes to draw; at least 32.
+ * @example
+ * ```ts
+ * const refreshToken = newHandle();
+ * await store.set({ kind: 'rt', id: hashHandle(refreshToken), family }, record, ttlMs);
+ * ```
+ */
+export function newHandle(bytes: number = minHandleBytes): string {
+  if (!Number.isInteger(bytes) || bytes < minHandleBytes) {
+    throw new RangeError(`a handle needs at least ${minHandleBytes} random bytes, got ${bytes}`);
+  }
+  return randomBytes(bytes).toString('base64url');
+}
+
+/**
+ * The store id of a handle: base64url(SHA-256(UTF-8 handle)), without padding.
+ *
+ * @example
+ * ```ts
+ * const found = await store.consume({ kind: 'code', id: hashHandle(code) });
+ * ```
+ */
+export function hashHandle(handle: string): string {
+  return createHash('sha256').update(handle, 'utf8').digest('base64url');
+}

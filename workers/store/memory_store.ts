@@ -1,0 +1,257 @@
+/**
+ * The embedded store for one process (SPEC §7, `"store": { "type": "memory" }`).
+ *
+ * Every operation runs synchronously between two awaits, so on one event loop it is atomic by
+ * construction: that is what makes consume-once and rotate hold here without locks. Worker
+ * threads reach the one instance on the main thread through `memory_store_channel.ts`.
+ *
+ * Semantics match `RedisStore` rule for rule (the conformance suite runs against both):
+ * records are stored packed (callers can never mutate a stored record), a consumed record stays
+ * until its TTL ends, a revoked family refuses writes, counters are fixed windows.
+ */
+import { packRecord, unpackRecord } from './record_codec.js';
+import {
+  FamilyRevokedError,
+  StoreUnavailableError,
+  assertFamilyName,
+  assertRotatable,
+  toTtlMs,
+} from './store.js';
+import type { ConsumeResult, CounterResult, Store, StoreKey } from './store.js';
+
+export interface MemoryStoreOptions {
+  /**
+   * Clock in milliseconds on any monotonic scale; tests inject a fake one to expire records
+   * without waiting. Defaults to `performance.now()`, which wall-clock changes do not move.
+   */
+  now?: () => number;
+  /** How often expired records are swept; lazy expiry on read covers the time between. */
+  sweepIntervalMs?: number;
+}
+
+interface StoredRecord {
+  bytes: Buffer;
+  consumed: boolean;
+  expiresAt: number;
+  family: string | undefined;
+}
+
+interface FamilyIndex {
+  members: Set<string>;
+  expiresAt: number;
+}
+
+interface Counter {
+  count: number;
+  expiresAt: number;
+}
+
+const defaultSweepIntervalMs = 30_000;
+
+/** Same shape as the Redis key layout, without the prefix: one namespace per family. */
+function toRecordKey(key: StoreKey): string {
+  if (key.family === undefined) return `${key.kind}:${key.id}`;
+  assertFamilyName(key.family);
+  return `{${key.family}}:${key.kind}:${key.id}`;
+}
+
+/**
+ * In-process {@link Store}.
+ *
+ * @example
+ * ```ts
+ * const store = new MemoryStore();
+ * const stop = serveMemoryStore(store, 'tessera:store'); // let worker threads use it
+ * ```
+ */
+export class MemoryStore implements Store {
+  readonly #now: () => number;
+  readonly #records = new Map<string, StoredRecord>();
+  readonly #families = new Map<string, FamilyIndex>();
+  readonly #revoked = new Map<string, number>();
+  readonly #counters = new Map<string, Counter>();
+  readonly #sweepTimer: NodeJS.Timeout;
+  #closed = false;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    this.#now = options.now ?? (() => performance.now());
+    this.#sweepTimer = setInterval(() => this.#sweep(), options.sweepIntervalMs ?? defaultSweepIntervalMs);
+    // The sweep is housekeeping: it must never keep a process alive on its own.
+    this.#sweepTimer.unref();
+  }
+
+  /** Records held right now, expired ones not yet swept included (for metrics and tests). */
+  get size(): number {
+    return this.#records.size;
+  }
+
+  async set<T>(key: StoreKey, value: T, ttlMs: number): Promise<void> {
+    this.#assertOpen();
+    const ttl = toTtlMs(ttlMs);
+    const recordKey = toRecordKey(key);
+    if (key.family !== undefined && this.#isRevoked(key.family)) throw new FamilyRevokedError(key.family);
+    this.#write(recordKey, key.family, packRecord(value), ttl);
+  }
+
+  async get<T>(key: StoreKey): Promise<T | null> {
+    this.#assertOpen();
+    const record = this.#read(toRecordKey(key));
+    if (record === undefined || record.consumed) return null;
+    return unpackRecord<T>(record.bytes);
+  }
+
+  async delete(key: StoreKey): Promise<boolean> {
+    this.#assertOpen();
+    const recordKey = toRecordKey(key);
+    const existed = this.#read(recordKey) !== undefined;
+    this.#remove(recordKey);
+    return existed;
+  }
+
+  async consume<T>(key: StoreKey): Promise<ConsumeResult<T>> {
+    this.#assertOpen();
+    return this.#consume<T>(toRecordKey(key));
+  }
+
+  async rotate<T, U>(oldKey: StoreKey, newKey: StoreKey, newValue: U, ttlMs: number): Promise<ConsumeResult<T>> {
+    this.#assertOpen();
+    assertRotatable(oldKey, newKey);
+    const ttl = toTtlMs(ttlMs);
+    const oldRecordKey = toRecordKey(oldKey);
+    const newRecordKey = toRecordKey(newKey);
+    // Pack before touching state: a value msgpack refuses must leave nothing half done.
+    const bytes = packRecord(newValue);
+    // A revoked family: the refresh token is simply invalid (see Store.rotate).
+    if (newKey.family !== undefined && this.#isRevoked(newKey.family)) return { status: 'missing' };
+    const result = this.#consume<T>(oldRecordKey);
+    if (result.status === 'consumed') this.#write(newRecordKey, newKey.family, bytes, ttl);
+    return result;
+  }
+
+  async revokeFamily(family: string, ttlMs: number): Promise<number> {
+    this.#assertOpen();
+    assertFamilyName(family);
+    const ttl = toTtlMs(ttlMs);
+    let removed = 0;
+    const index = this.#families.get(family);
+    if (index !== undefined) {
+      for (const member of index.members) {
+        if (this.#read(member) !== undefined) removed += 1;
+        this.#records.delete(member);
+      }
+      this.#families.delete(family);
+    }
+    // Keep the longest revocation when a family is revoked twice.
+    const until = this.#now() + ttl;
+    if (!this.#isRevoked(family) || (this.#revoked.get(family) ?? 0) < until) this.#revoked.set(family, until);
+    return removed;
+  }
+
+  async isFamilyRevoked(family: string): Promise<boolean> {
+    this.#assertOpen();
+    assertFamilyName(family);
+    return this.#isRevoked(family);
+  }
+
+  async putIfAbsent<T>(key: StoreKey, value: T, ttlMs: number): Promise<T> {
+    this.#assertOpen();
+    const ttl = toTtlMs(ttlMs);
+    const recordKey = toRecordKey(key);
+    if (key.family !== undefined && this.#isRevoked(key.family)) throw new FamilyRevokedError(key.family);
+    const existing = this.#read(recordKey);
+    if (existing !== undefined && !existing.consumed) return unpackRecord<T>(existing.bytes);
+    const bytes = packRecord(value);
+    this.#write(recordKey, key.family, bytes, ttl);
+    return unpackRecord<T>(bytes);
+  }
+
+  async increment(name: string, windowMs: number): Promise<CounterResult> {
+    this.#assertOpen();
+    const window = toTtlMs(windowMs);
+    const now = this.#now();
+    let counter = this.#counters.get(name);
+    if (counter === undefined || counter.expiresAt <= now) {
+      counter = { count: 0, expiresAt: now + window };
+      this.#counters.set(name, counter);
+    }
+    counter.count += 1;
+    return { count: counter.count, resetInMs: Math.ceil(counter.expiresAt - now) };
+  }
+
+  async resetCounter(name: string): Promise<void> {
+    this.#assertOpen();
+    this.#counters.delete(name);
+  }
+
+  async ping(): Promise<void> {
+    this.#assertOpen();
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#sweepTimer);
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new StoreUnavailableError('memory store is closed');
+  }
+
+  /** Lazy expiry: an expired record is dropped the moment it is looked at. */
+  #read(recordKey: string): StoredRecord | undefined {
+    const record = this.#records.get(recordKey);
+    if (record === undefined) return undefined;
+    if (record.expiresAt <= this.#now()) {
+      this.#remove(recordKey);
+      return undefined;
+    }
+    return record;
+  }
+
+  #consume<T>(recordKey: string): ConsumeResult<T> {
+    const record = this.#read(recordKey);
+    if (record === undefined) return { status: 'missing' };
+    if (record.consumed) return { status: 'replayed', value: unpackRecord<T>(record.bytes) };
+    // Consuming keeps the TTL, as SETRANGE does on Redis.
+    record.consumed = true;
+    return { status: 'consumed', value: unpackRecord<T>(record.bytes) };
+  }
+
+  #write(recordKey: string, family: string | undefined, bytes: Buffer, ttl: number): void {
+    const expiresAt = this.#now() + ttl;
+    this.#records.set(recordKey, { bytes, consumed: false, expiresAt, family });
+    if (family === undefined) return;
+    const index = this.#families.get(family);
+    if (index === undefined || index.expiresAt <= this.#now()) {
+      this.#families.set(family, { members: new Set([recordKey]), expiresAt });
+      return;
+    }
+    index.members.add(recordKey);
+    // The index lives as long as its longest-lived member, like the Redis members SET.
+    if (index.expiresAt < expiresAt) index.expiresAt = expiresAt;
+  }
+
+  #remove(recordKey: string): void {
+    const record = this.#records.get(recordKey);
+    if (record === undefined) return;
+    this.#records.delete(recordKey);
+    if (record.family !== undefined) this.#families.get(record.family)?.members.delete(recordKey);
+  }
+
+  #isRevoked(family: string): boolean {
+    const until = this.#revoked.get(family);
+    if (until === undefined) return false;
+    if (until <= this.#now()) {
+      this.#revoked.delete(family);
+      return false;
+    }
+    return true;
+  }
+
+  #sweep(): void {
+    const now = this.#now();
+    for (const [recordKey, record] of this.#records) if (record.expiresAt <= now) this.#remove(recordKey);
+    for (const [family, index] of this.#families) if (index.expiresAt <= now) this.#families.delete(family);
+    for (const [family, until] of this.#revoked) if (until <= now) this.#revoked.delete(family);
+    for (const [name, counter] of this.#counters) if (counter.expiresAt <= now) this.#counters.delete(name);
+  }
+}

@@ -1,0 +1,462 @@
+/**
+ * The shared store for any number of gateway processes (SPEC §7), on Redis or Redis Cluster.
+ *
+ * ## Key layout
+ *
+ * Every key starts with the configured prefix (default `tessera:`, written `<p>` below) and every
+ * key has a TTL (`PX`); nothing is ever written without one.
+ *
+ * | Key | Type | Holds |
+ * |---|---|---|
+ * | `<p><kind>:<id>` | string | a standalone record |
+ * | `<p>{<family>}:<kind>:<id>` | string | a record of a family |
+ * | `<p>{<family>}:members` | set | the keys of the family's records; TTL of its longest-lived member |
+ * | `<p>{<family>}:revoked` | string | revocation marker; refuses later writes into the family |
+ * | `<p>ctr:<name>` | string | a fixed-window counter; TTL = the rest of the window |
+ *
+ * `<id>` is base64url(SHA-256(handle)) (SPEC §5: never the handle itself). The `{<family>}` hash
+ * tag puts a family in one Cluster slot, so the scripts that touch several of its keys stay atomic
+ * there (SPEC §7).
+ *
+ * A record's value is one header byte followed by the msgpackr body: `0` live, `1` consumed.
+ * Consuming overwrites only that byte (`SETRANGE`), which keeps the key's TTL, so a consumed
+ * record stays until it would have expired and a replay is still recognised.
+ *
+ * ## Atomicity
+ *
+ * consume, rotate, revokeFamily, putIfAbsent, a write into a family, a delete from a family and
+ * increment each run as one Lua script (`defineCommand`, sent as EVALSHA); plain writes, reads and
+ * deletes of standalone keys are single commands. Nothing reads then writes from the client.
+ *
+ * ## Failure
+ *
+ * Every backend failure rejects with {@link StoreUnavailableError} within about
+ * `commandTimeoutMs`: commands are never queued while disconnected (a queued consume or rotate
+ * could run after its caller was already told it failed, and so lose a refresh token), an
+ * in-flight command is not resent after a reconnect, and each call carries its own deadline. The
+ * client keeps reconnecting in the background with a capped backoff.
+ */
+import { Cluster, Redis } from 'ioredis';
+import type { ClusterOptions, RedisOptions } from 'ioredis';
+import { packRecordWithHeader, unpackRecord } from './record_codec.js';
+import {
+  FamilyRevokedError,
+  StoreUnavailableError,
+  assertFamilyName,
+  assertRotatable,
+  toTtlMs,
+} from './store.js';
+import type { ConsumeResult, CounterResult, Store, StoreKey } from './store.js';
+
+interface RedisStoreCommonOptions {
+  /** Prepended to every key. Default `tessera:`. */
+  keyPrefix?: string;
+  /** Bound on one store call, connection wait included. Default 500 ms. */
+  commandTimeoutMs?: number;
+  /** Bound on establishing one connection. Default `max(1000, 4 × commandTimeoutMs)`. */
+  connectTimeoutMs?: number;
+  /** Longest pause between two reconnection attempts. Default 2000 ms. */
+  maxReconnectDelayMs?: number;
+  /** Connection errors, for logging; they are otherwise only visible as failed calls. */
+  onError?: (err: Error) => void;
+}
+
+/** One Redis server (`redis://` or `rediss://` URL). */
+export interface RedisStandaloneOptions extends RedisStoreCommonOptions {
+  url: string;
+}
+
+/** A Redis Cluster, given any of its nodes (`redis://host:port`). */
+export interface RedisClusterStoreOptions extends RedisStoreCommonOptions {
+  nodes: readonly string[];
+}
+
+export type RedisStoreOptions = RedisStandaloneOptions | RedisClusterStoreOptions;
+
+const liveHeader = 0;
+const consumedHeader = 1;
+const headerBytes = 1;
+
+/** Head room over `commandTimeoutMs` for the client's own timer to fire first. */
+const deadlineSlackMs = 50;
+
+/**
+ * Scripts return arrays of integers and bulk strings only: those replies look the same under
+ * RESP2 and RESP3 (a Lua `false` would be a null in one and a boolean in the other).
+ * Optional KEYS: a family's members set and revocation marker are passed only for family keys.
+ */
+const scripts = {
+  // KEYS: record [, members, revoked]. ARGV: bytes, ttl, '1' = only when absent.
+  // Reply: {0} family revoked | {1} written | {2, current} a live record was already there.
+  tesseraWrite: `
+local ttl = tonumber(ARGV[2])
+if KEYS[3] and redis.call('EXISTS', KEYS[3]) == 1 then return {0} end
+if ARGV[3] == '1' then
+  local current = redis.call('GET', KEYS[1])
+  if current and string.byte(current, 1) == ${liveHeader} then return {2, current} end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
+if KEYS[2] then
+  redis.call('SADD', KEYS[2], KEYS[1])
+  if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
+end
+return {1}`,
+  // KEYS: record. Reply: {0} missing | {1, value} consumed now | {2, value} consumed before.
+  tesseraConsume: `
+local current = redis.call('GET', KEYS[1])
+if not current then return {0} end
+if string.byte(current, 1) ~= ${liveHeader} then return {2, current} end
+redis.call('SETRANGE', KEYS[1], 0, string.char(${consumedHeader}))
+return {1, current}`,
+  // KEYS: old, new [, members, revoked]. ARGV: bytes, ttl. Reply as tesseraConsume; the
+  // successor is written first so that a refused write (OOM) leaves the old record live.
+  tesseraRotate: `
+if KEYS[4] and redis.call('EXISTS', KEYS[4]) == 1 then return {0} end
+local current = redis.call('GET', KEYS[1])
+if not current then return {0} end
+if string.byte(current, 1) ~= ${liveHeader} then return {2, current} end
+local ttl = tonumber(ARGV[2])
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ttl)
+if KEYS[3] then
+  redis.call('SADD', KEYS[3], KEYS[2])
+  if redis.call('PTTL', KEYS[3]) < ttl then redis.call('PEXPIRE', KEYS[3], ttl) end
+end
+redis.call('SETRANGE', KEYS[1], 0, string.char(${consumedHeader}))
+return {1, current}`,
+  // KEYS: members, revoked. ARGV: ttl. Reply: records removed. The members are keys of the same
+  // hash tag, so they live in this script's slot.
+  tesseraRevoke: `
+local removed = 0
+for _, member in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  removed = removed + redis.call('DEL', member)
+end
+redis.call('DEL', KEYS[1])
+local ttl = tonumber(ARGV[1])
+if redis.call('PTTL', KEYS[2]) < ttl then redis.call('SET', KEYS[2], '1', 'PX', ttl) end
+return removed`,
+  // KEYS: record, members. Reply: records removed.
+  tesseraDeleteMember: `
+local removed = redis.call('DEL', KEYS[1])
+redis.call('SREM', KEYS[2], KEYS[1])
+return removed`,
+  // KEYS: counter. ARGV: window. Reply: {count, ms left}. The first increment opens the window.
+  tesseraIncrement: `
+local count = redis.call('INCR', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then
+  ttl = tonumber(ARGV[1])
+  redis.call('PEXPIRE', KEYS[1], ttl)
+end
+return {count, ttl}`,
+} as const;
+
+type ScriptName = keyof typeof scripts;
+type ScriptArg = string | Buffer | number;
+/** The `…Buffer` variants `defineCommand` adds: bulk replies arrive as Buffers, not strings. */
+type ScriptCommands = Record<`${ScriptName}Buffer`, (numKeys: number, ...args: ScriptArg[]) => Promise<unknown>>;
+
+type Client = Redis | Cluster;
+
+/**
+ * Redis error replies that mean "the backend cannot serve now" rather than "this call is wrong".
+ */
+const unavailableReplies = [
+  'CLUSTERDOWN',
+  'LOADING',
+  'READONLY',
+  'MASTERDOWN',
+  'TRYAGAIN',
+  'BUSY',
+  'OOM',
+  'NOREPLICAS',
+  'MOVED',
+  'ASK',
+  'NOAUTH',
+  'WRONGPASS',
+];
+
+/** Maps whatever a call failed with to the store's error model. */
+function toStoreError(err: unknown, op: string): unknown {
+  if (err instanceof StoreUnavailableError || err instanceof FamilyRevokedError) return err;
+  if (!(err instanceof Error)) return new StoreUnavailableError(`${op} failed`, { cause: err });
+  if (err.name === 'ReplyError') {
+    const code = err.message.split(' ', 1)[0] ?? '';
+    // Any other reply error (WRONGTYPE, a script error) is a bug, not an outage.
+    if (!unavailableReplies.includes(code)) return err;
+  }
+  // Connection refused or reset, "Command timed out", MaxRetriesPerRequestError,
+  // ClusterAllFailedError, "Stream isn't writeable…", "Connection is closed.".
+  return new StoreUnavailableError(`${op}: ${err.message}`, { cause: err });
+}
+
+/** Reads the `{status [, bytes]}` reply of the write, consume and rotate scripts. */
+function readScriptReply(reply: unknown): { status: number; bytes: Buffer | undefined } {
+  if (!Array.isArray(reply) || typeof reply[0] !== 'number') {
+    throw new Error(`unexpected script reply from redis: ${typeof reply}`);
+  }
+  const bytes: unknown = reply[1];
+  return { status: reply[0], bytes: Buffer.isBuffer(bytes) ? bytes : undefined };
+}
+
+function unpackBody<T>(bytes: Buffer): T {
+  return unpackRecord<T>(bytes.subarray(headerBytes));
+}
+
+function toConsumeResult<T>(reply: unknown): ConsumeResult<T> {
+  const { status, bytes } = readScriptReply(reply);
+  if (status === 0 || bytes === undefined) return { status: 'missing' };
+  return { status: status === 1 ? 'consumed' : 'replayed', value: unpackBody<T>(bytes) };
+}
+
+/**
+ * {@link Store} on Redis (one server) or Redis Cluster (`nodes`).
+ *
+ * @example
+ * ```ts
+ * const store = new RedisStore({ url: 'redis://127.0.0.1:6379', keyPrefix: 'tessera:', commandTimeoutMs: 500 });
+ * await store.ping();
+ * ```
+ */
+export class RedisStore implements Store {
+  readonly #client: Client;
+  readonly #prefix: string;
+  readonly #commandTimeoutMs: number;
+  readonly #isCluster: boolean;
+  #pendingReady: Promise<void> | null = null;
+  #closed = false;
+
+  constructor(options: RedisStoreOptions) {
+    this.#prefix = options.keyPrefix ?? 'tessera:';
+    this.#commandTimeoutMs = options.commandTimeoutMs ?? 500;
+    const maxDelay = options.maxReconnectDelayMs ?? 2000;
+    // Keep reconnecting for as long as the store is open, backing off to `maxDelay`.
+    const retryStrategy = (times: number): number => Math.min(50 * 2 ** Math.min(times, 10), maxDelay);
+    const connectionOptions: RedisOptions = {
+      lazyConnect: true,
+      commandTimeout: this.#commandTimeoutMs,
+      connectTimeout: options.connectTimeoutMs ?? Math.max(1000, 4 * this.#commandTimeoutMs),
+      // Fail, never queue: see "Failure" above. Start-up waits for `ready` in #whenReady instead.
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+      retryStrategy,
+      connectionName: 'tessera',
+      scripts: Object.fromEntries(Object.entries(scripts).map(([name, lua]) => [name, { lua }])),
+    };
+    if ('nodes' in options) {
+      this.#isCluster = true;
+      const clusterOptions: ClusterOptions = {
+        lazyConnect: true,
+        enableOfflineQueue: false,
+        clusterRetryStrategy: retryStrategy,
+        retryDelayOnClusterDown: 100,
+        retryDelayOnFailover: 100,
+        retryDelayOnTryAgain: 100,
+        scripts: connectionOptions.scripts,
+        // Per-node connections: the cluster client owns reconnection and queueing of its nodes.
+        redisOptions: {
+          commandTimeout: connectionOptions.commandTimeout,
+          connectTimeout: connectionOptions.connectTimeout,
+          maxRetriesPerRequest: 0,
+          autoResendUnfulfilledCommands: false,
+          connectionName: 'tessera',
+        },
+      };
+      this.#client = new Cluster([...options.nodes], clusterOptions);
+    } else {
+      this.#isCluster = false;
+      this.#client = new Redis(options.url, connectionOptions);
+    }
+    const onError = options.onError ?? (() => {});
+    // Without a listener ioredis prints every connection error; failures reach callers anyway.
+    this.#client.on('error', (err: Error) => onError(err));
+    this.#client.connect().catch(() => {
+      // The retry strategy keeps trying; calls meanwhile fail with StoreUnavailableError.
+    });
+  }
+
+  async set<T>(key: StoreKey, value: T, ttlMs: number): Promise<void> {
+    const ttl = toTtlMs(ttlMs);
+    const recordKey = this.#recordKey(key);
+    const bytes = packRecordWithHeader(value, headerBytes);
+    if (key.family === undefined) {
+      await this.#run('set', (c) => c.set(recordKey, bytes, 'PX', ttl));
+      return;
+    }
+    const family = key.family;
+    const reply = await this.#run('set', (c) =>
+      this.#script(c, 'tesseraWrite', [recordKey, this.#membersKey(family), this.#revokedKey(family)], [bytes, ttl, '0']),
+    );
+    if (readScriptReply(reply).status === 0) throw new FamilyRevokedError(family);
+  }
+
+  async get<T>(key: StoreKey): Promise<T | null> {
+    const recordKey = this.#recordKey(key);
+    const bytes = await this.#run('get', (c) => c.getBuffer(recordKey));
+    if (bytes === null || bytes[0] !== liveHeader) return null;
+    return unpackBody<T>(bytes);
+  }
+
+  async delete(key: StoreKey): Promise<boolean> {
+    const recordKey = this.#recordKey(key);
+    const family = key.family;
+    const removed =
+      family === undefined
+        ? await this.#run('delete', (c) => c.del(recordKey))
+        : await this.#run('delete', (c) => this.#script(c, 'tesseraDeleteMember', [recordKey, this.#membersKey(family)], []));
+    return Number(removed) > 0;
+  }
+
+  async consume<T>(key: StoreKey): Promise<ConsumeResult<T>> {
+    const recordKey = this.#recordKey(key);
+    const reply = await this.#run('consume', (c) => this.#script(c, 'tesseraConsume', [recordKey], []));
+    return toConsumeResult<T>(reply);
+  }
+
+  async rotate<T, U>(oldKey: StoreKey, newKey: StoreKey, newValue: U, ttlMs: number): Promise<ConsumeResult<T>> {
+    assertRotatable(oldKey, newKey);
+    if (this.#isCluster && newKey.family === undefined) {
+      throw new Error('rotate on Redis Cluster needs both keys in one family (one hash slot)');
+    }
+    const ttl = toTtlMs(ttlMs);
+    const keys = [this.#recordKey(oldKey), this.#recordKey(newKey)];
+    if (newKey.family !== undefined) keys.push(this.#membersKey(newKey.family), this.#revokedKey(newKey.family));
+    const bytes = packRecordWithHeader(newValue, headerBytes);
+    const reply = await this.#run('rotate', (c) => this.#script(c, 'tesseraRotate', keys, [bytes, ttl]));
+    return toConsumeResult<T>(reply);
+  }
+
+  async revokeFamily(family: string, ttlMs: number): Promise<number> {
+    assertFamilyName(family);
+    const ttl = toTtlMs(ttlMs);
+    const removed = await this.#run('revokeFamily', (c) =>
+      this.#script(c, 'tesseraRevoke', [this.#membersKey(family), this.#revokedKey(family)], [ttl]),
+    );
+    return Number(removed);
+  }
+
+  async isFamilyRevoked(family: string): Promise<boolean> {
+    assertFamilyName(family);
+    const revokedKey = this.#revokedKey(family);
+    return (await this.#run('isFamilyRevoked', (c) => c.exists(revokedKey))) === 1;
+  }
+
+  async putIfAbsent<T>(key: StoreKey, value: T, ttlMs: number): Promise<T> {
+    const ttl = toTtlMs(ttlMs);
+    const keys = [this.#recordKey(key)];
+    if (key.family !== undefined) keys.push(this.#membersKey(key.family), this.#revokedKey(key.family));
+    const bytes = packRecordWithHeader(value, headerBytes);
+    const reply = readScriptReply(
+      await this.#run('putIfAbsent', (c) => this.#script(c, 'tesseraWrite', keys, [bytes, ttl, '1'])),
+    );
+    if (reply.status === 0) throw new FamilyRevokedError(key.family ?? '');
+    // Every caller gets a decoded copy of what is stored, the writer included.
+    return unpackBody<T>(reply.status === 2 && reply.bytes !== undefined ? reply.bytes : bytes);
+  }
+
+  async increment(name: string, windowMs: number): Promise<CounterResult> {
+    const window = toTtlMs(windowMs);
+    const counterKey = this.#counterKey(name);
+    const reply = await this.#run('increment', (c) => this.#script(c, 'tesseraIncrement', [counterKey], [window]));
+    if (!Array.isArray(reply) || typeof reply[0] !== 'number' || typeof reply[1] !== 'number') {
+      throw new Error('unexpected increment reply from redis');
+    }
+    return { count: reply[0], resetInMs: reply[1] };
+  }
+
+  async resetCounter(name: string): Promise<void> {
+    const counterKey = this.#counterKey(name);
+    await this.#run('resetCounter', (c) => c.del(counterKey));
+  }
+
+  async ping(): Promise<void> {
+    await this.#run('ping', (c) => c.ping());
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const client = this.#client;
+    if (client.status === 'ready') {
+      // Let QUIT flush politely, but never wait on a dead server for it.
+      await Promise.race([client.quit().catch(() => {}), new Promise((resolve) => setTimeout(resolve, this.#commandTimeoutMs).unref())]);
+    }
+    // Also stops the reconnection loop.
+    client.disconnect();
+  }
+
+  #recordKey(key: StoreKey): string {
+    if (key.family === undefined) return `${this.#prefix}${key.kind}:${key.id}`;
+    assertFamilyName(key.family);
+    return `${this.#prefix}{${key.family}}:${key.kind}:${key.id}`;
+  }
+
+  #membersKey(family: string): string {
+    return `${this.#prefix}{${family}}:members`;
+  }
+
+  #revokedKey(family: string): string {
+    return `${this.#prefix}{${family}}:revoked`;
+  }
+
+  #counterKey(name: string): string {
+    return `${this.#prefix}ctr:${name}`;
+  }
+
+  #script(client: Client, name: ScriptName, keys: string[], args: ScriptArg[]): Promise<unknown> {
+    const command = (client as unknown as ScriptCommands)[`${name}Buffer`];
+    return command.call(client, keys.length, ...keys, ...args);
+  }
+
+  /**
+   * Runs one call under the store's deadline: waits for the connection only while one is being
+   * established, and maps every failure to {@link StoreUnavailableError}.
+   */
+  async #run<R>(op: string, send: (client: Client) => Promise<R>): Promise<R> {
+    if (this.#closed) throw new StoreUnavailableError('redis store is closed');
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new StoreUnavailableError(`${op} got no answer within ${this.#commandTimeoutMs} ms`)),
+        this.#commandTimeoutMs + deadlineSlackMs,
+      );
+    });
+    try {
+      return await Promise.race([this.#whenReady().then(() => send(this.#client)), deadline]);
+    } catch (err) {
+      throw toStoreError(err, op);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Resolves once the client is ready. While a connection is being set up (start-up, or a
+   * reconnection attempt in progress) calls wait for it; while the client sits in its backoff
+   * between attempts they fail at once, so an outage answers 503 fast instead of piling up.
+   */
+  #whenReady(): Promise<void> {
+    const client = this.#client;
+    const status = client.status;
+    if (status === 'ready') return Promise.resolve();
+    if (status !== 'wait' && status !== 'connecting' && status !== 'connect') {
+      return Promise.reject(new StoreUnavailableError(`redis connection is ${status}`));
+    }
+    this.#pendingReady ??= new Promise<void>((resolve, reject) => {
+      const settle = (err?: Error): void => {
+        client.off('ready', onReady);
+        client.off('reconnecting', onDown);
+        client.off('end', onDown);
+        this.#pendingReady = null;
+        if (err === undefined) resolve();
+        else reject(err);
+      };
+      const onReady = (): void => settle();
+      const onDown = (): void => settle(new StoreUnavailableError('redis connection failed'));
+      client.on('ready', onReady);
+      client.on('reconnecting', onDown);
+      client.on('end', onDown);
+    });
+    return this.#pendingReady;
+  }
+}
