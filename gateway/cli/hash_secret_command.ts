@@ -1,0 +1,22 @@
+/** `tessera hash-secret SECRET`: the stored form of a client or API resource secret. */
+import { parseArgs } from 'node:util';
+import { hashClientSecret } from '../../workers/crypto/client_secret.js';
+import { ExitCode, UsageError, type CliCommand } from './command.js';
+
+export const hashSecretCommand: CliCommand = {
+  words: ['hash-secret'],
+  summary: 'Print the stored form of a client secret',
+  usage: 'tessera hash-secret SECRET',
+  details: [
+    'Prints Base64(SHA-256(SECRET)) for a "clientSecrets" or "secrets" entry\'s "value".',
+    'A secret starting with "-" goes after "--": tessera hash-secret -- -s3cret',
+  ],
+  async run(args, io) {
+    const { positionals } = parseArgs({ args, options: {}, strict: true, allowPositionals: true });
+    if (positionals.length !== 1) throw new UsageError('expected exactly one SECRET');
+    const secret = positionals[0] as string;
+    if (secret === '') throw new UsageError('the secret must not be empty');
+    io.stdout.write(`${hashClientSecret(secret)}\n`);
+    return ExitCode.Ok;
+  },
+};

@@ -1,0 +1,120 @@
+/** `tessera start [--config FILE]`: load the config, start the gateway, serve until a signal. */
+import { parseArgs } from 'node:util';
+import { pino, type Logger } from 'pino';
+import { ConfigError, type LoadedConfig } from '../config/load.js';
+import { createTessera } from '../service_builder.js';
+import type { RunningGateway } from '../server.js';
+import { describeError, ExitCode, type CliCommand, type CliIo } from './command.js';
+
+const defaultConfigFile = 'config/demo.json';
+
+// How long a finished graceful stop may wait for stray handles before the process exits anyway.
+const exitGraceMs = 2000;
+
+export const startCommand: CliCommand = {
+  words: ['start'],
+  summary: `Start the gateway (default config: ${defaultConfigFile})`,
+  usage: 'tessera start [--config FILE]',
+  details: [
+    `-c, --config FILE   config file to serve (default: ${defaultConfigFile}, relative to the current folder)`,
+    '',
+    'Stops gracefully on SIGINT (Ctrl-C) or SIGTERM; a second signal exits at once.',
+  ],
+  async run(args, io) {
+    const { values } = parseArgs({
+      args,
+      options: { config: { type: 'string', short: 'c', default: defaultConfigFile } },
+      strict: true,
+      allowPositionals: false,
+    });
+    const builder = createTessera(values.config).withEnv(io.env);
+    // A ConfigError here is reported by main with exit code 2.
+    const config = await builder.loadConfig();
+    const logger = pino({ name: 'tessera', level: config.logLevel });
+
+    let gateway: RunningGateway;
+    try {
+      gateway = await builder.withLogger(logger).start();
+    } catch (error) {
+      // The gateway may find config problems only it can see (validator grant types): same exit 2.
+      if (error instanceof ConfigError) throw error;
+      logger.debug({ err: error }, 'start-up failed');
+      io.stderr.write(`error: could not start the gateway: ${describeError(error)}\n`);
+      return ExitCode.Failure;
+    }
+    io.stdout.write(formatBanner(config, gateway));
+    return serveUntilSignal(gateway, logger, io);
+  },
+};
+
+function serveUntilSignal(gateway: RunningGateway, logger: Logger, io: CliIo): Promise<number> {
+  return new Promise((resolveExit) => {
+    let stopping = false;
+    const onSignal = (signal: NodeJS.Signals): void => {
+      if (stopping) {
+        // The operator insists: do not wait for in-flight requests any longer.
+        process.exit(128 + (signal === 'SIGINT' ? 2 : 15));
+      }
+      stopping = true;
+      logger.info({ signal }, 'stopping: finishing in-flight requests');
+      gateway.stop().then(
+        () => {
+          logger.info('stopped');
+          setTimeout(() => process.exit(ExitCode.Ok), exitGraceMs).unref();
+          resolveExit(ExitCode.Ok);
+        },
+        (error: unknown) => {
+          io.stderr.write(`error: the gateway did not stop cleanly: ${describeError(error)}\n`);
+          setTimeout(() => process.exit(ExitCode.Failure), exitGraceMs).unref();
+          resolveExit(ExitCode.Failure);
+        },
+      );
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  });
+}
+
+/**
+ * What `tessera start` prints once the gateway listens: where it is, its endpoints and, for demo
+ * configs, the credentials to try it with.
+ */
+export function formatBanner(config: LoadedConfig, gateway: Pick<RunningGateway, 'url'>): string {
+  // Endpoints are published under the issuer (that is what discovery advertises), which may be a
+  // proxy in front of the listening address.
+  const endpoints: [string, string][] = [
+    ['token', '/connect/token'],
+    ['discovery', '/.well-known/openid-configuration'],
+    ['jwks', '/.well-known/openid-configuration/jwks'],
+    ['healthz', '/healthz'],
+    ['readyz', '/readyz'],
+  ];
+  const lines = [
+    'Tessera is running.',
+    `  issuer     ${config.issuer}`,
+    `  listening  ${gateway.url}`,
+  ];
+  if (config.configPath !== undefined) lines.push(`  config     ${config.configPath}`);
+  if (config.envOverrides.length > 0) lines.push(`  overrides  ${config.envOverrides.join(', ')}`);
+  if (config.signing.keys.length === 0) lines.push('  signing    development key (do not use in production)');
+  lines.push('', 'Endpoints:', ...endpoints.map(([name, path]) => `  ${name.padEnd(10)} ${config.issuer}${path}`));
+
+  const credentials = config.demoCredentials ?? [];
+  if (credentials.length > 0) {
+    const idWidth = Math.max(...credentials.map((credential) => credential.id.length));
+    const secretWidth = Math.max(...credentials.map((credential) => displaySecret(credential.secret).length));
+    lines.push('', 'Demo credentials (public by design: for trying Tessera out, never for production):');
+    for (const credential of credentials) {
+      const note = credential.note === undefined ? '' : `  ${credential.note}`;
+      lines.push(
+        `  ${credential.kind.padEnd(12)} ${credential.id.padEnd(idWidth)}  ${displaySecret(credential.secret).padEnd(secretWidth)}${note}`.trimEnd(),
+      );
+    }
+  }
+  lines.push('', 'Press Ctrl-C to stop.');
+  return `${lines.join('\n')}\n`;
+}
+
+function displaySecret(secret: string): string {
+  return secret === '' ? '(none)' : secret;
+}

@@ -1,0 +1,196 @@
+/**
+ * The config file's schema (SPEC §2). Validated once at start; `config/tessera.schema.json` is
+ * generated from it (`npm run schema`) so editors can check config files too.
+ */
+import { z } from 'zod';
+
+export const builtInGrantTypes = [
+  'client_credentials',
+  'password',
+  'authorization_code',
+  'refresh_token',
+  'urn:ietf:params:oauth:grant-type:device_code',
+] as const;
+
+/** Grant types shipped as validators in `validators/`; known to config validation by name. */
+export const shippedExtensionGrantTypes = [
+  'delegation',
+  'urn:ietf:params:oauth:grant-type:token-exchange',
+] as const;
+
+export const signingAlgorithms = ['ES256', 'EdDSA', 'RS256', 'PS256'] as const;
+
+const positiveSeconds = z.number().int().positive();
+const nonEmpty = z.string().min(1, { error: 'must not be empty' });
+
+const secretSchema = z.strictObject({
+  /** Base64(SHA-256(UTF-8 secret)), as printed by `tessera hash-secret`. */
+  value: z.string().regex(/^[A-Za-z0-9+/]{43}=$/, {
+    error: 'must be Base64(SHA-256(secret)) as printed by "tessera hash-secret"',
+  }),
+  description: z.string().optional(),
+  expiration: z
+    .union([z.iso.datetime({ offset: true }), z.iso.date()], { error: 'must be an ISO 8601 date or date-time' })
+    .optional(),
+});
+
+const claimSchema = z.strictObject({ type: nonEmpty, value: z.string() });
+
+export const clientSchema = z.strictObject({
+  clientId: nonEmpty.describe('Unique client identifier (the client_id parameter).'),
+  clientName: z.string().optional().describe('Human-readable name shown on consent and device pages.'),
+  enabled: z.boolean().default(true).describe('A disabled client is rejected as invalid_client.'),
+  clientSecrets: z.array(secretSchema).default([]).describe('Stored secrets: Base64(SHA-256(secret)) as printed by "tessera hash-secret". Several allow roll-over.'),
+  requireClientSecret: z.boolean().default(true).describe('false makes this a public client (no secret; authorization_code then relies on PKCE).'),
+  // Grant names are checked in load.ts against the built-in, shipped and validator-registered
+  // grants (the last are only known once validators load); here they must be non-empty.
+  allowedGrantTypes: z.array(nonEmpty).min(1, { error: 'must list at least one grant type' }).describe('Grant types this client may use: built-in, "delegation", token-exchange or a validator\'s grant type.'),
+  allowedScopes: z.array(nonEmpty).default([]).describe('Scopes this client may request: identity resources, API scopes and offline_access.'),
+  allowOfflineAccess: z.boolean().default(false).describe('Allows the offline_access scope (refresh tokens).'),
+  // RFC 6749 §3.1.2: a redirection endpoint URI is absolute and MUST NOT include a fragment.
+  redirectUris: z
+    .array(
+      z.url({ error: 'must be an absolute URL' }).refine((uri) => !uri.includes('#'), {
+        error: 'must not contain a fragment (RFC 6749 §3.1.2)',
+      }),
+    )
+    .default([])
+    .describe('Exact redirect URIs for the authorization code flow.'),
+  requirePkce: z.boolean().default(true).describe('Requires PKCE (S256) on the authorization code flow.'),
+  allowPlainTextPkce: z.literal(false, { error: 'plain PKCE is not supported; S256 only' }).default(false),
+  accessTokenLifetime: positiveSeconds.default(3600).describe('Access token lifetime in seconds.'),
+  identityTokenLifetime: positiveSeconds.default(300).describe('ID token lifetime in seconds.'),
+  authorizationCodeLifetime: positiveSeconds.default(300).describe('Authorization code lifetime in seconds.'),
+  deviceCodeLifetime: positiveSeconds.default(300).describe('Device code lifetime in seconds.'),
+  pollingInterval: positiveSeconds.default(5).describe('Minimum seconds between device token polls (RFC 8628 §3.5).'),
+  refreshTokenUsage: z.enum(['oneTimeOnly', 'reUse']).default('oneTimeOnly').describe('oneTimeOnly rotates the refresh token on every use; reUse keeps it.'),
+  refreshTokenExpiration: z.enum(['absolute', 'sliding']).default('absolute').describe('absolute: fixed lifetime; sliding: renewed on use up to absoluteRefreshTokenLifetime.'),
+  absoluteRefreshTokenLifetime: positiveSeconds.default(2592000).describe('Maximum refresh token lifetime in seconds.'),
+  slidingRefreshTokenLifetime: positiveSeconds.default(1296000).describe('Sliding refresh token lifetime in seconds (at most absoluteRefreshTokenLifetime).'),
+  identityProviderRestrictions: z.array(nonEmpty).default([]).describe('Identity providers (user idp values) allowed for this client; empty allows all.'),
+  claims: z.array(claimSchema).default([]).describe("Client claims added to this client's tokens."),
+  alwaysSendClientClaims: z.boolean().default(false).describe('Adds client claims to tokens issued for users too, not only client_credentials.'),
+});
+
+const userSchema = z.strictObject({
+  subjectId: nonEmpty,
+  username: nonEmpty,
+  passwordHash: nonEmpty,
+  enabled: z.boolean().default(true),
+  tenant: nonEmpty.optional(),
+  idp: nonEmpty.default('local'),
+  claims: z
+    .record(
+      z.string(),
+      z.union([z.string(), z.number(), z.boolean(), z.array(z.string())], {
+        error: 'must be a string, number, boolean or array of strings',
+      }),
+    )
+    .default({}),
+});
+
+/**
+ * Plaintext credentials that `tessera start` prints in its banner. Only for demo configs whose
+ * secrets are public by design: the server itself only ever sees the hashes.
+ */
+const demoCredentialSchema = z.strictObject({
+  kind: z.enum(['client', 'user', 'apiResource']),
+  id: nonEmpty,
+  secret: z.string(),
+  note: z.string().optional(),
+});
+
+const storeSchema = z
+  .discriminatedUnion('type', [
+    z.strictObject({ type: z.literal('memory') }),
+    z.strictObject({
+      type: z.literal('redis'),
+      url: z.string().regex(/^rediss?:\/\//, { error: 'must be a redis:// or rediss:// URL' }),
+      keyPrefix: z.string().default('tessera:'),
+      commandTimeoutMs: z.number().int().positive().default(500),
+    }),
+    z.strictObject({
+      type: z.literal('redis-cluster'),
+      nodes: z.array(z.string().regex(/^rediss?:\/\//, { error: 'must be a redis:// or rediss:// URL' })).min(1),
+      keyPrefix: z.string().default('tessera:'),
+      commandTimeoutMs: z.number().int().positive().default(500),
+    }),
+  ])
+  .default({ type: 'memory' });
+
+export const configSchema = z
+  .strictObject({
+    $schema: z.string().optional(),
+    issuer: z
+      .url({
+        protocol: /^https?$/,
+        // A missing issuer would otherwise be reported as "must be an http(s) URL".
+        error: (issue) => (issue.input === undefined ? 'is required' : 'must be an http(s) URL'),
+        abort: true,
+      })
+      .refine((u) => !u.endsWith('/') && !u.includes('?') && !u.includes('#'), {
+        error: 'must not end with "/" or carry a query or fragment',
+      }),
+    listen: z
+      .strictObject({
+        host: z.string().default('127.0.0.1'),
+        port: z.number().int().min(0).max(65535).default(5000),
+      })
+      .default({ host: '127.0.0.1', port: 5000 }),
+    store: storeSchema,
+    workers: z
+      .strictObject({
+        threads: z.number().int().min(1).max(64).default(2),
+        /** Requests waiting for a worker before the gateway sheds load with 503. */
+        maxQueue: z.number().int().min(1).default(4096),
+      })
+      .default({ threads: 2, maxQueue: 4096 }),
+    signing: z
+      .strictObject({
+        algorithm: z.enum(signingAlgorithms).default('ES256'),
+        keys: z.array(z.strictObject({ file: nonEmpty })).default([]),
+      })
+      .default({ algorithm: 'ES256', keys: [] }),
+    validatorsDir: z
+      .string()
+      .default('validators')
+      .describe('Folder of extension grant validator modules, relative to this file.'),
+    validatorTimeoutMs: z.number().int().positive().default(5000),
+    logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    identityResources: z
+      .array(z.strictObject({ name: nonEmpty, displayName: z.string().optional(), claims: z.array(nonEmpty).default([]) }))
+      .default([]),
+    apiScopes: z.array(z.strictObject({ name: nonEmpty, displayName: z.string().optional() })).default([]),
+    apiResources: z
+      .array(
+        z.strictObject({
+          name: nonEmpty,
+          scopes: z.array(nonEmpty).default([]),
+          secrets: z.array(secretSchema).default([]),
+        }),
+      )
+      .default([]),
+    clients: z.array(clientSchema).default([]),
+    users: z.array(userSchema).default([]).describe('Users for the built-in password validator, the login page and the device page.'),
+    demoCredentials: z
+      .array(demoCredentialSchema)
+      .optional()
+      .describe('Plaintext demo credentials printed by "tessera start". Public by design: demo configs only.'),
+  })
+  .meta({ title: 'Tessera config', description: 'Config file of the Tessera OAuth 2.0 / OpenID Connect token service.' });
+
+export type DeepReadonly<T> = T extends (infer E)[]
+  ? readonly DeepReadonly<E>[]
+  : T extends object
+    ? { readonly [K in keyof T]: DeepReadonly<T[K]> }
+    : T;
+
+/** What the schema's parse returns (mutable); only the loader handles it. */
+export type ParsedConfig = z.output<typeof configSchema>;
+/** A validated config as the rest of the code sees it: read-only all the way down. */
+export type TesseraConfig = DeepReadonly<ParsedConfig>;
+export type ClientConfig = TesseraConfig['clients'][number];
+export type UserConfig = TesseraConfig['users'][number];
+export type StoreConfig = TesseraConfig['store'];
+export type SecretConfig = ClientConfig['clientSecrets'][number];
+export type DemoCredentialConfig = NonNullable<TesseraConfig['demoCredentials']>[number];

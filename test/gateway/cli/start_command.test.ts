@@ -1,0 +1,38 @@
+import t from 'tap';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfigFile, validateConfig } from '../../../gateway/config/load.js';
+import { formatBanner } from '../../../gateway/cli/start_command.js';
+
+const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+
+t.test('the banner shows the issuer, the endpoints and the demo credentials', async (t) => {
+  const config = await loadConfigFile(join(repoRoot, 'config/demo.json'), { env: {} });
+  const banner = formatBanner(config, { url: 'http://127.0.0.1:5000' });
+  const lines = banner.split('\n');
+  t.ok(lines.includes('  issuer     http://127.0.0.1:5000'));
+  t.ok(lines.includes('  listening  http://127.0.0.1:5000'));
+  for (const line of [
+    '  token      http://127.0.0.1:5000/connect/token',
+    '  discovery  http://127.0.0.1:5000/.well-known/openid-configuration',
+    '  jwks       http://127.0.0.1:5000/.well-known/openid-configuration/jwks',
+    '  healthz    http://127.0.0.1:5000/healthz',
+    '  readyz     http://127.0.0.1:5000/readyz',
+  ]) {
+    t.ok(lines.includes(line), line);
+  }
+  t.match(banner, /^  client +m2m +secret +client_credentials; scopes api1 api2$/m);
+  t.match(banner, /^  client +spa +\(none\) +public client/m);
+  t.match(banner, /^  user +alice +alice +subject 818727$/m);
+  t.match(banner, /^  user +bob +bob +subject 88421113$/m);
+  t.match(banner, /Press Ctrl-C to stop\.\n$/);
+});
+
+t.test('the banner has no credentials section without demoCredentials', async (t) => {
+  const config = validateConfig({ issuer: 'https://auth.example.com' }, { configDir: '/etc/tessera', env: { TESSERA_PORT: '0' } });
+  const banner = formatBanner(config, { url: 'http://127.0.0.1:41234' });
+  t.notMatch(banner, /Demo credentials/);
+  t.match(banner, /^  listening  http:\/\/127\.0\.0\.1:41234$/m);
+  t.match(banner, /^  overrides  TESSERA_PORT$/m);
+  t.match(banner, /^  token      https:\/\/auth\.example\.com\/connect\/token$/m);
+});
