@@ -9,13 +9,18 @@ import type { WorkerBootData } from '../workers/protocol/worker_boot.js';
 import { createStore } from '../workers/store/create_store.js';
 import { serveMemoryStore } from '../workers/store/memory_store_channel.js';
 import type { Store } from '../workers/store/store.js';
+import type { SigningKeyMaterial } from '../workers/tokens/signing_key.js';
+import { AccessTokenValidator } from '../workers/tokens/token_validator.js';
 import { ClientAuthenticator } from './client_auth.js';
-import type { LoadedConfig } from './config/load.js';
+import type { ConfigError, LoadedConfig } from './config/load.js';
+import { builtInGrantTypes } from './config/schema.js';
 import { buildDiscoveryDocument, buildJwksDocument, discoveryPath, jwksPath } from './discovery.js';
 import { Exchange } from './http/exchange.js';
 import { loadSigningKeys } from './key_loader.js';
 import { GatewayMetrics } from './metrics.js';
 import { createTokenEndpoint } from './token_endpoint.js';
+import { loadValidatorModules, type ValidatorModule } from './validator_loader.js';
+import { watchValidators } from './validator_watcher.js';
 import { WorkerDispatcher } from './worker_dispatcher.js';
 
 export interface StartOptions {
@@ -26,6 +31,10 @@ export interface StartOptions {
    * They join the same registry as the built-in grants, in every worker.
    */
   grantModules?: readonly string[];
+  /** Extension-grant validator modules beyond those in `validatorsDir` (the builder's `addExtensionGrantValidator`). */
+  validatorModules?: readonly string[];
+  /** Reload validators when files in `validatorsDir` change (default true). */
+  watchValidators?: boolean;
   /** Where the development key file lives on the memory store; defaults to `./.tessera`. */
   devKeyDir?: string;
 }
@@ -34,7 +43,10 @@ export interface RunningGateway {
   /** Base URL the gateway listens on, e.g. http://127.0.0.1:5000 */
   readonly url: string;
   readonly port: number;
+  /** The grant types served right now (changes when validators reload). */
   readonly grantTypes: readonly string[];
+  /** Resolves after the next validator reload attempt: `true` when it took effect. */
+  nextValidatorReload(): Promise<boolean>;
   /** Graceful stop: stop accepting, finish in-flight requests, close the pool and the store. */
   stop(): Promise<void>;
 }
@@ -48,7 +60,7 @@ const workerFile = new URL(
 
 const drainTimeoutMs = 10_000;
 
-/** Starts one gateway: store, keys, worker pool, then the HTTP listener. */
+/** Starts one gateway: store, keys, validators, worker pool, then the HTTP listener. */
 export async function startGateway(options: StartOptions): Promise<RunningGateway> {
   const { config } = options;
   const logger = options.logger ?? pino({ level: config.logLevel });
@@ -58,57 +70,47 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   const stopServingStore = storeChannel !== null ? serveMemoryStore(store, storeChannel) : () => {};
 
   let pool: Piscina | undefined;
+  let stopWatching = (): void => {};
   try {
     const keys = await loadSigningKeys(config, store, logger, options.devKeyDir);
 
     const grantModules = (options.grantModules ?? []).map(toModuleUrl);
-    const registry = new GrantRegistry();
+    const internalGrantTypes: string[] = [];
     for (const url of grantModules) {
       const module = (await import(url)) as { default?: unknown };
       if (!isGrantHandler(module.default)) throw new Error(`${url}: default export is not a grant handler`);
-      registry.register(module.default);
+      internalGrantTypes.push(module.default.grantType);
     }
-    const grantTypes = new Set(registry.names());
+    const reservedGrantTypes = [...new Set([...builtInGrantTypes, ...internalGrantTypes])];
+
+    // Validators are checked here once (exit 2 on a bad module) before every worker loads them.
+    const validatorServices = {
+      tokenValidator: new AccessTokenValidator({ issuer: config.issuer, keys, store, now: Date.now }),
+      logger: logger.child({ component: 'validator-check' }),
+      issuer: config.issuer,
+    };
+    const validatorSources = { dir: config.validatorsDir, modules: (options.validatorModules ?? []).map(toModuleUrl) };
+    let validators = await loadValidatorModules(validatorSources, validatorServices, reservedGrantTypes);
 
     const threads = config.workers.threads;
-    const boot: WorkerBootData = {
-      config,
-      signingKeys: keys,
-      grantModules,
-      storeChannel,
-      logLevel: config.logLevel,
-    };
-    pool = new Piscina({
-      filename: workerFile.href,
-      minThreads: threads,
-      maxThreads: threads,
-      idleTimeout: Number.POSITIVE_INFINITY,
-      // Workers hold sockets (Redis, the store channel) and must keep their event loop turning
-      // between tasks, which synchronous Atomics.wait would block.
-      atomics: 'disabled',
-      // A few batches per thread overlap their store round trips.
-      concurrentTasksPerWorker: 4,
-      maxQueue: config.workers.maxQueue,
-      workerData: boot,
-    });
-    // Fail start-up, not the first request, when a worker cannot boot.
-    await Promise.all(Array.from({ length: threads }, () => (pool as Piscina).run(packEmptyBatch())));
+    const newPool = (modules: readonly ValidatorModule[]): Promise<Piscina> =>
+      startPool({ config, keys, grantModules, validatorModules: modules.map((m) => m.url), storeChannel, threads });
+    pool = await newPool(validators);
+    let grantTypes = grantTypesOf(internalGrantTypes, validators);
 
     const dispatcher = new WorkerDispatcher(pool, { threads, maxQueue: config.workers.maxQueue, logger });
     const metrics = new GatewayMetrics(() => dispatcher.pending);
-    const clients = registerClients(config.clients);
     const tokenEndpoint = createTokenEndpoint({
       issuer: config.issuer,
-      authenticator: new ClientAuthenticator(clients),
+      authenticator: new ClientAuthenticator(registerClients(config.clients)),
       grantTypes: () => grantTypes,
       dispatcher,
       observe: metrics.countTokenResponse,
     });
-    const discoveryBody = buildDiscoveryDocument(config, [...grantTypes], keys);
+    let discoveryBody = buildDiscoveryDocument(config, [...grantTypes], keys);
     const jwksBody = buildJwksDocument(keys);
 
     const app = uWS.App();
-    const runningPool = pool;
     app.any('/connect/token', tokenEndpoint);
     app.any(discoveryPath, getOnly((ex) => ex.sendStatic(200, 'application/json; charset=utf-8', discoveryBody, 'public, max-age=300')));
     app.any(jwksPath, getOnly((ex) => ex.sendStatic(200, 'application/jwk-set+json', jwksBody, 'public, max-age=300')));
@@ -116,7 +118,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     app.any(
       '/readyz',
       getOnly((ex) => {
-        checkReady(store, runningPool, keys.length).then(
+        checkReady(store, dispatcher.currentPool, keys.length).then(
           (problems) =>
             problems.length === 0
               ? ex.sendStatic(200, 'application/json', '{"status":"ready"}', 'no-store')
@@ -138,6 +140,44 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       new Exchange(res).sendStatic(404, 'application/json', '{"error":"not_found"}', 'no-store');
     });
 
+    // Hot reload (SPEC §6): a new set is checked in full, then served by a fresh pool while the old
+    // pool finishes what it has. A broken file leaves the previous set in service.
+    let reloadWaiters: ((applied: boolean) => void)[] = [];
+    const settleReload = (applied: boolean): void => {
+      const waiters = reloadWaiters;
+      reloadWaiters = [];
+      for (const resolve of waiters) resolve(applied);
+    };
+    const reloadValidators = async (): Promise<void> => {
+      let next: ValidatorModule[];
+      try {
+        next = await loadValidatorModules(validatorSources, validatorServices, reservedGrantTypes);
+      } catch (err) {
+        const problems = (err as Partial<ConfigError>).problems ?? [{ path: config.validatorsDir, message: String(err) }];
+        logger.error({ problems }, 'validator reload refused; the previous validators stay in service');
+        settleReload(false);
+        return;
+      }
+      const change = describeChange(validators, next);
+      if (change === undefined) {
+        settleReload(false);
+        return;
+      }
+      try {
+        await dispatcher.replacePool(await newPool(next));
+      } catch (err) {
+        logger.error({ err }, 'validator reload could not start workers; the previous validators stay in service');
+        settleReload(false);
+        return;
+      }
+      validators = next;
+      grantTypes = grantTypesOf(internalGrantTypes, validators);
+      discoveryBody = buildDiscoveryDocument(config, [...grantTypes], keys);
+      logger.info(change, 'validators reloaded');
+      settleReload(true);
+    };
+    if (options.watchValidators !== false) stopWatching = watchValidators(config.validatorsDir, reloadValidators, logger);
+
     const host = config.listen.host;
     const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
       app.listen(host, config.listen.port, (socket) => {
@@ -153,13 +193,20 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     return {
       url,
       port,
-      grantTypes: [...grantTypes],
+      get grantTypes() {
+        return [...grantTypes];
+      },
+      nextValidatorReload() {
+        return new Promise<boolean>((resolve) => reloadWaiters.push(resolve));
+      },
       stop() {
         stopping ??= (async () => {
+          stopWatching();
+          settleReload(false);
           uWS.us_listen_socket_close(listenSocket);
           await Promise.race([dispatcher.drain(), delay(drainTimeoutMs)]);
           app.close();
-          await runningPool.destroy();
+          await dispatcher.currentPool.destroy();
           stopServingStore();
           await store.close();
           logger.info('tessera stopped');
@@ -168,11 +215,69 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       },
     };
   } catch (err) {
+    stopWatching();
     await pool?.destroy().catch(() => {});
     stopServingStore();
     await store.close().catch(() => {});
     throw err;
   }
+}
+
+interface PoolInputs {
+  config: LoadedConfig;
+  keys: readonly SigningKeyMaterial[];
+  grantModules: readonly string[];
+  validatorModules: readonly string[];
+  storeChannel: string | null;
+  threads: number;
+}
+
+/** A worker pool that has booted: a worker that cannot start fails here, not on a request. */
+async function startPool(inputs: PoolInputs): Promise<Piscina> {
+  const { config, threads } = inputs;
+  const boot: WorkerBootData = {
+    config,
+    signingKeys: inputs.keys,
+    grantModules: inputs.grantModules,
+    validatorModules: inputs.validatorModules,
+    storeChannel: inputs.storeChannel,
+    logLevel: config.logLevel,
+  };
+  const pool = new Piscina({
+    filename: workerFile.href,
+    minThreads: threads,
+    maxThreads: threads,
+    idleTimeout: Number.POSITIVE_INFINITY,
+    // Workers hold sockets (Redis, the store channel) and must keep their event loop turning
+    // between tasks, which synchronous Atomics.wait would block.
+    atomics: 'disabled',
+    // A few batches per thread overlap their store round trips.
+    concurrentTasksPerWorker: 4,
+    maxQueue: config.workers.maxQueue,
+    workerData: boot,
+  });
+  try {
+    await Promise.all(Array.from({ length: threads }, () => pool.run(packEmptyBatch())));
+  } catch (err) {
+    await pool.destroy().catch(() => {});
+    throw err;
+  }
+  return pool;
+}
+
+function grantTypesOf(internal: readonly string[], validators: readonly ValidatorModule[]): ReadonlySet<string> {
+  return new Set([...new GrantRegistry().names(), ...internal, ...validators.map((v) => v.grantType)]);
+}
+
+/** What a reload changes, for its log line; `undefined` when nothing did. */
+function describeChange(before: readonly ValidatorModule[], after: readonly ValidatorModule[]) {
+  const old = new Map(before.map((v) => [v.file, v]));
+  const now = new Map(after.map((v) => [v.file, v]));
+  const added = after.filter((v) => !old.has(v.file)).map((v) => v.grantType);
+  const removed = before.filter((v) => !now.has(v.file)).map((v) => v.grantType);
+  const changed = after.filter((v) => old.has(v.file) && old.get(v.file)?.version !== v.version).map((v) => v.grantType);
+  if (added.length + removed.length + changed.length === 0) return undefined;
+  return { added, removed, changed };
 }
 
 function getOnly(handler: (exchange: Exchange) => void): (res: uWS.HttpResponse, req: uWS.HttpRequest) => void {

@@ -31,10 +31,24 @@ export class WorkerDispatcher {
   private readonly maxBatch: number;
 
   constructor(
-    private readonly pool: Piscina,
+    private pool: Piscina,
     private readonly options: DispatcherOptions,
   ) {
     this.maxBatch = options.maxBatch ?? 32;
+  }
+
+  /**
+   * Sends later batches to `next` and closes the previous pool once its running batches are done,
+   * so a reload fails no request in flight.
+   */
+  async replacePool(next: Piscina): Promise<void> {
+    const previous = this.pool;
+    this.pool = next;
+    await previous.close();
+  }
+
+  get currentPool(): Piscina {
+    return this.pool;
   }
 
   get pending(): number {

@@ -15,9 +15,19 @@ import { GrantRegistry, isGrantHandler } from './grants/registry.js';
 import type { GrantServices } from './grants/grant_handler.js';
 import { ScopeRules } from './grants/scope_rules.js';
 import { JwtSigner } from './tokens/jwt_signer.js';
+import { AccessTokenValidator } from './tokens/token_validator.js';
+import { extensionGrantHandler } from './grants/extension_grant.js';
+import type { ExtensionGrantValidator, ValidatorServices } from './protocol/validator_api.js';
+import { ensureTypeScriptLoader, isTypeScriptModule } from './typescript_loader.js';
 
 const boot = workerData as WorkerBootData;
 const logger = pino({ level: boot.logLevel, base: { thread: 'worker' } });
+
+const firstKey = boot.signingKeys[0];
+if (firstKey === undefined) throw new Error('worker started without a signing key');
+
+const store: Store =
+  boot.storeChannel !== null ? new ChannelStore(boot.storeChannel) : createStore(boot.config.store);
 
 const registry = new GrantRegistry();
 for (const url of boot.grantModules) {
@@ -26,11 +36,15 @@ for (const url of boot.grantModules) {
   registry.register(module.default);
 }
 
-const firstKey = boot.signingKeys[0];
-if (firstKey === undefined) throw new Error('worker started without a signing key');
-
-const store: Store =
-  boot.storeChannel !== null ? new ChannelStore(boot.storeChannel) : createStore(boot.config.store);
+const tokenValidator = new AccessTokenValidator({ issuer: boot.config.issuer, keys: boot.signingKeys, store, now: Date.now });
+// The gateway already checked these modules; here each worker builds its own instances.
+for (const url of boot.validatorModules) {
+  if (isTypeScriptModule(url)) ensureTypeScriptLoader();
+  const { default: Validator } = (await import(url)) as { default: new (s: ValidatorServices) => ExtensionGrantValidator };
+  const validatorLogger = logger.child({ validator: url.slice(url.lastIndexOf('/') + 1) });
+  const validator = new Validator({ tokenValidator, logger: validatorLogger, issuer: boot.config.issuer });
+  registry.register(extensionGrantHandler(validator, { timeoutMs: boot.config.validatorTimeoutMs, logger: validatorLogger, source: url }));
+}
 
 const services: GrantServices = {
   issuer: boot.config.issuer,
@@ -63,7 +77,7 @@ async function handleItem(item: TokenTaskItem): Promise<TokenTaskResult> {
   } catch (err) {
     if (err instanceof OAuthError) {
       if (err.detail !== undefined) logger.info({ grantType, clientId, detail: err.detail }, 'grant rejected');
-      return [err.status, errorBody(err.error, err.description), err.retryAfter ?? null];
+      return [err.status, errorBody(err.error, err.description, err.extra), err.retryAfter ?? null];
     }
     if (isStoreUnavailable(err)) {
       logger.warn({ grantType, clientId }, 'store unavailable during a grant');

@@ -3,5 +3,6 @@
 import { register } from 'tsx/esm/api';
 
 register();
+globalThis[Symbol.for('tessera.tsx-registered')] = true;
 const { default: runTokenBatch } = await import('./worker.ts');
 export default runTokenBatch;

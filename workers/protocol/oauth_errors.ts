@@ -69,11 +69,13 @@ export class OAuthError extends Error {
   readonly status: number;
   readonly retryAfter: number | undefined;
   readonly detail: string | undefined;
+  /** Extra members of the error body (an extension grant's custom response). */
+  readonly extra: Readonly<Record<string, unknown>> | undefined;
 
   constructor(
     error: TokenRequestError,
     description?: string,
-    options: { status?: number; retryAfter?: number; detail?: string } = {},
+    options: { status?: number; retryAfter?: number; detail?: string; extra?: Readonly<Record<string, unknown>> } = {},
   ) {
     super(description ?? error);
     this.name = 'OAuthError';
@@ -82,6 +84,7 @@ export class OAuthError extends Error {
     this.status = options.status ?? statusOf(error);
     this.retryAfter = options.retryAfter;
     this.detail = options.detail;
+    this.extra = options.extra;
   }
 
   toResult(): OAuthErrorResult {
@@ -92,8 +95,17 @@ export class OAuthError extends Error {
   }
 }
 
-/** The body of an error response: `{"error": …, "error_description": …}`. */
-export function errorBody(error: TokenRequestError, description?: string): string {
+/**
+ * The body of an error response: `{"error": …, "error_description": …}`, plus any extra members,
+ * which can never replace those two.
+ */
+export function errorBody(error: TokenRequestError, description?: string, extra?: Readonly<Record<string, unknown>>): string {
+  if (extra !== undefined) {
+    const body: Record<string, unknown> = { ...extra, error };
+    if (description !== undefined) body.error_description = description;
+    else delete body.error_description;
+    return JSON.stringify(body);
+  }
   return description === undefined
     ? `{"error":"${error}"}`
     : JSON.stringify({ error, error_description: description });

@@ -8,6 +8,8 @@ export interface WorkerBootData {
   readonly signingKeys: readonly SigningKeyMaterial[];
   /** URLs of extra grant-handler modules (default export: a GrantHandler). */
   readonly grantModules: readonly string[];
+  /** URLs of extension-grant validator modules (default export: a validator class). */
+  readonly validatorModules: readonly string[];
   /** BroadcastChannel serving the main thread's in-memory store, when the store is memory. */
   readonly storeChannel: string | null;
   readonly logLevel: string;

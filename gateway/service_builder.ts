@@ -1,0 +1,108 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Logger } from 'pino';
+import { ConfigError, loadConfigFile, validateConfig, type LoadedConfig } from './config/load.js';
+import type { RunningGateway } from './server.js';
+import { listValidatorFiles, peekGrantTypes } from './validator_loader.js';
+
+/**
+ * Builds and starts a Tessera gateway from code; `tessera start` uses the same builder.
+ *
+ * @example
+ * ```ts
+ * import { createTessera } from 'tessera';
+ *
+ * const gateway = await createTessera('config/tessera.json')
+ *   .addExtensionGrantValidator(new URL('./my_grant.ts', import.meta.url))
+ *   .start();
+ * console.log(`listening on ${gateway.url}`);
+ * process.on('SIGTERM', () => gateway.stop());
+ * ```
+ */
+export class TesseraBuilder {
+  private readonly validatorModules: string[] = [];
+  private logger: Logger | undefined;
+  private watch = true;
+  private env: NodeJS.ProcessEnv | undefined;
+  private loaded: Promise<LoadedConfig> | undefined;
+
+  constructor(private readonly source: string | LoadedConfig | Record<string, unknown>) {}
+
+  /** Registers one extension-grant validator module (its default export is the validator class). */
+  addExtensionGrantValidator(moduleUrl: string | URL): this {
+    const url = moduleUrl instanceof URL ? moduleUrl.href : moduleUrl.startsWith('file:') ? moduleUrl : pathToFileURL(path.resolve(moduleUrl)).href;
+    this.validatorModules.push(url);
+    return this;
+  }
+
+  withLogger(logger: Logger): this {
+    this.logger = logger;
+    return this;
+  }
+
+  /** Where `TESSERA_*` overrides are read from (default `process.env`). */
+  withEnv(env: NodeJS.ProcessEnv): this {
+    this.env = env;
+    return this;
+  }
+
+  /** Hot reload of `validatorsDir` is on by default. */
+  watchValidators(enabled: boolean): this {
+    this.watch = enabled;
+    return this;
+  }
+
+  /**
+   * Validates the config (knowing the grant types of the validators it will load), then starts.
+   * @throws ConfigError for an invalid config or validator module (the CLI exits 2).
+   */
+  async start(): Promise<RunningGateway> {
+    const config = await this.loadConfig();
+    // Loaded on demand: validator modules import this package's root, and must not pull the
+    // native HTTP server into every worker thread.
+    const { startGateway } = await import('./server.js');
+    return startGateway({
+      config,
+      validatorModules: this.validatorModules,
+      watchValidators: this.watch,
+      ...(this.logger !== undefined ? { logger: this.logger } : {}),
+    });
+  }
+
+  /** The validated config this builder will start with (validated once). */
+  loadConfig(): Promise<LoadedConfig> {
+    this.loaded ??= this.resolveConfig();
+    return this.loaded;
+  }
+
+  private async resolveConfig(): Promise<LoadedConfig> {
+    const env = this.env === undefined ? {} : { env: this.env };
+    if (typeof this.source === 'string') {
+      const extraGrantTypes = await this.peekValidatorGrantTypes(this.source);
+      return loadConfigFile(this.source, { extraGrantTypes, ...env });
+    }
+    if ('configDir' in this.source) return this.source as LoadedConfig;
+    return validateConfig(this.source, { configDir: process.cwd(), ...env });
+  }
+
+  // Config validation checks clients' grant types against what is registered, and validators
+  // register theirs: read their names first. Problems are reported by the full load in start.
+  private async peekValidatorGrantTypes(configPath: string): Promise<string[]> {
+    let dir = 'validators';
+    try {
+      const raw = JSON.parse(await readFile(configPath, 'utf8')) as { validatorsDir?: unknown };
+      if (typeof raw.validatorsDir === 'string') dir = raw.validatorsDir;
+    } catch {
+      return []; // loadConfigFile reports the unreadable file
+    }
+    const files = await listValidatorFiles(path.resolve(path.dirname(configPath), dir));
+    return peekGrantTypes([...files.map((f) => pathToFileURL(f).href), ...this.validatorModules]);
+  }
+}
+
+export function createTessera(config: string | LoadedConfig | Record<string, unknown>): TesseraBuilder {
+  return new TesseraBuilder(config);
+}
+
+export { ConfigError };

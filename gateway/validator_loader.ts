@@ -1,0 +1,127 @@
+import { readdir, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { ExtensionGrantValidator, ValidatorServices } from '../workers/protocol/validator_api.js';
+import { ensureTypeScriptLoader, isTypeScriptModule } from '../workers/typescript_loader.js';
+import { ConfigError } from './config/load.js';
+
+/** A validator module that loaded and whose grant type is free. */
+export interface ValidatorModule {
+  /** Absolute path (or the URL as given, for modules that are not files). */
+  readonly file: string;
+  /** What workers import. */
+  readonly url: string;
+  readonly grantType: string;
+  /** Modification time, so a reload can tell what changed. */
+  readonly version: string;
+}
+
+const moduleExtensions = /\.(ts|mts|js|mjs)$/;
+
+/** Files of a validators folder that are validator modules (not types, tests, or docs). */
+export async function listValidatorFiles(dir: string): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+  return names
+    .filter((n) => moduleExtensions.test(n) && !/\.d\.(m)?ts$/.test(n) && !/\.test\./.test(n) && !n.startsWith('.') && !n.startsWith('_'))
+    .sort()
+    .map((n) => path.join(dir, n));
+}
+
+/**
+ * Imports every validator module, checks its default export, constructs it once to read its
+ * `grantType`, and refuses collisions. Any problem is a {@link ConfigError} naming the file, so
+ * `tessera start` exits 2 (SPEC §6).
+ *
+ * Modules are imported with their modification time in the URL so that a reload sees new code.
+ */
+export async function loadValidatorModules(
+  sources: { dir?: string | undefined; modules?: readonly string[] },
+  services: ValidatorServices,
+  reservedGrantTypes: readonly string[],
+): Promise<ValidatorModule[]> {
+  const specs: string[] = [];
+  if (sources.dir !== undefined) specs.push(...(await listValidatorFiles(sources.dir)));
+  specs.push(...(sources.modules ?? []));
+
+  const problems: { path: string; message: string }[] = [];
+  const loaded: ValidatorModule[] = [];
+  const owners = new Map<string, string>();
+  for (const grantType of reservedGrantTypes) owners.set(grantType, 'a built-in grant');
+
+  for (const spec of specs) {
+    const url = spec.startsWith('file:') ? spec : pathToFileURL(spec).href;
+    const file = url.startsWith('file:') ? fileURLToPath(url) : url;
+    try {
+      const version = await versionOf(file);
+      if (isTypeScriptModule(file)) ensureTypeScriptLoader();
+      let module: { default?: unknown };
+      try {
+        module = (await import(`${url}?v=${version}`)) as { default?: unknown };
+      } catch (err) {
+        throw new Error(`cannot be imported: ${(err as Error).message.split('\n')[0]}`);
+      }
+      const Validator = module.default;
+      if (typeof Validator !== 'function') throw new Error('has no default export that is a validator class');
+      let instance: ExtensionGrantValidator;
+      try {
+        instance = new (Validator as new (s: ValidatorServices) => ExtensionGrantValidator)(services);
+      } catch (err) {
+        throw new Error(`its constructor threw: ${(err as Error).message.split('\n')[0]}`);
+      }
+      if (typeof instance.grantType !== 'string' || instance.grantType.length === 0) throw new Error('its validator has no grantType');
+      if (typeof instance.validate !== 'function') throw new Error('its validator has no validate(context) method');
+      const owner = owners.get(instance.grantType);
+      if (owner !== undefined) throw new Error(`grant type "${instance.grantType}" is already registered by ${owner}`);
+      owners.set(instance.grantType, file);
+      loaded.push({ file, url, grantType: instance.grantType, version });
+    } catch (err) {
+      problems.push({ path: file, message: (err as Error).message });
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return loaded;
+}
+
+async function versionOf(file: string): Promise<string> {
+  try {
+    const s = await stat(file);
+    return `${Math.floor(s.mtimeMs)}-${s.size}`;
+  } catch {
+    return '0';
+  }
+}
+
+/**
+ * The grant types of validator modules, read before the config is validated (which needs them).
+ * Modules that fail here are skipped: {@link loadValidatorModules} reports them properly later.
+ */
+export async function peekGrantTypes(urls: readonly string[]): Promise<string[]> {
+  const unavailable = async (): Promise<never> => {
+    throw new Error('services are not available while the config is being checked');
+  };
+  const services: ValidatorServices = {
+    tokenValidator: { validateAccessToken: unavailable },
+    logger: { debug() {}, info() {}, warn() {}, error() {} },
+    issuer: '',
+  };
+  const names: string[] = [];
+  for (const url of urls) {
+    try {
+      if (isTypeScriptModule(url)) ensureTypeScriptLoader();
+      const file = url.startsWith('file:') ? fileURLToPath(url) : url;
+      const module = (await import(`${url}?v=${await versionOf(file)}`)) as { default?: unknown };
+      if (typeof module.default !== 'function') continue;
+      const grantType = (new (module.default as new (s: ValidatorServices) => { grantType?: unknown })(services)).grantType;
+      if (typeof grantType === 'string' && grantType.length > 0) names.push(grantType);
+    } catch {
+      // reported by loadValidatorModules
+    }
+  }
+  return names;
+}

@@ -1,0 +1,149 @@
+import type { Logger } from 'pino';
+import { isTokenRequestError, OAuthError, TokenRequestErrors } from '../protocol/oauth_errors.js';
+import {
+  GrantValidationResult,
+  type Claim,
+  type ClaimValue,
+  type ExtensionGrantValidationContext,
+  type ExtensionGrantValidator,
+  type RawParameters,
+  type ValidatedTokenRequest,
+} from '../protocol/validator_api.js';
+import type { FormParams } from '../protocol/token_task.js';
+import type { RegisteredClient } from '../protocol/client_model.js';
+import { protectedClaims, type ClaimValue as TokenClaimValue } from '../tokens/access_token.js';
+import type { GrantHandler, GrantRequest, GrantServices, TokenResponse } from './grant_handler.js';
+import { clientOnlyPolicy, userPolicy } from './scope_rules.js';
+import { issueTokens } from './token_issuance.js';
+
+/** Members of a token response that a custom response can never replace (SPEC §6). */
+const standardResponseMembers = new Set(['access_token', 'token_type', 'expires_in', 'scope', 'refresh_token', 'id_token', 'issued_token_type']);
+
+/**
+ * Runs an extension-grant validator as a grant handler. The validator sees a fail-closed result,
+ * may not run past `timeoutMs`, and never leaks an exception message to the client: a throw is
+ * `invalid_grant`, a timeout `temporarily_unavailable`.
+ */
+export function extensionGrantHandler(validator: ExtensionGrantValidator, options: { timeoutMs: number; logger: Logger; source: string }): GrantHandler {
+  const { timeoutMs, logger } = options;
+  return {
+    grantType: validator.grantType,
+    async handle(request: GrantRequest, services: GrantServices): Promise<TokenResponse> {
+      // Scope first: a request the client may not make never reaches the validator.
+      const requested = services.scopes.resolve(request.client, request.params.scope, userPolicy);
+      const context: ExtensionGrantValidationContext = {
+        request: validatedRequest(request, requested.scopes, request.params.scope),
+        result: GrantValidationResult.error(TokenRequestErrors.InvalidGrant),
+      };
+      await runWithTimeout(validator, context, timeoutMs, logger);
+
+      const result = context.result;
+      if (!isResult(result)) {
+        logger.error({ grantType: validator.grantType, source: options.source }, 'validator set a result that is not a GrantValidationResult');
+        throw new OAuthError('invalid_grant');
+      }
+      if (result.isError) {
+        const error = isTokenRequestError(result.error) ? result.error : 'invalid_grant';
+        throw new OAuthError(error, typeof result.errorDescription === 'string' ? result.errorDescription : undefined, {
+          ...(result.customResponse !== undefined ? { extra: result.customResponse } : {}),
+        });
+      }
+
+      const subject = typeof result.subject === 'string' && result.subject.length > 0 ? result.subject : undefined;
+      // A client-only token follows the client-only scope rules (no identity scopes, no refresh).
+      const scopes = subject === undefined ? services.scopes.resolve(request.client, request.params.scope, clientOnlyPolicy) : requested;
+      const claims = grantClaims(result.claims);
+      if (subject !== undefined) {
+        claims.auth_time ??= Math.floor(services.now() / 1000);
+        claims.idp ??= 'local';
+        claims.amr = [result.grantType ?? validator.grantType];
+      }
+      const response = issueTokens(request, services, subject === undefined ? { scopes, claims } : { scopes, subject, claims });
+      if (result.customResponse !== undefined) {
+        for (const [member, value] of Object.entries(result.customResponse)) {
+          if (!standardResponseMembers.has(member)) response[member] = value;
+        }
+      }
+      return response;
+    },
+  };
+}
+
+async function runWithTimeout(validator: ExtensionGrantValidator, context: ExtensionGrantValidationContext, timeoutMs: number, logger: Logger): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = Symbol('timeout');
+  try {
+    const outcome = await Promise.race([
+      Promise.resolve().then(() => validator.validate(context)),
+      new Promise<typeof timedOut>((resolve) => {
+        timer = setTimeout(() => resolve(timedOut), timeoutMs);
+      }),
+    ]);
+    if (outcome === timedOut) {
+      logger.warn({ grantType: validator.grantType, timeoutMs }, 'validator did not settle in time');
+      throw new OAuthError('temporarily_unavailable', 'The service is temporarily unavailable. Retry later.', { retryAfter: 1 });
+    }
+  } catch (err) {
+    if (err instanceof OAuthError) throw err;
+    // The message goes to the log only: it may hold anything (SPEC §4).
+    logger.warn({ grantType: validator.grantType, err }, 'validator threw');
+    throw new OAuthError('invalid_grant');
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function validatedRequest(request: GrantRequest, grantedScopes: readonly string[], scopeParam: string | undefined): ValidatedTokenRequest {
+  const client = request.client;
+  return {
+    client: validatedClient(client),
+    grantType: request.grantType,
+    // The request's own order; an omitted scope means all the client may have.
+    requestedScopes: scopeParam === undefined ? grantedScopes : [...new Set(scopeParam.split(' ').filter((s) => s.length > 0))],
+    raw: rawParameters(request.params),
+  };
+}
+
+const validatedClients = new WeakMap<RegisteredClient, ValidatedTokenRequest['client']>();
+
+function validatedClient(client: RegisteredClient): ValidatedTokenRequest['client'] {
+  let view = validatedClients.get(client);
+  if (view === undefined) {
+    view = Object.freeze({
+      clientId: client.clientId,
+      clientName: client.config.clientName,
+      allowedScopes: client.config.allowedScopes,
+      allowedGrantTypes: client.config.allowedGrantTypes,
+      claims: client.config.claims,
+    });
+    validatedClients.set(client, view);
+  }
+  return view;
+}
+
+function rawParameters(params: FormParams): RawParameters {
+  return {
+    get: (name) => (Object.hasOwn(params, name) ? (params[name] as string) : null),
+    names: () => Object.keys(params),
+  };
+}
+
+// Claims of a validator: registered JWT claims are the service's to set, except `act`, which
+// delegation exists to add (RFC 8693 §4.1).
+function grantClaims(claims: GrantValidationResult['claims']): Record<string, TokenClaimValue> {
+  const out: Record<string, TokenClaimValue> = {};
+  if (claims === undefined) return out;
+  const add = (type: string, value: ClaimValue) => {
+    if (type !== 'act' && protectedClaims.has(type)) return;
+    const existing = out[type];
+    if (existing === undefined) out[type] = value as TokenClaimValue;
+    else out[type] = [...(Array.isArray(existing) ? existing : [existing]), value] as TokenClaimValue;
+  };
+  if (Array.isArray(claims)) for (const { type, value } of claims as readonly Claim[]) add(type, value);
+  else for (const [type, value] of Object.entries(claims as Record<string, ClaimValue>)) add(type, value);
+  return out;
+}
+
+function isResult(value: unknown): value is GrantValidationResult {
+  return typeof value === 'object' && value !== null && typeof (value as GrantValidationResult).isError === 'boolean';
+}

@@ -1,0 +1,196 @@
+/**
+ * The public API for validator authors (SPEC §6), re-exported from the package root:
+ * `import { GrantValidationResult, TokenRequestErrors, type ExtensionGrantValidator } from 'tessera'`.
+ *
+ * It mirrors IdentityServer's `IExtensionGrantValidator` in TypeScript idiom: a class with a
+ * `grantType` and an async `validate(context)` that sets `context.result`.
+ */
+import { TokenRequestErrors, type TokenRequestError } from './oauth_errors.js';
+
+export { TokenRequestErrors, type TokenRequestError };
+
+/** A claim as a type/value pair, the shape `TokenValidator` returns. */
+export interface Claim {
+  readonly type: string;
+  readonly value: string;
+}
+
+/** A JSON value a token claim may hold. */
+export type ClaimValue = string | number | boolean | readonly string[] | { readonly [member: string]: unknown };
+
+/** The request parameters as sent, including custom ones of an extension grant. */
+export interface RawParameters {
+  /** The parameter's value, or `null` when it is absent or empty (RFC 6749 §3.1). */
+  get(name: string): string | null;
+  /** Names of every parameter that was sent with a value. */
+  names(): readonly string[];
+}
+
+/** The authenticated client, as a validator may see it (never its secrets). */
+export interface ValidatedClient {
+  readonly clientId: string;
+  readonly clientName: string | undefined;
+  readonly allowedScopes: readonly string[];
+  readonly allowedGrantTypes: readonly string[];
+  readonly claims: readonly Claim[];
+}
+
+/** A token request that passed client authentication and the grant-type check. */
+export interface ValidatedTokenRequest {
+  readonly client: ValidatedClient;
+  readonly grantType: string;
+  /** The scopes the request asked for (already checked against the client), in request order. */
+  readonly requestedScopes: readonly string[];
+  readonly raw: RawParameters;
+}
+
+/** What a validator gets and sets. */
+export interface ExtensionGrantValidationContext {
+  readonly request: ValidatedTokenRequest;
+  /** Starts as `invalid_grant`: a validator that sets nothing fails closed. */
+  result: GrantValidationResult;
+}
+
+/** The outcome of validating an access token of this service. */
+export interface TokenValidationResult {
+  readonly isError: boolean;
+  /** `invalid_token` and a reason, when `isError`. */
+  readonly error?: string;
+  /** The token's claims; arrays become one claim per element, objects their JSON text. */
+  readonly claims: readonly Claim[];
+}
+
+/**
+ * Validates this service's own JWT access tokens: signature against the published keys
+ * (including retired ones still published), `typ: at+jwt`, `iss`, `exp`/`nbf` with a small clock
+ * tolerance, and the revocation list.
+ */
+export interface TokenValidator {
+  validateAccessToken(token: string): Promise<TokenValidationResult>;
+}
+
+/** A pino-compatible logger scoped to one validator. */
+export interface ValidatorLogger {
+  debug(message: string, ...args: unknown[]): void;
+  debug(object: object, message?: string, ...args: unknown[]): void;
+  info(message: string, ...args: unknown[]): void;
+  info(object: object, message?: string, ...args: unknown[]): void;
+  warn(message: string, ...args: unknown[]): void;
+  warn(object: object, message?: string, ...args: unknown[]): void;
+  error(message: string, ...args: unknown[]): void;
+  error(object: object, message?: string, ...args: unknown[]): void;
+}
+
+/** Handed to a validator's constructor, once per worker thread. */
+export interface ValidatorServices {
+  readonly tokenValidator: TokenValidator;
+  readonly logger: ValidatorLogger;
+  /** The issuer URL of this service. */
+  readonly issuer: string;
+}
+
+/**
+ * An extension grant (RFC 6749 §4.5). The default export of a module in `validatorsDir` is a
+ * class implementing it; Tessera constructs it once per worker with {@link ValidatorServices}.
+ *
+ * @example
+ * ```ts
+ * import { GrantValidationResult, TokenRequestErrors,
+ *          type ExtensionGrantValidator, type ExtensionGrantValidationContext,
+ *          type ValidatorServices } from 'tessera';
+ *
+ * export default class DelegationGrantValidator implements ExtensionGrantValidator {
+ *   readonly grantType = 'delegation';
+ *   constructor(private readonly services: ValidatorServices) {}
+ *
+ *   async validate(context: ExtensionGrantValidationContext): Promise<void> {
+ *     const token = context.request.raw.get('token');
+ *     if (token === null) {
+ *       context.result = GrantValidationResult.error(TokenRequestErrors.InvalidGrant);
+ *       return;
+ *     }
+ *     const validated = await this.services.tokenValidator.validateAccessToken(token);
+ *     if (validated.isError) {
+ *       context.result = GrantValidationResult.error(TokenRequestErrors.InvalidGrant);
+ *       return;
+ *     }
+ *     const sub = validated.claims.find((c) => c.type === 'sub')?.value;
+ *     context.result = GrantValidationResult.success(sub, 'delegation');
+ *   }
+ * }
+ * ```
+ */
+export interface ExtensionGrantValidator {
+  readonly grantType: string;
+  validate(context: ExtensionGrantValidationContext): Promise<void>;
+}
+
+/** The shape of a validator module's default export. */
+export type ExtensionGrantValidatorClass = new (services: ValidatorServices) => ExtensionGrantValidator;
+
+export interface SuccessOptions {
+  /** Claims added to the access token; the registered JWT claims cannot be set this way. */
+  claims?: Readonly<Record<string, ClaimValue>> | readonly Claim[];
+  /** Members added to the top level of the token response; standard members cannot be overridden. */
+  customResponse?: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * The result of a grant validation: an OAuth error, or success for a subject.
+ *
+ * @example
+ * ```ts
+ * context.result = GrantValidationResult.error(TokenRequestErrors.InvalidGrant, 'The token has expired.');
+ * context.result = GrantValidationResult.success('818727', 'delegation', { claims: { act: { client_id: 'api1' } } });
+ * context.result = GrantValidationResult.success(undefined, 'my_grant'); // a client-only token
+ * ```
+ */
+export class GrantValidationResult {
+  readonly isError: boolean;
+  readonly error: TokenRequestError | undefined;
+  readonly errorDescription: string | undefined;
+  /** The user the token is for; `undefined` issues a client-only token. */
+  readonly subject: string | undefined;
+  /** Becomes the token's `amr` (IdentityServer's authentication method). */
+  readonly grantType: string | undefined;
+  readonly claims: Readonly<Record<string, ClaimValue>> | readonly Claim[] | undefined;
+  readonly customResponse: Readonly<Record<string, unknown>> | undefined;
+
+  private constructor(fields: {
+    isError: boolean;
+    error?: TokenRequestError;
+    errorDescription?: string | undefined;
+    subject?: string | undefined;
+    grantType?: string;
+    claims?: Readonly<Record<string, ClaimValue>> | readonly Claim[] | undefined;
+    customResponse?: Readonly<Record<string, unknown>> | undefined;
+  }) {
+    this.isError = fields.isError;
+    this.error = fields.error;
+    this.errorDescription = fields.errorDescription;
+    this.subject = fields.subject;
+    this.grantType = fields.grantType;
+    this.claims = fields.claims;
+    this.customResponse = fields.customResponse;
+  }
+
+  /** Refuses the request with an OAuth error; `description` is returned as given. */
+  static error(
+    error: TokenRequestError = TokenRequestErrors.InvalidGrant,
+    description?: string,
+    customResponse?: Readonly<Record<string, unknown>>,
+  ): GrantValidationResult {
+    return new GrantValidationResult({ isError: true, error, errorDescription: description, customResponse });
+  }
+
+  /** Accepts the request for `subject` (or for the client alone when it is `undefined`/`null`). */
+  static success(subject: string | null | undefined, grantType: string, options: SuccessOptions = {}): GrantValidationResult {
+    return new GrantValidationResult({
+      isError: false,
+      subject: subject ?? undefined,
+      grantType,
+      claims: options.claims,
+      customResponse: options.customResponse,
+    });
+  }
+}

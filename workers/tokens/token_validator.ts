@@ -1,0 +1,76 @@
+import { createLocalJWKSet, jwtVerify, type JWTPayload } from 'jose';
+import type { Claim, TokenValidationResult, TokenValidator } from '../protocol/validator_api.js';
+import type { Store } from '../store/store.js';
+import { publicJwk, type SigningKeyMaterial } from './signing_key.js';
+
+/** Seconds of clock skew tolerated on `exp`/`nbf`/`iat` between gateway instances. */
+export const clockToleranceSeconds = 5;
+
+// An access token longer than this is not ours; refuse before parsing.
+const maxTokenLength = 16 * 1024;
+
+/** A revoked `jti` lives in the store until the token would have expired (SPEC §5). */
+export function revokedJtiKey(jti: string) {
+  return { kind: 'jti', id: jti } as const;
+}
+
+/**
+ * Validates this service's own JWT access tokens: jose over the published keys (so retired keys
+ * still verify), only the configured asymmetric algorithms (no `none`, no HS256 with a public
+ * key), `typ: at+jwt` (so ID tokens are refused), `iss`, time claims, then the `jti` deny list.
+ */
+export class AccessTokenValidator implements TokenValidator {
+  private readonly keySet: ReturnType<typeof createLocalJWKSet>;
+  private readonly algorithms: string[];
+
+  constructor(
+    private readonly options: {
+      issuer: string;
+      keys: readonly SigningKeyMaterial[];
+      store: Store;
+      now: () => number;
+    },
+  ) {
+    this.keySet = createLocalJWKSet({ keys: options.keys.map(publicJwk) });
+    this.algorithms = [...new Set(options.keys.map((k) => k.alg))];
+  }
+
+  /** @throws StoreUnavailableError when the deny list cannot be read: the caller answers 503. */
+  async validateAccessToken(token: string): Promise<TokenValidationResult> {
+    if (typeof token !== 'string' || token.length === 0 || token.length > maxTokenLength) return invalid('malformed token');
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, this.keySet, {
+        issuer: this.options.issuer,
+        typ: 'at+jwt',
+        algorithms: this.algorithms,
+        clockTolerance: clockToleranceSeconds,
+        currentDate: new Date(this.options.now()),
+        requiredClaims: ['exp', 'iat', 'jti', 'sub', 'client_id'],
+      }));
+    } catch (err) {
+      return invalid((err as { code?: string }).code ?? 'invalid token');
+    }
+    // A store failure propagates: the grant answers 503 rather than trusting an unchecked token.
+    if ((await this.options.store.get(revokedJtiKey(payload.jti as string))) !== null) return invalid('token revoked');
+    return { isError: false, claims: toClaims(payload) };
+  }
+}
+
+function invalid(reason: string): TokenValidationResult {
+  return { isError: true, error: `invalid_token: ${reason}`, claims: [] };
+}
+
+/** JWT members as type/value pairs: arrays give one claim per element, objects their JSON. */
+export function toClaims(payload: Record<string, unknown>): Claim[] {
+  const claims: Claim[] = [];
+  for (const [type, value] of Object.entries(payload)) {
+    if (Array.isArray(value)) for (const v of value) claims.push({ type, value: claimText(v) });
+    else claims.push({ type, value: claimText(value) });
+  }
+  return claims;
+}
+
+function claimText(value: unknown): string {
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
