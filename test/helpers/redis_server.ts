@@ -5,7 +5,8 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
+import { freePort } from './free_port.js';
 
 const redisServerBinary = '/usr/bin/redis-server';
 const fallbackPort = 6379;
@@ -30,20 +31,6 @@ export interface RedisServer {
   pause(): void;
   /** Thaws a paused process (SIGCONT). */
   resume(): void;
-}
-
-/** Asks the kernel for a free port: listen on port 0, read it, close. */
-export async function findFreePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** One PING over a raw socket: resolves whether `+PONG` came back within `timeoutMs`. */
@@ -115,7 +102,7 @@ export async function startRedisServer(options: { port?: number } = {}): Promise
     };
   }
   killAllAtExit();
-  const port = options.port ?? (await findFreePort());
+  const port = options.port ?? (await freePort());
   let child: ChildProcess | null = null;
 
   const start = async (): Promise<void> => {

@@ -4,7 +4,8 @@ import { hashHandle, newHandle } from '../../../workers/store/handle.js';
 import { RedisStore } from '../../../workers/store/redis_store.js';
 import { StoreUnavailableError } from '../../../workers/store/store.js';
 import type { StoreKey } from '../../../workers/store/store.js';
-import { findFreePort, startRedisServer } from '../../helpers/redis_server.js';
+import { freePort } from '../../helpers/free_port.js';
+import { startRedisServer } from '../../helpers/redis_server.js';
 import { newFamily, newId, runStoreConformance, sleep } from './store_conformance.js';
 import type { TapTest } from './store_conformance.js';
 
@@ -120,7 +121,7 @@ t.test('keys follow the documented layout, never contain a raw handle, and all c
 });
 
 t.test('a store created before its server is up fails fast, then works once the server answers', { skip: unmanagedReason('the fallback Redis cannot be started') }, async (t) => {
-  const port = await findFreePort();
+  const port = await freePort();
   const store = new RedisStore({ url: `redis://127.0.0.1:${port}`, keyPrefix: newPrefix(), commandTimeoutMs: 300, maxReconnectDelayMs: 100 });
   t.teardown(() => store.close());
   const { err, ms } = await timeRejection(() => store.get({ kind: 'code', id: newId() }));
@@ -225,7 +226,7 @@ t.test('a Redis error reply that is not an outage surfaces as is', async (t) => 
 });
 
 t.test('on Redis Cluster rotate between two standalone keys is refused before any I/O', async (t) => {
-  const port = await findFreePort();
+  const port = await freePort();
   const store = new RedisStore({ nodes: [`redis://127.0.0.1:${port}`], keyPrefix: newPrefix(), commandTimeoutMs: 300 });
   t.teardown(() => store.close());
   const { err } = await timeRejection(() =>
@@ -237,7 +238,7 @@ t.test('on Redis Cluster rotate between two standalone keys is refused before an
 });
 
 t.test('a cluster store with no reachable node rejects with StoreUnavailableError within 2 s', async (t) => {
-  const port = await findFreePort();
+  const port = await freePort();
   const store = new RedisStore({ nodes: [`redis://127.0.0.1:${port}`], keyPrefix: newPrefix(), commandTimeoutMs: 300 });
   t.teardown(() => store.close());
   const { err, ms } = await timeRejection(() => store.consume({ kind: 'code', id: newId(), family: newFamily() }));
