@@ -561,7 +561,7 @@ function checkCrossReferences(config: TesseraConfig, extraGrantTypes: readonly s
     if (first !== undefined) report(`users[${i}].username`, `duplicate user "${user.username}"${describeRealm(user)} (also ${first})`);
     else usernames.set(key, `users[${i}].username`);
     if (!isPasswordHash(user.passwordHash)) {
-      report(`users[${i}].passwordHash`, 'must be a scrypt PHC string as printed by "tessera hash-password"');
+      report(`users[${i}].passwordHash`, 'must be an argon2id or scrypt PHC string as printed by "tessera hash-password"');
     }
   });
 

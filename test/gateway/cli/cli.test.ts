@@ -138,7 +138,7 @@ t.test('hash-password', async (t) => {
   t.test('prints a PHC string that verifies the password given as an argument', async (t) => {
     const result = await tessera(['hash-password', 'alice']);
     t.equal(result.code, 0);
-    t.match(result.stdout, /^\$scrypt\$ln=15,r=8,p=1\$[^$]+\$[^$]+\n$/);
+    t.match(result.stdout, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$[^$]+\$[^$]+\n$/);
     t.equal(await verifyPassword('alice', result.stdout.trim()), true);
   });
 

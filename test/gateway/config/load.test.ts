@@ -340,9 +340,9 @@ t.test('cross-reference rules', async (t) => {
     ]);
   });
 
-  t.test('a password hash must be a scrypt PHC string', async (t) => {
+  t.test('a password hash must be an argon2id or scrypt PHC string', async (t) => {
     t.same(problemsOf(withChange((c) => ((c.users as Json[])[0]!.passwordHash = 'alice'))), [
-      'users[0].passwordHash: must be a scrypt PHC string as printed by "tessera hash-password"',
+      'users[0].passwordHash: must be an argon2id or scrypt PHC string as printed by "tessera hash-password"',
     ]);
   });
 });

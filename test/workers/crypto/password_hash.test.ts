@@ -1,12 +1,20 @@
 import t from 'tap';
-import { hashPassword, isPasswordHash, verifyPassword } from '../../../workers/crypto/password_hash.js';
+import { hashPassword, hashPasswordScrypt, isPasswordHash, verifyPassword } from '../../../workers/crypto/password_hash.js';
 
 // RFC 7914 §12: scrypt("password", "NaCl", N=1024, r=8, p=16, dkLen=64), as a PHC string.
 const rfc7914Vector =
   '$scrypt$ln=10,r=8,p=16$TmFDbA$/bq+HJ00cgB4VucZDQHp/nxq18vII3gw53N2Y0s3MWIurzDZLiKjiG/xCSedmDDaxyevuUqD7m2DYMvfoswGQA';
 
-t.test('hashes to a PHC string with ln=15, r=8, p=1, a 16-byte salt and a 32-byte key', async (t) => {
+t.test('hashes to an argon2id PHC string at the OWASP minimum (m=19456, t=2, p=1) with a 16-byte salt', async (t) => {
   const phc = await hashPassword('alice');
+  const match = /^\$argon2id\$v=19\$m=19456,t=2,p=1\$([A-Za-z0-9+/]+)\$([A-Za-z0-9+/]+)$/.exec(phc);
+  t.ok(match, phc);
+  t.equal(Buffer.from(match![1]!, 'base64').length, 16);
+  t.equal(Buffer.from(match![2]!, 'base64').length, 32);
+});
+
+t.test('still hashes scrypt on request: ln=15, r=8, p=1, a 16-byte salt and a 32-byte key', async (t) => {
+  const phc = await hashPasswordScrypt('alice');
   const match = /^\$scrypt\$ln=15,r=8,p=1\$([A-Za-z0-9+/]+)\$([A-Za-z0-9+/]+)$/.exec(phc);
   t.ok(match, phc);
   t.equal(Buffer.from(match![1]!, 'base64').length, 16);
@@ -21,6 +29,7 @@ t.test('verifies the known RFC 7914 vector, reading the parameters from the stri
 
 t.test('verifies the password it hashed', async (t) => {
   t.equal(await verifyPassword('alice', await hashPassword('alice')), true);
+  t.equal(await verifyPassword('alice', await hashPasswordScrypt('alice')), true);
 });
 
 t.test('rejects a wrong password', async (t) => {
@@ -46,8 +55,23 @@ t.test('gives every hash its own salt', async (t) => {
   t.not(first.split('$')[3], second.split('$')[3]);
 });
 
-t.test('returns false for malformed PHC strings instead of throwing', async (t) => {
+t.test('returns false for malformed argon2id strings instead of throwing', async (t) => {
   const valid = await hashPassword('alice');
+  const malformed = [
+    valid.replace('m=19456', 'm=99999999'),
+    valid.replace('v=19', 'v=16'),
+    valid.slice(0, -10),
+    `${valid}$`,
+    valid.replace('$argon2id$', '$argon2i$'),
+  ];
+  for (const phc of malformed) {
+    t.equal(await verifyPassword('alice', phc), false, phc);
+    t.equal(isPasswordHash(phc), false, phc);
+  }
+});
+
+t.test('returns false for malformed PHC strings instead of throwing', async (t) => {
+  const valid = await hashPasswordScrypt('alice');
   const [, , params, salt, hash] = valid.split('$');
   const malformed = [
     '',
