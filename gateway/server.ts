@@ -3,7 +3,8 @@ import { pathToFileURL } from 'node:url';
 import { Piscina } from 'piscina';
 import { pino, type Logger } from 'pino';
 import * as uWS from 'uWebSockets.js';
-import { GrantRegistry, isGrantHandler } from '../workers/grants/registry.js';
+import { validatorApiResources } from '../workers/grants/extension_grant.js';
+import { isGrantHandler, servedBuiltInGrantTypes } from '../workers/grants/registry.js';
 import { registerClients } from '../workers/protocol/client_model.js';
 import type { WorkerBootData } from '../workers/protocol/worker_boot.js';
 import { createStore } from '../workers/store/create_store.js';
@@ -12,6 +13,7 @@ import type { Store } from '../workers/store/store.js';
 import type { SigningKeyMaterial } from '../workers/tokens/signing_key.js';
 import { AccessTokenValidator } from '../workers/tokens/token_validator.js';
 import { ClientAuthenticator } from './client_auth.js';
+import { ClientAuthThrottle, FailureThrottle } from './client_auth_throttle.js';
 import type { ConfigError, LoadedConfig } from './config/load.js';
 import { builtInGrantTypes } from './config/schema.js';
 import { buildDiscoveryDocument, buildJwksDocument, discoveryPath, jwksPath } from './discovery.js';
@@ -88,21 +90,36 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       tokenValidator: new AccessTokenValidator({ issuer: config.issuer, keys, store, now: Date.now }),
       logger: logger.child({ component: 'validator-check' }),
       issuer: config.issuer,
+      apiResources: validatorApiResources(config),
     };
     const validatorSources = { dir: config.validatorsDir, modules: (options.validatorModules ?? []).map(toModuleUrl) };
     let validators = await loadValidatorModules(validatorSources, validatorServices, reservedGrantTypes);
 
     const threads = config.workers.threads;
     const newPool = (modules: readonly ValidatorModule[]): Promise<Piscina> =>
-      startPool({ config, keys, grantModules, validatorModules: modules.map((m) => m.url), storeChannel, threads });
+      startPool({
+        config,
+        keys,
+        grantModules,
+        validatorModules: modules.filter((m) => m.kind === 'extension_grant').map((m) => m.url),
+        passwordValidatorModule: modules.find((m) => m.kind === 'resource_owner_password')?.url ?? null,
+        storeChannel,
+        threads,
+      });
     pool = await newPool(validators);
     let grantTypes = grantTypesOf(internalGrantTypes, validators);
 
     const dispatcher = new WorkerDispatcher(pool, { threads, maxQueue: config.workers.maxQueue, logger });
     const metrics = new GatewayMetrics(() => dispatcher.pending);
+    const clients = registerClients(config.clients);
     const tokenEndpoint = createTokenEndpoint({
       issuer: config.issuer,
-      authenticator: new ClientAuthenticator(registerClients(config.clients)),
+      authenticator: new ClientAuthenticator(clients),
+      throttle: new ClientAuthThrottle(
+        new FailureThrottle(store, 'client', config.throttling.clientAuthentication),
+        (clientId) => clients.has(clientId),
+        logger,
+      ),
       grantTypes: () => grantTypes,
       dispatcher,
       observe: metrics.countTokenResponse,
@@ -228,6 +245,7 @@ interface PoolInputs {
   keys: readonly SigningKeyMaterial[];
   grantModules: readonly string[];
   validatorModules: readonly string[];
+  passwordValidatorModule: string | null;
   storeChannel: string | null;
   threads: number;
 }
@@ -240,6 +258,7 @@ async function startPool(inputs: PoolInputs): Promise<Piscina> {
     signingKeys: inputs.keys,
     grantModules: inputs.grantModules,
     validatorModules: inputs.validatorModules,
+    passwordValidatorModule: inputs.passwordValidatorModule,
     storeChannel: inputs.storeChannel,
     logLevel: config.logLevel,
   };
@@ -266,7 +285,8 @@ async function startPool(inputs: PoolInputs): Promise<Piscina> {
 }
 
 function grantTypesOf(internal: readonly string[], validators: readonly ValidatorModule[]): ReadonlySet<string> {
-  return new Set([...new GrantRegistry().names(), ...internal, ...validators.map((v) => v.grantType)]);
+  const extensionGrants = validators.filter((v) => v.kind === 'extension_grant').map((v) => v.grantType);
+  return new Set([...servedBuiltInGrantTypes, ...internal, ...extensionGrants]);
 }
 
 /** What a reload changes, for its log line; `undefined` when nothing did. */

@@ -1,6 +1,7 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { errorBody } from '../workers/protocol/oauth_errors.js';
 import type { ClientAuthenticator } from './client_auth.js';
+import type { ClientAuthThrottle } from './client_auth_throttle.js';
 import { maxBodyBytes, readBody } from './http/body_reader.js';
 import { Exchange } from './http/exchange.js';
 import { parseForm, type FormParseFailure } from './http/form_parser.js';
@@ -9,6 +10,7 @@ import type { WorkerDispatcher } from './worker_dispatcher.js';
 export interface TokenEndpointDeps {
   issuer: string;
   authenticator: ClientAuthenticator;
+  throttle: ClientAuthThrottle;
   /** Read per request so that grant registration can change at run time. */
   grantTypes: () => ReadonlySet<string>;
   dispatcher: WorkerDispatcher;
@@ -29,6 +31,7 @@ const bodies = {
   missingGrantType: errorBody('invalid_request', 'The grant_type parameter is missing.'),
   unsupportedGrantType: errorBody('unsupported_grant_type', 'The grant type is not supported.'),
   unauthorizedClient: errorBody('unauthorized_client', 'The client is not allowed to use this grant type.'),
+  tooManyFailures: errorBody('temporarily_unavailable', 'Too many failed attempts. Retry later.'),
 } as const;
 
 const parseFailureBodies: Record<FormParseFailure, string> = {
@@ -67,7 +70,14 @@ export function createTokenEndpoint(deps: TokenEndpointDeps): (res: HttpResponse
     const params = parsed.params;
 
     const auth = deps.authenticator.authenticate(authorization, params);
+    // A blocked client is refused even with the right secret, or the block would limit nothing.
+    const throttled = deps.throttle.stateOf(auth.ok ? auth.client.clientId : auth.clientId);
+    if (throttled.blocked) {
+      exchange.sendJson(429, bodies.tooManyFailures, { retryAfter: throttled.retryAfterSeconds });
+      return;
+    }
     if (!auth.ok) {
+      deps.throttle.recordFailure(auth.clientId);
       if (auth.failure === 'multiple_methods') exchange.sendJson(400, bodies.multipleMethods);
       // RFC 6749 §5.2: 401 with a challenge when the client used the Authorization header.
       else exchange.sendJson(401, bodies.invalidClient, auth.usedAuthorizationHeader ? { wwwAuthenticate: basicChallenge } : undefined);

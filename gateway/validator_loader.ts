@@ -1,7 +1,7 @@
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { ExtensionGrantValidator, ValidatorServices } from '../workers/protocol/validator_api.js';
+import type { ExtensionGrantValidator, ResourceOwnerPasswordValidator, ValidatorServices } from '../workers/protocol/validator_api.js';
 import { ensureTypeScriptLoader, isTypeScriptModule } from '../workers/typescript_loader.js';
 import { ConfigError } from './config/load.js';
 
@@ -11,6 +11,9 @@ export interface ValidatorModule {
   readonly file: string;
   /** What workers import. */
   readonly url: string;
+  /** An extension grant, or the password grant's credential check (which replaces the built-in). */
+  readonly kind: 'extension_grant' | 'resource_owner_password';
+  /** The grant type it serves (`password` for a password validator). */
   readonly grantType: string;
   /** Modification time, so a reload can tell what changed. */
   readonly version: string;
@@ -52,6 +55,7 @@ export async function loadValidatorModules(
   const problems: { path: string; message: string }[] = [];
   const loaded: ValidatorModule[] = [];
   const owners = new Map<string, string>();
+  let passwordOwner: string | undefined;
   for (const grantType of reservedGrantTypes) owners.set(grantType, 'a built-in grant');
 
   for (const spec of specs) {
@@ -67,19 +71,27 @@ export async function loadValidatorModules(
         throw new Error(`cannot be imported: ${(err as Error).message.split('\n')[0]}`);
       }
       const Validator = module.default;
-      if (typeof Validator !== 'function') throw new Error('has no default export that is a validator class');
-      let instance: ExtensionGrantValidator;
+      // An arrow function has no prototype and cannot be constructed: not a class either.
+      if (typeof Validator !== 'function' || Validator.prototype === undefined) throw new Error('has no default export that is a validator class');
+      let instance: ExtensionGrantValidator | ResourceOwnerPasswordValidator;
       try {
         instance = new (Validator as new (s: ValidatorServices) => ExtensionGrantValidator)(services);
       } catch (err) {
         throw new Error(`its constructor threw: ${(err as Error).message.split('\n')[0]}`);
       }
-      if (typeof instance.grantType !== 'string' || instance.grantType.length === 0) throw new Error('its validator has no grantType');
       if (typeof instance.validate !== 'function') throw new Error('its validator has no validate(context) method');
-      const owner = owners.get(instance.grantType);
-      if (owner !== undefined) throw new Error(`grant type "${instance.grantType}" is already registered by ${owner}`);
-      owners.set(instance.grantType, file);
-      loaded.push({ file, url, grantType: instance.grantType, version });
+      if ('kind' in instance && instance.kind === 'resource_owner_password') {
+        if (passwordOwner !== undefined) throw new Error(`a password validator is already registered by ${passwordOwner}`);
+        passwordOwner = file;
+        loaded.push({ file, url, kind: 'resource_owner_password', grantType: 'password', version });
+        continue;
+      }
+      const grantType = (instance as ExtensionGrantValidator).grantType;
+      if (typeof grantType !== 'string' || grantType.length === 0) throw new Error('its validator has no grantType');
+      const owner = owners.get(grantType);
+      if (owner !== undefined) throw new Error(`grant type "${grantType}" is already registered by ${owner}`);
+      owners.set(grantType, file);
+      loaded.push({ file, url, kind: 'extension_grant', grantType, version });
     } catch (err) {
       problems.push({ path: file, message: (err as Error).message });
     }
@@ -109,6 +121,7 @@ export async function peekGrantTypes(urls: readonly string[]): Promise<string[]>
     tokenValidator: { validateAccessToken: unavailable },
     logger: { debug() {}, info() {}, warn() {}, error() {} },
     issuer: '',
+    apiResources: [],
   };
   const names: string[] = [];
   for (const url of urls) {

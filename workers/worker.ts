@@ -16,8 +16,12 @@ import type { GrantServices } from './grants/grant_handler.js';
 import { ScopeRules } from './grants/scope_rules.js';
 import { JwtSigner } from './tokens/jwt_signer.js';
 import { AccessTokenValidator } from './tokens/token_validator.js';
-import { extensionGrantHandler } from './grants/extension_grant.js';
-import type { ExtensionGrantValidator, ValidatorServices } from './protocol/validator_api.js';
+import { extensionGrantHandler, validatorApiResources } from './grants/extension_grant.js';
+import type { ExtensionGrantValidator, ResourceOwnerPasswordValidator, ValidatorServices } from './protocol/validator_api.js';
+import { ConfigUserPasswordValidator } from './grants/config_user_validator.js';
+import { FailureThrottle } from './grants/failure_throttle.js';
+import { createPasswordGrant } from './grants/password.js';
+import { hashPassword } from './crypto/password_hash.js';
 import { ensureTypeScriptLoader, isTypeScriptModule } from './typescript_loader.js';
 
 const boot = workerData as WorkerBootData;
@@ -37,13 +41,41 @@ for (const url of boot.grantModules) {
 }
 
 const tokenValidator = new AccessTokenValidator({ issuer: boot.config.issuer, keys: boot.signingKeys, store, now: Date.now });
+const apiResources = validatorApiResources(boot.config);
+const validatorServices = (name: string): ValidatorServices => ({
+  tokenValidator,
+  logger: logger.child({ validator: name }),
+  issuer: boot.config.issuer,
+  apiResources,
+});
+
+// The password grant: a custom credential check from validatorsDir, or the configured users.
+let passwordValidator: ResourceOwnerPasswordValidator;
+if (boot.passwordValidatorModule !== null) {
+  const url = boot.passwordValidatorModule;
+  if (isTypeScriptModule(url)) ensureTypeScriptLoader();
+  const { default: Validator } = (await import(url)) as { default: new (s: ValidatorServices) => ResourceOwnerPasswordValidator };
+  passwordValidator = new Validator(validatorServices(moduleName(url)));
+} else {
+  // Hashed once per thread with the same cost as real hashes: verified when no user matches.
+  passwordValidator = new ConfigUserPasswordValidator(boot.config.users, await hashPassword('dummy password for unknown users'));
+}
+registry.register(
+  createPasswordGrant(passwordValidator, {
+    throttle: new FailureThrottle(store, 'pwd', boot.config.throttling.password),
+    timeoutMs: boot.config.validatorTimeoutMs,
+    logger,
+  }),
+);
+
 // The gateway already checked these modules; here each worker builds its own instances.
 for (const url of boot.validatorModules) {
   if (isTypeScriptModule(url)) ensureTypeScriptLoader();
   const { default: Validator } = (await import(url)) as { default: new (s: ValidatorServices) => ExtensionGrantValidator };
-  const validatorLogger = logger.child({ validator: url.slice(url.lastIndexOf('/') + 1) });
-  const validator = new Validator({ tokenValidator, logger: validatorLogger, issuer: boot.config.issuer });
-  registry.register(extensionGrantHandler(validator, { timeoutMs: boot.config.validatorTimeoutMs, logger: validatorLogger, source: url }));
+  const validator = new Validator(validatorServices(moduleName(url)));
+  registry.register(
+    extensionGrantHandler(validator, { timeoutMs: boot.config.validatorTimeoutMs, logger: logger.child({ validator: moduleName(url) }), source: url }),
+  );
 }
 
 const services: GrantServices = {
@@ -55,6 +87,10 @@ const services: GrantServices = {
   now: Date.now,
   logger,
 };
+
+function moduleName(url: string): string {
+  return url.slice(url.lastIndexOf('/') + 1);
+}
 
 const serverError: TokenTaskResult = [500, errorBody('server_error', 'The server could not complete the request.'), null];
 const storeUnavailable: TokenTaskResult = [

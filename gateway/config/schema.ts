@@ -155,6 +155,24 @@ export const configSchema = z
       .string()
       .default('validators')
       .describe('Folder of extension grant validator modules, relative to this file.'),
+    throttling: z
+      .strictObject({
+        password: z
+          .strictObject({
+            maxFailures: z.number().int().positive().default(5),
+            windowSeconds: z.number().int().positive().default(900),
+          })
+          .default({ maxFailures: 5, windowSeconds: 900 })
+          .describe('Failed password attempts per username and client before 429, and the window they count in.'),
+        clientAuthentication: z
+          .strictObject({
+            maxFailures: z.number().int().positive().default(10),
+            windowSeconds: z.number().int().positive().default(300),
+          })
+          .default({ maxFailures: 10, windowSeconds: 300 })
+          .describe('Failed client authentications per client_id before 429, and the window they count in.'),
+      })
+      .default({ password: { maxFailures: 5, windowSeconds: 900 }, clientAuthentication: { maxFailures: 10, windowSeconds: 300 } }),
     validatorTimeoutMs: z.number().int().positive().default(5000),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     identityResources: z

@@ -6,10 +6,13 @@ import {
   type ClaimValue,
   type ExtensionGrantValidationContext,
   type ExtensionGrantValidator,
+  type ApiResource,
   type RawParameters,
   type ValidatedTokenRequest,
 } from '../protocol/validator_api.js';
 import type { FormParams } from '../protocol/token_task.js';
+import type { TesseraConfig } from '../../gateway/config/schema.js';
+import { isStoreUnavailable } from '../store/store.js';
 import type { RegisteredClient } from '../protocol/client_model.js';
 import { protectedClaims, type ClaimValue as TokenClaimValue } from '../tokens/access_token.js';
 import type { GrantHandler, GrantRequest, GrantServices, TokenResponse } from './grant_handler.js';
@@ -17,7 +20,16 @@ import { clientOnlyPolicy, userPolicy } from './scope_rules.js';
 import { issueTokens } from './token_issuance.js';
 
 /** Members of a token response that a custom response can never replace (SPEC §6). */
-const standardResponseMembers = new Set(['access_token', 'token_type', 'expires_in', 'scope', 'refresh_token', 'id_token', 'issued_token_type']);
+const standardResponseMembers = new Set(['access_token', 'token_type', 'expires_in', 'scope', 'refresh_token', 'id_token']);
+
+// RFC 8693 §2.2.1: `issued_token_type` states what was issued. A validator may state it (a token
+// exchange must), but only truthfully: Tessera issues one JWT access token.
+const truthfulIssuedTokenTypes = new Set(['urn:ietf:params:oauth:token-type:access_token', 'urn:ietf:params:oauth:token-type:jwt']);
+
+/** The `apiResources` of {@link ValidatorServices}: names and scopes, never secrets. */
+export function validatorApiResources(config: Pick<TesseraConfig, 'apiResources'>): readonly ApiResource[] {
+  return Object.freeze(config.apiResources.map((r) => Object.freeze({ name: r.name, scopes: Object.freeze([...r.scopes]) })));
+}
 
 /**
  * Runs an extension-grant validator as a grant handler. The validator sees a fail-closed result,
@@ -51,7 +63,17 @@ export function extensionGrantHandler(validator: ExtensionGrantValidator, option
 
       const subject = typeof result.subject === 'string' && result.subject.length > 0 ? result.subject : undefined;
       // A client-only token follows the client-only scope rules (no identity scopes, no refresh).
-      const scopes = subject === undefined ? services.scopes.resolve(request.client, request.params.scope, clientOnlyPolicy) : requested;
+      const policy = subject === undefined ? clientOnlyPolicy : userPolicy;
+      let scopes = subject === undefined ? services.scopes.resolve(request.client, request.params.scope, clientOnlyPolicy) : requested;
+      if (result.scopes !== undefined) {
+        // A validator may only narrow (RFC 8693 §2.1): anything else is a bug, and fails closed.
+        const narrowed = Array.isArray(result.scopes) ? (result.scopes as unknown[]) : [];
+        if (narrowed.length === 0 || !narrowed.every((s) => typeof s === 'string' && scopes.scopes.includes(s))) {
+          logger.error({ grantType: validator.grantType, source: options.source }, 'validator narrowed to scopes the request was not granted');
+          throw new OAuthError('invalid_grant');
+        }
+        scopes = services.scopes.resolve(request.client, narrowed.join(' '), policy);
+      }
       const claims = grantClaims(result.claims);
       if (subject !== undefined) {
         claims.auth_time ??= Math.floor(services.now() / 1000);
@@ -61,7 +83,12 @@ export function extensionGrantHandler(validator: ExtensionGrantValidator, option
       const response = issueTokens(request, services, subject === undefined ? { scopes, claims } : { scopes, subject, claims });
       if (result.customResponse !== undefined) {
         for (const [member, value] of Object.entries(result.customResponse)) {
-          if (!standardResponseMembers.has(member)) response[member] = value;
+          if (standardResponseMembers.has(member)) continue;
+          if (member === 'issued_token_type' && !truthfulIssuedTokenTypes.has(value as string)) {
+            logger.warn({ grantType: validator.grantType, source: options.source }, 'validator stated an issued_token_type that was not issued; left out');
+            continue;
+          }
+          response[member] = value;
         }
       }
       return response;
@@ -69,7 +96,16 @@ export function extensionGrantHandler(validator: ExtensionGrantValidator, option
   };
 }
 
-async function runWithTimeout(validator: ExtensionGrantValidator, context: ExtensionGrantValidationContext, timeoutMs: number, logger: Logger): Promise<void> {
+/**
+ * Runs a validator's `validate` within `timeoutMs`. A throw becomes `invalid_grant` (the message
+ * is logged, never returned); a timeout `503 temporarily_unavailable`.
+ */
+export async function runWithTimeout<C>(
+  validator: { readonly grantType?: string; validate(context: C): Promise<void> },
+  context: C,
+  timeoutMs: number,
+  logger: Logger,
+): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const timedOut = Symbol('timeout');
   try {
@@ -85,6 +121,8 @@ async function runWithTimeout(validator: ExtensionGrantValidator, context: Exten
     }
   } catch (err) {
     if (err instanceof OAuthError) throw err;
+    // The store (e.g. the token validator's deny list) is down: 503, not a rejected grant (SPEC §4).
+    if (isStoreUnavailable(err)) throw err;
     // The message goes to the log only: it may hold anything (SPEC §4).
     logger.warn({ grantType: validator.grantType, err }, 'validator threw');
     throw new OAuthError('invalid_grant');
@@ -93,7 +131,7 @@ async function runWithTimeout(validator: ExtensionGrantValidator, context: Exten
   }
 }
 
-function validatedRequest(request: GrantRequest, grantedScopes: readonly string[], scopeParam: string | undefined): ValidatedTokenRequest {
+export function validatedRequest(request: GrantRequest, grantedScopes: readonly string[], scopeParam: string | undefined): ValidatedTokenRequest {
   const client = request.client;
   return {
     client: validatedClient(client),
@@ -130,7 +168,7 @@ function rawParameters(params: FormParams): RawParameters {
 
 // Claims of a validator: registered JWT claims are the service's to set, except `act`, which
 // delegation exists to add (RFC 8693 §4.1).
-function grantClaims(claims: GrantValidationResult['claims']): Record<string, TokenClaimValue> {
+export function grantClaims(claims: GrantValidationResult['claims']): Record<string, TokenClaimValue> {
   const out: Record<string, TokenClaimValue> = {};
   if (claims === undefined) return out;
   const add = (type: string, value: ClaimValue) => {
@@ -144,6 +182,6 @@ function grantClaims(claims: GrantValidationResult['claims']): Record<string, To
   return out;
 }
 
-function isResult(value: unknown): value is GrantValidationResult {
+export function isResult(value: unknown): value is GrantValidationResult {
   return typeof value === 'object' && value !== null && typeof (value as GrantValidationResult).isError === 'boolean';
 }

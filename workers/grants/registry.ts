@@ -1,8 +1,11 @@
 import { clientCredentialsGrant } from './client_credentials.js';
 import type { GrantHandler } from './grant_handler.js';
 
-/** Grants shipped in the core, in the order discovery lists them. */
+/** Built-in grants that need nothing but the services; the others are built per worker. */
 export const builtInGrants: readonly GrantHandler[] = [clientCredentialsGrant];
+
+/** Every built-in grant type served today, in the order discovery lists them. */
+export const servedBuiltInGrantTypes: readonly string[] = ['client_credentials', 'password'];
 
 /** Handlers keyed by `grant_type`: built-ins first, then extension grants; no name twice. */
 export class GrantRegistry {

@@ -81,12 +81,26 @@ export interface ValidatorLogger {
   error(object: object, message?: string, ...args: unknown[]): void;
 }
 
+/** A configured API resource (`apiResources` in the config), without its secrets. */
+export interface ApiResource {
+  /** The resource's name: the `aud` of tokens for it, and what `resource`/`audience` parameters name. */
+  readonly name: string;
+  /** The API scopes that reach this resource. */
+  readonly scopes: readonly string[];
+}
+
 /** Handed to a validator's constructor, once per worker thread. */
 export interface ValidatorServices {
   readonly tokenValidator: TokenValidator;
   readonly logger: ValidatorLogger;
   /** The issuer URL of this service. */
   readonly issuer: string;
+  /**
+   * The configured API resources, so that a validator can check a `resource` or `audience`
+   * parameter (RFC 8693 §2.1, RFC 8707) and narrow the scopes to it with
+   * {@link SuccessOptions.scopes}.
+   */
+  readonly apiResources: readonly ApiResource[];
 }
 
 /**
@@ -129,10 +143,24 @@ export interface ExtensionGrantValidator {
 export type ExtensionGrantValidatorClass = new (services: ValidatorServices) => ExtensionGrantValidator;
 
 export interface SuccessOptions {
-  /** Claims added to the access token; the registered JWT claims cannot be set this way. */
+  /**
+   * Claims added to the access token. The registered JWT claims (`iss`, `sub`, `aud`, `exp`,
+   * `scope`, `client_id`, …) cannot be set this way; `act` can (RFC 8693 §4.1).
+   */
   claims?: Readonly<Record<string, ClaimValue>> | readonly Claim[];
-  /** Members added to the top level of the token response; standard members cannot be overridden. */
+  /**
+   * Members added to the top level of the token response. `access_token`, `token_type`,
+   * `expires_in`, `scope`, `refresh_token` and `id_token` cannot be overridden;
+   * `issued_token_type` (RFC 8693 §2.2.1) is kept only when it states what Tessera issued:
+   * `urn:ietf:params:oauth:token-type:access_token` or `urn:ietf:params:oauth:token-type:jwt`.
+   */
   customResponse?: Readonly<Record<string, unknown>>;
+  /**
+   * Narrows the token to these scopes (RFC 8693 §2.1 `scope`/`resource`/`audience`). Each must be
+   * one the request was granted (`context.request.requestedScopes`); a result that widens or
+   * empties the scopes fails closed as `invalid_grant`. `aud` follows the scopes.
+   */
+  scopes?: readonly string[];
 }
 
 /**
@@ -155,6 +183,8 @@ export class GrantValidationResult {
   readonly grantType: string | undefined;
   readonly claims: Readonly<Record<string, ClaimValue>> | readonly Claim[] | undefined;
   readonly customResponse: Readonly<Record<string, unknown>> | undefined;
+  /** The scopes the token is narrowed to; `undefined` keeps every scope the request was granted. */
+  readonly scopes: readonly string[] | undefined;
 
   private constructor(fields: {
     isError: boolean;
@@ -164,6 +194,7 @@ export class GrantValidationResult {
     grantType?: string;
     claims?: Readonly<Record<string, ClaimValue>> | readonly Claim[] | undefined;
     customResponse?: Readonly<Record<string, unknown>> | undefined;
+    scopes?: readonly string[] | undefined;
   }) {
     this.isError = fields.isError;
     this.error = fields.error;
@@ -172,6 +203,7 @@ export class GrantValidationResult {
     this.grantType = fields.grantType;
     this.claims = fields.claims;
     this.customResponse = fields.customResponse;
+    this.scopes = fields.scopes;
   }
 
   /** Refuses the request with an OAuth error; `description` is returned as given. */
@@ -191,6 +223,57 @@ export class GrantValidationResult {
       grantType,
       claims: options.claims,
       customResponse: options.customResponse,
+      scopes: options.scopes === undefined ? undefined : Object.freeze([...options.scopes]),
     });
   }
 }
+
+/** The password grant's request as a password validator sees it (SPEC §6). */
+export interface PasswordValidationRequest extends ValidatedTokenRequest {
+  /** Space-separated `acr_values`, split. */
+  readonly acrValues: readonly string[];
+  /** From an `idp:<name>` entry of `acr_values`. */
+  readonly idp: string | undefined;
+  /** From a `tenant:<name>` entry of `acr_values`. */
+  readonly tenant: string | undefined;
+}
+
+export interface ResourceOwnerPasswordValidationContext {
+  readonly userName: string;
+  readonly password: string;
+  readonly request: PasswordValidationRequest;
+  /** Starts as `invalid_grant`: a validator that sets nothing fails closed. */
+  result: GrantValidationResult;
+}
+
+/**
+ * The password grant's credential check (RFC 6749 §4.3). The built-in one checks the configured
+ * `users`; a module in `validatorsDir` whose default export implements this (marked by
+ * `kind = 'resource_owner_password'`) replaces it.
+ *
+ * On success, return `GrantValidationResult.success(subjectId, 'pwd', { claims })`; the token gets
+ * `amr: ["pwd"]`, `auth_time`, `idp` (from `claims.idp`, the request's `idp:`, or `local`) and
+ * `tenant` when one was given. On failure set nothing, or an error: never tell which part was
+ * wrong.
+ *
+ * @example
+ * ```ts
+ * import { GrantValidationResult, type ResourceOwnerPasswordValidator,
+ *          type ResourceOwnerPasswordValidationContext, type ValidatorServices } from 'tessera';
+ *
+ * export default class LdapPasswordValidator implements ResourceOwnerPasswordValidator {
+ *   readonly kind = 'resource_owner_password';
+ *   constructor(private readonly services: ValidatorServices) {}
+ *   async validate(context: ResourceOwnerPasswordValidationContext): Promise<void> {
+ *     const subject = await checkWithDirectory(context.userName, context.password);
+ *     if (subject !== null) context.result = GrantValidationResult.success(subject, 'pwd');
+ *   }
+ * }
+ * ```
+ */
+export interface ResourceOwnerPasswordValidator {
+  readonly kind: 'resource_owner_password';
+  validate(context: ResourceOwnerPasswordValidationContext): Promise<void>;
+}
+
+export type ResourceOwnerPasswordValidatorClass = new (services: ValidatorServices) => ResourceOwnerPasswordValidator;

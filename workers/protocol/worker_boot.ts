@@ -10,6 +10,8 @@ export interface WorkerBootData {
   readonly grantModules: readonly string[];
   /** URLs of extension-grant validator modules (default export: a validator class). */
   readonly validatorModules: readonly string[];
+  /** URL of a custom password validator that replaces the built-in one, if any. */
+  readonly passwordValidatorModule: string | null;
   /** BroadcastChannel serving the main thread's in-memory store, when the store is memory. */
   readonly storeChannel: string | null;
   readonly logLevel: string;

@@ -1,0 +1,201 @@
+import t, { type Test } from 'tap';
+import { decodeJwt } from 'jose';
+import { startTestGateway, type TestGateway } from '../../helpers/test_gateway.js';
+import { addPasswordFixtures, passwordFixtures } from '../../helpers/password_users.js';
+import { startRedisServer } from '../../helpers/redis_server.js';
+
+const fixtures = await passwordFixtures();
+const basic = (id: string, secret = 'secret') => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`;
+const form = (p: Record<string, string>) => new URLSearchParams(p).toString();
+
+async function grant(gw: TestGateway, params: Record<string, string>, client = 'ro') {
+  const res = await fetch(gw.tokenUrl, {
+    method: 'POST',
+    headers: { authorization: basic(client), 'content-type': 'application/x-www-form-urlencoded' },
+    body: form({ grant_type: 'password', ...params }),
+  });
+  return { status: res.status, headers: res.headers, text: await res.text() };
+}
+
+const wrongCredentials = '{"error":"invalid_grant","error_description":"The username or password is incorrect."}';
+
+t.test('password grant', async (t) => {
+  const gw = await startTestGateway(t, {
+    patch: (raw) => {
+      addPasswordFixtures(raw, fixtures);
+      raw.throttling = { password: { maxFailures: 50, windowSeconds: 60 } };
+    },
+  });
+
+  t.test('issues a user token with sub, amr, idp and auth_time', async (t) => {
+    const r = await grant(gw, { username: 'alice', password: 'alice-pw', scope: 'openid api1' });
+    t.equal(r.status, 200, r.text);
+    t.equal(r.headers.get('cache-control'), 'no-store');
+    const body = JSON.parse(r.text) as { access_token: string; scope: string; refresh_token?: string };
+    t.equal(body.scope, 'openid api1');
+    t.equal(body.refresh_token, undefined, 'no offline_access, no refresh token');
+    const claims = decodeJwt(body.access_token);
+    t.equal(claims.sub, 'sub-alice');
+    t.same(claims.amr, ['pwd']);
+    t.equal(claims.idp, 'local');
+    t.equal(claims.client_id, 'ro');
+    t.equal(claims.tenant, undefined);
+    t.ok(Math.abs((claims.auth_time as number) - Date.now() / 1000) < 5);
+  });
+
+  t.test('requires both username and password', async (t) => {
+    for (const params of [{ username: 'alice' }, { password: 'alice-pw' }, { username: '', password: 'alice-pw' }]) {
+      const r = await grant(gw, params);
+      t.equal(r.status, 400);
+      t.same(JSON.parse(r.text), { error: 'invalid_request', error_description: 'The username and password parameters are required.' });
+    }
+  });
+
+  t.test('refuses a client that is not allowed the password grant', async (t) => {
+    const r = await grant(gw, { username: 'alice', password: 'alice-pw' }, 'm2m');
+    t.equal(r.status, 400);
+    t.equal(JSON.parse(r.text).error, 'unauthorized_client');
+  });
+
+  t.test('refuses scopes the client may not have', async (t) => {
+    const r = await grant(gw, { username: 'alice', password: 'alice-pw', scope: 'api2' });
+    t.equal(r.status, 400);
+    t.equal(JSON.parse(r.text).error, 'invalid_scope');
+  });
+
+  t.test('answers an unknown user, a wrong password, a disabled user and a tenant mismatch identically', async (t) => {
+    const cases = [
+      { username: 'nobody', password: 'alice-pw' },
+      { username: 'alice', password: 'wrong' },
+      { username: 'bob', password: 'bob-pw' },
+      { username: 'dave', password: 'dave-pw' },
+      { username: 'dave', password: 'dave-pw', acr_values: 'tenant:other' },
+      { username: 'erin', password: 'erin-pw' },
+    ];
+    for (const params of cases) {
+      const r = await grant(gw, params);
+      t.equal(r.status, 400, JSON.stringify(params));
+      t.equal(r.text, wrongCredentials, JSON.stringify(params));
+    }
+  });
+
+  t.test('spends a password verification on unknown users too', async (t) => {
+    const median = async (params: Record<string, string>) => {
+      const times: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const start = performance.now();
+        await grant(gw, params);
+        times.push(performance.now() - start);
+      }
+      return times.sort((a, b) => a - b)[2] as number;
+    };
+    const unknown = await median({ username: 'nobody', password: 'x' });
+    const wrong = await median({ username: 'alice', password: 'x' });
+    // An argon2id verify costs ~14 ms; a skipped one would make unknown users far faster.
+    t.ok(unknown > wrong * 0.5, `unknown user ${unknown.toFixed(1)} ms vs wrong password ${wrong.toFixed(1)} ms`);
+  });
+
+  t.test('accepts a non-ASCII password', async (t) => {
+    const r = await grant(gw, { username: 'carol', password: 'pässwörd ✓ 密码' });
+    t.equal(r.status, 200, r.text);
+  });
+
+  t.test('refuses a password that is not UTF-8', async (t) => {
+    const res = await fetch(gw.tokenUrl, {
+      method: 'POST',
+      headers: { authorization: basic('ro'), 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'grant_type=password&username=carol&password=p%E4sswort',
+    });
+    t.equal(res.status, 400);
+    t.equal(((await res.json()) as { error: string }).error, 'invalid_request');
+  });
+
+  t.test('matches users of the tenant given in acr_values and puts the tenant in the token', async (t) => {
+    const r = await grant(gw, { username: 'dave', password: 'dave-pw', acr_values: 'tenant:acme' });
+    t.equal(r.status, 200, r.text);
+    const claims = decodeJwt((JSON.parse(r.text) as { access_token: string }).access_token);
+    t.equal(claims.sub, 'sub-dave-acme');
+    t.equal(claims.tenant, 'acme');
+    t.equal(claims.idp, 'local');
+  });
+
+  t.test('matches users of the identity provider given in acr_values', async (t) => {
+    const r = await grant(gw, { username: 'erin', password: 'erin-pw', acr_values: 'urn:mace:incommon:iap:silver idp:corp' });
+    t.equal(r.status, 200, r.text);
+    const claims = decodeJwt((JSON.parse(r.text) as { access_token: string }).access_token);
+    t.equal(claims.sub, 'sub-erin-corp');
+    t.equal(claims.idp, 'corp');
+  });
+
+  t.test('refuses an identity provider outside the client restrictions', async (t) => {
+    for (const acr of [undefined, 'idp:local', 'idp:other']) {
+      const r = await grant(gw, { username: 'erin', password: 'erin-pw', ...(acr ? { acr_values: acr } : {}) }, 'corp-only');
+      t.equal(r.status, 400, String(acr));
+      t.same(JSON.parse(r.text), { error: 'invalid_request', error_description: 'The requested identity provider is not allowed for this client.' });
+    }
+    const ok = await grant(gw, { username: 'erin', password: 'erin-pw', acr_values: 'idp:corp' }, 'corp-only');
+    t.equal(ok.status, 200, ok.text);
+  });
+});
+
+async function throttleSuite(t: Test, store: 'memory' | 'redis') {
+  let redisUrl: string | undefined;
+  if (store === 'redis') {
+    const redis = await startRedisServer();
+    t.teardown(() => redis.stop());
+    redisUrl = redis.url;
+  }
+  const gw = await startTestGateway(t, {
+    patch: (raw) => {
+      addPasswordFixtures(raw, fixtures);
+      raw.throttling = { password: { maxFailures: 3, windowSeconds: 2 }, clientAuthentication: { maxFailures: 4, windowSeconds: 2 } };
+      if (redisUrl !== undefined) raw.store = { type: 'redis', url: redisUrl };
+    },
+  });
+
+  t.test('blocks a username at a client after maxFailures failures with 429 and Retry-After', async (t) => {
+    for (let i = 0; i < 3; i++) t.equal((await grant(gw, { username: 'alice', password: 'nope' })).status, 400, `failure ${i + 1}`);
+    const blocked = await grant(gw, { username: 'alice', password: 'alice-pw' });
+    t.equal(blocked.status, 429, 'even the right password is refused while blocked');
+    t.same(JSON.parse(blocked.text), { error: 'temporarily_unavailable', error_description: 'Too many failed attempts. Retry later.' });
+    const retryAfter = Number(blocked.headers.get('retry-after'));
+    t.ok(retryAfter >= 1 && retryAfter <= 2, `Retry-After ${retryAfter}`);
+    t.equal(blocked.headers.get('cache-control'), 'no-store');
+
+    t.equal((await grant(gw, { username: 'carol', password: 'pässwörd ✓ 密码' })).status, 200, 'other users are unaffected');
+    t.equal((await grant(gw, { username: 'alice', password: 'alice-pw' }, 'ro2')).status, 200, 'the same user at another client is unaffected');
+
+    await new Promise((r) => setTimeout(r, 2100));
+    t.equal((await grant(gw, { username: 'alice', password: 'alice-pw' })).status, 200, 'the block ends with the window');
+  });
+
+  t.test('a success resets the count', async (t) => {
+    for (let i = 0; i < 2; i++) t.equal((await grant(gw, { username: 'carol', password: 'nope' }, 'ro2')).status, 400);
+    t.equal((await grant(gw, { username: 'carol', password: 'pässwörd ✓ 密码' }, 'ro2')).status, 200);
+    for (let i = 0; i < 2; i++) t.equal((await grant(gw, { username: 'carol', password: 'nope' }, 'ro2')).status, 400);
+    t.equal((await grant(gw, { username: 'carol', password: 'pässwörd ✓ 密码' }, 'ro2')).status, 200, 'two failures after a reset do not block');
+  });
+
+  t.test('blocks a client after repeated authentication failures, and no other client', async (t) => {
+    const tryClient = async (secret: string) => {
+      const res = await fetch(gw.tokenUrl, {
+        method: 'POST',
+        headers: { authorization: basic('ro2', secret), 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'grant_type=password&username=alice&password=alice-pw',
+      });
+      return { status: res.status, retryAfter: res.headers.get('retry-after'), body: await res.text() };
+    };
+    for (let i = 0; i < 4; i++) t.equal((await tryClient('wrong')).status, 401, `failure ${i + 1}`);
+    await new Promise((r) => setTimeout(r, 50));
+    const blocked = await tryClient('secret');
+    t.equal(blocked.status, 429, 'the right secret is refused while blocked');
+    t.equal(blocked.body, '{"error":"temporarily_unavailable","error_description":"Too many failed attempts. Retry later."}');
+    t.ok(Number(blocked.retryAfter) >= 1);
+    t.equal((await grant(gw, { username: 'carol', password: 'pässwörd ✓ 密码' }, 'ro')).status, 200, 'other clients are unaffected');
+    await new Promise((r) => setTimeout(r, 2100));
+    t.equal((await tryClient('secret')).status, 200, 'the block ends with the window');
+  });
+}
+
+t.test('throttling on the memory store', (t) => throttleSuite(t, 'memory'));
+t.test('throttling on the Redis store', (t) => throttleSuite(t, 'redis'));

@@ -1,0 +1,61 @@
+import { createHash } from 'node:crypto';
+import type { Store } from '../store/store.js';
+
+export interface ThrottleLimits {
+  readonly maxFailures: number;
+  readonly windowSeconds: number;
+}
+
+export type ThrottleState = { readonly blocked: false } | { readonly blocked: true; readonly retryAfterSeconds: number };
+
+const open: ThrottleState = Object.freeze({ blocked: false });
+
+/**
+ * Counts failures per subject (a username at a client, a client id) in the store, so the limit
+ * holds across gateway instances. After `maxFailures` failures in a window, the subject is blocked
+ * until the window ends; a success clears the count. Subjects are hashed: usernames and client
+ * ids do not appear in store keys.
+ */
+export class FailureThrottle {
+  constructor(
+    private readonly store: Store,
+    private readonly scope: string,
+    private readonly limits: ThrottleLimits,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async check(subject: string): Promise<ThrottleState> {
+    const lock = await this.store.get<{ until: number }>(this.lockKey(subject));
+    return lock === null ? open : blockedUntil(lock.until, this.now());
+  }
+
+  /** Counts a failure; returns whether the subject is blocked from now on. */
+  async recordFailure(subject: string): Promise<ThrottleState> {
+    const { count, resetInMs } = await this.store.increment(this.counterName(subject), this.limits.windowSeconds * 1000);
+    if (count < this.limits.maxFailures) return open;
+    const until = this.now() + resetInMs;
+    await this.store.set(this.lockKey(subject), { until }, Math.max(1, resetInMs));
+    return blockedUntil(until, this.now());
+  }
+
+  async recordSuccess(subject: string): Promise<void> {
+    await this.store.resetCounter(this.counterName(subject));
+  }
+
+  private counterName(subject: string): string {
+    return `${this.scope}:${digest(subject)}`;
+  }
+
+  private lockKey(subject: string) {
+    return { kind: 'misc', id: `lock:${this.scope}:${digest(subject)}` } as const;
+  }
+}
+
+function blockedUntil(until: number, now: number): ThrottleState {
+  if (until <= now) return open;
+  return { blocked: true, retryAfterSeconds: Math.max(1, Math.ceil((until - now) / 1000)) };
+}
+
+function digest(subject: string): string {
+  return createHash('sha256').update(subject, 'utf8').digest('base64url');
+}

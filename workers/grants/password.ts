@@ -1,0 +1,95 @@
+import type { Logger } from 'pino';
+import { isTokenRequestError, OAuthError, TokenRequestErrors } from '../protocol/oauth_errors.js';
+import {
+  GrantValidationResult,
+  type ResourceOwnerPasswordValidationContext,
+  type ResourceOwnerPasswordValidator,
+} from '../protocol/validator_api.js';
+import { parseAcrValues } from './acr_values.js';
+import { grantClaims, isResult, runWithTimeout, validatedRequest } from './extension_grant.js';
+import type { FailureThrottle } from './failure_throttle.js';
+import type { GrantHandler } from './grant_handler.js';
+import { userPolicy } from './scope_rules.js';
+import { issueTokens } from './token_issuance.js';
+
+const rejected = 'The username or password is incorrect.';
+
+/**
+ * The resource owner password grant (RFC 6749 §4.3). The credential check is pluggable; this
+ * handler owns what must hold whatever checks them: required parameters, `acr_values`, the
+ * identity-provider restriction, the brute-force throttle, and one answer for every failure.
+ */
+export function createPasswordGrant(
+  validator: ResourceOwnerPasswordValidator,
+  options: { throttle: FailureThrottle; timeoutMs: number; logger: Logger },
+): GrantHandler {
+  const { throttle, timeoutMs, logger } = options;
+  return {
+    grantType: 'password',
+    async handle(request, services) {
+      const { params, client } = request;
+      const userName = params.username;
+      const password = params.password;
+      if (userName === undefined || password === undefined) {
+        throw new OAuthError('invalid_request', 'The username and password parameters are required.');
+      }
+      const acr = parseAcrValues(params.acr_values);
+      const restrictions = client.config.identityProviderRestrictions;
+      if (restrictions.length > 0 && !restrictions.includes(acr.idp ?? 'local')) {
+        throw new OAuthError('invalid_request', 'The requested identity provider is not allowed for this client.');
+      }
+      const scopes = services.scopes.resolve(client, params.scope, userPolicy);
+
+      // Per username at this client: guessing one user's password is throttled without letting
+      // an attacker lock that user out of every other application.
+      const throttleSubject = `${client.clientId}\u0000${userName}`;
+      const state = await throttle.check(throttleSubject);
+      if (state.blocked) throw tooManyAttempts(state.retryAfterSeconds);
+
+      const context: ResourceOwnerPasswordValidationContext = {
+        userName,
+        password,
+        request: { ...validatedRequest(request, scopes.scopes, params.scope), acrValues: acr.values, idp: acr.idp, tenant: acr.tenant },
+        result: GrantValidationResult.error(TokenRequestErrors.InvalidGrant, rejected),
+      };
+      await runWithTimeout(validator, context, timeoutMs, logger);
+      const result = context.result;
+      const subject = isResult(result) && !result.isError && typeof result.subject === 'string' && result.subject.length > 0 ? result.subject : undefined;
+      if (subject === undefined || !isResult(result)) {
+        // The attempt that reaches the limit is still answered as a wrong password; the next is 429.
+        await throttle.recordFailure(throttleSubject);
+        throw failureOf(result);
+      }
+      await throttle.recordSuccess(throttleSubject);
+
+      const claims = grantClaims(result.claims);
+      claims.auth_time = Math.floor(services.now() / 1000);
+      // The validator may name the user's identity provider; `idp` is otherwise not its to set.
+      claims.idp = claimOf(result.claims, 'idp') ?? acr.idp ?? 'local';
+      claims.amr = [result.grantType ?? 'pwd'];
+      if (acr.tenant !== undefined) claims.tenant = acr.tenant;
+      return issueTokens(request, services, { scopes, subject, claims });
+    },
+  };
+}
+
+// One answer for every failed check; a validator's own error and description pass through.
+function failureOf(result: unknown): OAuthError {
+  if (isResult(result) && result.isError) {
+    const error = result.error !== undefined && isTokenRequestError(result.error) ? result.error : 'invalid_grant';
+    return new OAuthError(error, result.errorDescription ?? (error === 'invalid_grant' ? rejected : undefined));
+  }
+  return new OAuthError('invalid_grant', rejected);
+}
+
+function claimOf(claims: GrantValidationResult['claims'], type: string): string | undefined {
+  if (claims === undefined) return undefined;
+  const value = Array.isArray(claims)
+    ? (claims as readonly { type: string; value: string }[]).find((c) => c.type === type)?.value
+    : (claims as Record<string, unknown>)[type];
+  return typeof value === 'string' && value.length > 0 ? value : undefined;
+}
+
+function tooManyAttempts(retryAfter: number): OAuthError {
+  return new OAuthError('temporarily_unavailable', 'Too many failed attempts. Retry later.', { status: 429, retryAfter });
+}
