@@ -9,11 +9,12 @@
  * The cost parameters are read back from the stored string, so they can be raised for new hashes
  * without invalidating old ones.
  */
-import { Algorithm, hash as argon2Hash, verify as argon2Verify } from '@node-rs/argon2';
+import { hash as argon2Hash, verify as argon2Verify, type Algorithm } from '@node-rs/argon2';
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 
 /** OWASP Password Storage Cheat Sheet, argon2id minimum. */
-export const argon2Params = { algorithm: Algorithm.Argon2id, memoryCost: 19456, timeCost: 2, parallelism: 1 } as const;
+// `Algorithm.Argon2id` is an ambient const enum (2), which verbatimModuleSyntax cannot read.
+export const argon2Params = { algorithm: 2 as Algorithm, memoryCost: 19456, timeCost: 2, parallelism: 1 } as const;
 const argon2Pattern = /^\$argon2id\$v=19\$m=(\d{1,7}),t=(\d{1,2}),p=(\d{1,2})\$[A-Za-z0-9+/]{11,}\$[A-Za-z0-9+/]{22,}$/;
 
 const defaultParams = { ln: 15, r: 8, p: 1 } as const;

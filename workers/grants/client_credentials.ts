@@ -1,6 +1,6 @@
 import type { GrantHandler } from './grant_handler.js';
 import { clientOnlyPolicy } from './scope_rules.js';
-import { issueTokens } from './token_issuance.js';
+import { signAccessToken, tokenResponse } from './token_issuance.js';
 
 /**
  * RFC 6749 §4.4. The client is its own resource owner: no user, no identity scopes, no refresh
@@ -10,6 +10,6 @@ export const clientCredentialsGrant: GrantHandler = {
   grantType: 'client_credentials',
   handle(request, services) {
     const scopes = services.scopes.resolve(request.client, request.params.scope, clientOnlyPolicy);
-    return issueTokens(request, services, { scopes });
+    return tokenResponse(request, signAccessToken(request, services, { scopes }), scopes.scope);
   },
 };

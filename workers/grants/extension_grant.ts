@@ -80,7 +80,7 @@ export function extensionGrantHandler(validator: ExtensionGrantValidator, option
         claims.idp ??= 'local';
         claims.amr = [result.grantType ?? validator.grantType];
       }
-      const response = issueTokens(request, services, subject === undefined ? { scopes, claims } : { scopes, subject, claims });
+      const response = await issueTokens(request, services, subject === undefined ? { scopes, claims } : { scopes, subject, claims });
       if (result.customResponse !== undefined) {
         for (const [member, value] of Object.entries(result.customResponse)) {
           if (standardResponseMembers.has(member)) continue;

@@ -17,7 +17,7 @@ import {
   assertRotatable,
   toTtlMs,
 } from './store.js';
-import type { ConsumeResult, CounterResult, Store, StoreKey } from './store.js';
+import type { ConsumeResult, CounterResult, RecordKind, Store, StoreKey } from './store.js';
 
 export interface MemoryStoreOptions {
   /**
@@ -145,6 +145,19 @@ export class MemoryStore implements Store {
     const until = this.#now() + ttl;
     if (!this.#isRevoked(family) || (this.#revoked.get(family) ?? 0) < until) this.#revoked.set(family, until);
     return removed;
+  }
+
+  async familyRecords<T>(family: string, kind: RecordKind): Promise<T[]> {
+    this.#assertOpen();
+    assertFamilyName(family);
+    const prefix = `{${family}}:${kind}:`;
+    const values: T[] = [];
+    for (const member of this.#families.get(family)?.members ?? []) {
+      if (!member.startsWith(prefix)) continue;
+      const record = this.#read(member);
+      if (record !== undefined && !record.consumed) values.push(unpackRecord<T>(record.bytes));
+    }
+    return values;
   }
 
   async isFamilyRevoked(family: string): Promise<boolean> {

@@ -21,7 +21,7 @@
  */
 import { BroadcastChannel, threadId } from 'node:worker_threads';
 import { FamilyRevokedError, StoreUnavailableError, isStoreUnavailable } from './store.js';
-import type { ConsumeResult, CounterResult, Store, StoreKey } from './store.js';
+import type { ConsumeResult, CounterResult, RecordKind, Store, StoreKey } from './store.js';
 // For the TSDoc links only.
 import type { MemoryStore } from './memory_store.js';
 
@@ -34,6 +34,7 @@ type StoreOp =
   | 'rotate'
   | 'revokeFamily'
   | 'isFamilyRevoked'
+  | 'familyRecords'
   | 'putIfAbsent'
   | 'increment'
   | 'resetCounter'
@@ -47,6 +48,7 @@ const storeOps: ReadonlySet<string> = new Set<StoreOp>([
   'rotate',
   'revokeFamily',
   'isFamilyRevoked',
+  'familyRecords',
   'putIfAbsent',
   'increment',
   'resetCounter',
@@ -142,6 +144,8 @@ function dispatch(store: Store, op: StoreOp, args: unknown[]): Promise<unknown> 
       return store.revokeFamily(a[0] as string, a[1] as number);
     case 'isFamilyRevoked':
       return store.isFamilyRevoked(a[0] as string);
+    case 'familyRecords':
+      return store.familyRecords(a[0] as string, a[1] as RecordKind);
     case 'putIfAbsent':
       return store.putIfAbsent(a[0] as StoreKey, a[1], a[2] as number);
     case 'increment':
@@ -265,6 +269,10 @@ export class ChannelStore implements Store {
 
   isFamilyRevoked(family: string): Promise<boolean> {
     return this.#call('isFamilyRevoked', [family]);
+  }
+
+  familyRecords<T>(family: string, kind: RecordKind): Promise<T[]> {
+    return this.#call('familyRecords', [family, kind]);
   }
 
   putIfAbsent<T>(key: StoreKey, value: T, ttlMs: number): Promise<T> {

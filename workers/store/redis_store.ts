@@ -46,7 +46,7 @@ import {
   assertRotatable,
   toTtlMs,
 } from './store.js';
-import type { ConsumeResult, CounterResult, Store, StoreKey } from './store.js';
+import type { ConsumeResult, CounterResult, RecordKind, Store, StoreKey } from './store.js';
 
 interface RedisStoreCommonOptions {
   /** Prepended to every key. Default `tessera:`. */
@@ -333,6 +333,19 @@ export class RedisStore implements Store {
       this.#script(c, 'tesseraRevoke', [this.#membersKey(family), this.#revokedKey(family)], [ttl]),
     );
     return Number(removed);
+  }
+
+  async familyRecords<T>(family: string, kind: RecordKind): Promise<T[]> {
+    assertFamilyName(family);
+    const membersKey = this.#membersKey(family);
+    const members = await this.#run('familyRecords', (c) => c.smembers(membersKey));
+    const marker = `{${family}}:${kind}:`;
+    const keys = members.filter((m) => m.startsWith(this.#prefix) && m.includes(marker));
+    if (keys.length === 0) return [];
+    const values = await this.#run('familyRecords', (c) => c.mgetBuffer(...keys));
+    const records: T[] = [];
+    for (const bytes of values) if (bytes !== null && bytes[0] === liveHeader) records.push(unpackBody<T>(bytes));
+    return records;
   }
 
   async isFamilyRevoked(family: string): Promise<boolean> {

@@ -27,6 +27,7 @@ export type RecordKind =
   | 'dc' // device codes
   | 'uc' // user codes
   | 'jti' // revoked access-token ids (deny list)
+  | 'at' // access tokens issued within a family, so that revoking the family can deny them
   | 'key' // signing keys and development keys
   | 'misc';
 
@@ -101,6 +102,12 @@ export interface Store {
    */
   revokeFamily(family: string, ttlMs: number): Promise<number>;
   isFamilyRevoked(family: string): Promise<boolean>;
+  /**
+   * The live (unconsumed, unexpired) records of one kind in a family, in no particular order.
+   * Not atomic with other calls: callers that need a complete list revoke the family first, after
+   * which nothing can be added to it.
+   */
+  familyRecords<T>(family: string, kind: RecordKind): Promise<T[]>;
   /**
    * Writes the record only when no live record is stored under the key, atomically, and resolves
    * the value stored afterwards: `value` for the caller that wrote it, the earlier value for every

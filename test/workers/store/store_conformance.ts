@@ -273,6 +273,23 @@ export function runStoreConformance(t: TapTest, makeStore: MakeStore): void {
     tt.equal(await store.revokeFamily(family, longTtlMs), 0, 'a second revocation finds nothing left');
   });
 
+  t.test('familyRecords lists the live records of one kind in a family', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const a: StoreKey = { kind: 'jti', id: newId(), family };
+    const b: StoreKey = { kind: 'jti', id: newId(), family };
+    const consumed: StoreKey = { kind: 'jti', id: newId(), family };
+    await store.set(a, { jti: 'a' }, longTtlMs);
+    await store.set(b, { jti: 'b' }, longTtlMs);
+    await store.set(consumed, { jti: 'c' }, longTtlMs);
+    await store.consume(consumed);
+    await store.set({ kind: 'rt', id: newId(), family }, { jti: 'not a jti record' }, longTtlMs);
+    await store.set({ kind: 'jti', id: newId(), family: newFamily() }, { jti: 'other family' }, longTtlMs);
+    const found = (await store.familyRecords<{ jti: string }>(family, 'jti')).map((r) => r.jti).sort();
+    tt.same(found, ['a', 'b']);
+    tt.same(await store.familyRecords(newFamily(), 'jti'), [], 'an unknown family has none');
+  });
+
   t.test('revokeFamily of an unknown family removes nothing and still refuses later writes', async (tt) => {
     const store = await open(tt);
     const family = newFamily();

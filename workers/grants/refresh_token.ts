@@ -1,0 +1,88 @@
+import { OAuthError } from '../protocol/oauth_errors.js';
+import { newRefreshHandle, parseRefreshHandle } from '../tokens/refresh_token_handle.js';
+import { refreshExpiry, type RefreshTokenRecord } from '../tokens/refresh_token_record.js';
+import { recordIssuedAccessToken, revokeRefreshFamily } from '../tokens/token_revocation.js';
+import { FamilyRevokedError } from '../store/store.js';
+import type { GrantHandler } from './grant_handler.js';
+import { userPolicy, type GrantedScopes, type ScopeRules } from './scope_rules.js';
+import type { RegisteredClient } from '../protocol/client_model.js';
+import { signAccessToken, tokenResponse } from './token_issuance.js';
+
+const invalidGrant = (): OAuthError => new OAuthError('invalid_grant', 'The refresh token is invalid, expired or revoked.');
+
+/**
+ * RFC 6749 §6 with rotation and reuse detection (RFC 9700 §4.14.2). `oneTimeOnly` tokens are
+ * replaced in one atomic store operation: of any number of concurrent refreshes exactly one
+ * wins, and a retired token presented again revokes its whole family, access tokens included.
+ */
+export const refreshTokenGrant: GrantHandler = {
+  grantType: 'refresh_token',
+  async handle(request, services) {
+    const presented = request.params.refresh_token;
+    if (presented === undefined) throw new OAuthError('invalid_request', 'The refresh_token parameter is missing.');
+    const handle = parseRefreshHandle(presented);
+    if (handle === undefined) throw invalidGrant();
+    const { store } = services;
+    const client = request.client;
+    const now = services.now();
+
+    const record = await store.get<RefreshTokenRecord>(handle.key);
+    if (record === null) {
+      // Gone or retired. A retired one (consume only reports it; it is consumed already) means
+      // the token was used twice: someone else may hold it, so the family goes.
+      const retired = await store.consume<RefreshTokenRecord>(handle.key);
+      if (retired.status === 'replayed' && retired.value.clientId === client.clientId) {
+        await revokeRefreshFamily(store, handle.family, retentionOf(retired.value, now), now);
+        services.logger.warn({ clientId: client.clientId }, 'refresh token reused: family revoked');
+      }
+      throw invalidGrant();
+    }
+    // Bound to its client; another client's attempt leaves it untouched.
+    if (record.clientId !== client.clientId) throw invalidGrant();
+    if (record.expiresAt <= now || record.absoluteExpiresAt <= now) throw invalidGrant();
+
+    const scopes = narrowedScopes(services.scopes, client, record, request.params.scope);
+    const accessToken = signAccessToken(request, services, { scopes, subject: record.subject, claims: record.claims }, now);
+    // Before the rotation: a family revocation that races it still finds this access token.
+    await recordIssuedAccessToken(store, record.family, accessToken, now);
+    const expiresAt = refreshExpiry(client.config, record.absoluteExpiresAt, now);
+
+    if (client.config.refreshTokenUsage === 'reUse') {
+      if (expiresAt !== record.expiresAt) {
+        try {
+          await store.set(handle.key, { ...record, expiresAt }, expiresAt - now);
+        } catch (err) {
+          if (err instanceof FamilyRevokedError) throw invalidGrant();
+          throw err;
+        }
+      }
+      return tokenResponse(request, accessToken, scopes.scope, presented);
+    }
+
+    const successor = newRefreshHandle(record.family);
+    const rotated = await store.rotate<RefreshTokenRecord, RefreshTokenRecord>(handle.key, successor.key, { ...record, expiresAt }, expiresAt - now);
+    if (rotated.status === 'consumed') return tokenResponse(request, accessToken, scopes.scope, successor.handle);
+    if (rotated.status === 'replayed') {
+      await revokeRefreshFamily(store, handle.family, retentionOf(rotated.value, now), now);
+      services.logger.warn({ clientId: client.clientId }, 'refresh token reused: family revoked');
+    }
+    throw invalidGrant();
+  },
+};
+
+/** A refresh may ask for less than was granted, never more (RFC 6749 §6). */
+function narrowedScopes(rules: ScopeRules, client: RegisteredClient, record: RefreshTokenRecord, requested: string | undefined): GrantedScopes {
+  if (requested === undefined) return rules.resolve(client, record.scopes.join(' '), userPolicy);
+  const granted = new Set(record.scopes);
+  for (const scope of requested.split(' ')) {
+    if (scope.length > 0 && !granted.has(scope)) {
+      throw new OAuthError('invalid_scope', 'The requested scope exceeds the scope originally granted.');
+    }
+  }
+  return rules.resolve(client, requested, userPolicy);
+}
+
+// How long the revocation is remembered: as long as any token of the family could live.
+function retentionOf(record: RefreshTokenRecord, now: number): number {
+  return Math.max(1000, record.absoluteExpiresAt - now);
+}

@@ -1,0 +1,26 @@
+import type { ClientConfig } from '../../gateway/config/schema.js';
+import type { ClaimValue } from './access_token.js';
+
+/** What the store keeps for one refresh token (SPEC §5, keyed by SHA-256 of the handle). */
+export interface RefreshTokenRecord {
+  readonly v: 1;
+  readonly clientId: string;
+  readonly subject: string;
+  /** As first granted, `offline_access` included; a refresh may narrow but never widen it. */
+  readonly scopes: readonly string[];
+  /** Claims re-issued into every access token of the family (`auth_time`, `idp`, `amr`, …). */
+  readonly claims: Readonly<Record<string, ClaimValue>>;
+  readonly family: string;
+  /** Epoch ms of the family's first token. */
+  readonly createdAt: number;
+  /** Epoch ms after which no token of the family is valid. */
+  readonly absoluteExpiresAt: number;
+  /** Epoch ms after which this token is not valid (sliding expiry, never past the absolute one). */
+  readonly expiresAt: number;
+}
+
+/** When a token written now expires, per the client's `refreshTokenExpiration`. */
+export function refreshExpiry(client: Pick<ClientConfig, 'refreshTokenExpiration' | 'slidingRefreshTokenLifetime'>, absoluteExpiresAt: number, nowMs: number): number {
+  if (client.refreshTokenExpiration === 'absolute') return absoluteExpiresAt;
+  return Math.min(absoluteExpiresAt, nowMs + client.slidingRefreshTokenLifetime * 1000);
+}

@@ -1,0 +1,38 @@
+import type { Store } from '../store/store.js';
+import { issuedTokensFamily } from './refresh_token_handle.js';
+import { revokedJtiKey } from './token_validator.js';
+
+/** An access token issued within a refresh family, remembered until it expires. */
+export interface IssuedAccessToken {
+  readonly jti: string;
+  /** Epoch seconds. */
+  readonly exp: number;
+}
+
+/**
+ * Remembers an access token of a family so that revoking the family can deny it. Written before
+ * the family's state changes (rotation), so a revocation that wins the race still finds it.
+ */
+export async function recordIssuedAccessToken(store: Store, family: string, token: IssuedAccessToken, nowMs: number): Promise<void> {
+  const ttl = token.exp * 1000 - nowMs;
+  if (ttl <= 0) return;
+  await store.set({ kind: 'at', id: token.jti, family: issuedTokensFamily(family) }, token, ttl);
+}
+
+/** Puts a JWT access token on the deny list until it would have expired (SPEC §5). */
+export async function denyAccessToken(store: Store, token: IssuedAccessToken, nowMs: number): Promise<void> {
+  const ttl = token.exp * 1000 - nowMs;
+  if (ttl <= 0) return;
+  await store.set(revokedJtiKey(token.jti), 1, ttl);
+}
+
+/**
+ * Revokes a refresh-token family (RFC 9700 §4.14.2): every refresh token in it, and every access
+ * token issued from it. The family is marked revoked first, so nothing can join it while its
+ * access tokens are listed.
+ */
+export async function revokeRefreshFamily(store: Store, family: string, retentionMs: number, nowMs: number): Promise<void> {
+  await store.revokeFamily(family, retentionMs);
+  const issued = await store.familyRecords<IssuedAccessToken>(issuedTokensFamily(family), 'at');
+  await Promise.all(issued.map((token) => denyAccessToken(store, token, nowMs)));
+}
