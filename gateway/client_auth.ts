@@ -57,18 +57,27 @@ export class ClientAuthenticator {
   }
 
   private verifySecret(clientId: string, secret: string, method: ClientAuthMethod, header: boolean): ClientAuthResult {
-    const presented = createHash('sha256').update(secret, 'utf8').digest();
     const client = this.clients.get(clientId);
-    const secrets = client !== undefined && client.secrets.length > 0 ? client.secrets : dummySecrets;
-    const now = this.now();
-    let matched = false;
-    // No early exit: every stored secret is compared, whichever matches.
-    for (const stored of secrets) {
-      if (timingSafeEqual(presented, stored.hash) && stored.expiresAt > now) matched = true;
-    }
+    const matched = matchesStoredSecret(secret, client?.secrets, this.now());
     if (client === undefined || !client.enabled || !matched) return fail('invalid_client', header, clientId);
     return { ok: true, client, method };
   }
+}
+
+/**
+ * Whether `secret` matches one of the unexpired stored SHA-256 values. Hashes the presented
+ * secret first so that its length neither leaks nor makes the comparison throw, compares against
+ * every stored value (no early exit), and against a dummy when there are none, so an unknown id
+ * costs the same as a wrong secret.
+ */
+export function matchesStoredSecret(secret: string, stored: readonly StoredSecret[] | undefined, now: number): boolean {
+  const presented = createHash('sha256').update(secret, 'utf8').digest();
+  const secrets = stored !== undefined && stored.length > 0 ? stored : dummySecrets;
+  let matched = false;
+  for (const candidate of secrets) {
+    if (timingSafeEqual(presented, candidate.hash) && candidate.expiresAt > now) matched = true;
+  }
+  return matched && secrets !== dummySecrets;
 }
 
 function fail(failure: ClientAuthFailure, usedAuthorizationHeader: boolean, clientId: string | undefined): ClientAuthResult {

@@ -20,8 +20,13 @@ export function buildDiscoveryDocument(
     issuer,
     jwks_uri: `${issuer}${jwksPath}`,
     token_endpoint: `${issuer}/connect/token`,
+    introspection_endpoint: `${issuer}/connect/introspect`,
+    revocation_endpoint: `${issuer}/connect/revocation`,
     grant_types_supported: grantTypes,
     token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+    // API resources authenticate with Basic only; confidential clients as at the token endpoint.
+    introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
     scopes_supported: new ScopeRules(config).supportedScopes(),
     response_types_supported: ['code'],
     subject_types_supported: ['public'],

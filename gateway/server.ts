@@ -21,6 +21,8 @@ import { Exchange } from './http/exchange.js';
 import { loadSigningKeys } from './key_loader.js';
 import { GatewayMetrics } from './metrics.js';
 import { createTokenEndpoint } from './token_endpoint.js';
+import { createIntrospectionEndpoint } from './introspection_endpoint.js';
+import { createRevocationEndpoint } from './revocation_endpoint.js';
 import { loadValidatorModules, type ValidatorModule } from './validator_loader.js';
 import { watchValidators } from './validator_watcher.js';
 import { WorkerDispatcher } from './worker_dispatcher.js';
@@ -112,7 +114,8 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     const dispatcher = new WorkerDispatcher(pool, { threads, maxQueue: config.workers.maxQueue, logger });
     const metrics = new GatewayMetrics(() => dispatcher.pending);
     const clients = registerClients(config.clients);
-    const tokenEndpoint = createTokenEndpoint({
+    // One authenticator and one throttle for every endpoint that authenticates clients.
+    const clientAuthentication = {
       issuer: config.issuer,
       authenticator: new ClientAuthenticator(clients),
       throttle: new ClientAuthThrottle(
@@ -120,6 +123,9 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
         (clientId) => clients.has(clientId),
         logger,
       ),
+    };
+    const tokenEndpoint = createTokenEndpoint({
+      ...clientAuthentication,
       grantTypes: () => grantTypes,
       dispatcher,
       observe: metrics.countTokenResponse,
@@ -129,6 +135,8 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
 
     const app = uWS.App();
     app.any('/connect/token', tokenEndpoint);
+    app.any('/connect/introspect', createIntrospectionEndpoint({ ...clientAuthentication, apiResources: config.apiResources, dispatcher }));
+    app.any('/connect/revocation', createRevocationEndpoint({ ...clientAuthentication, dispatcher }));
     app.any(discoveryPath, getOnly((ex) => ex.sendStatic(200, 'application/json; charset=utf-8', discoveryBody, 'public, max-age=300')));
     app.any(jwksPath, getOnly((ex) => ex.sendStatic(200, 'application/jwk-set+json', jwksBody, 'public, max-age=300')));
     app.any('/healthz', getOnly((ex) => ex.sendStatic(200, 'application/json', '{"status":"ok"}', 'no-store')));

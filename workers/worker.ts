@@ -9,7 +9,9 @@ import { ChannelStore } from './store/memory_store_channel.js';
 import { createStore } from './store/create_store.js';
 import { registerClients } from './protocol/client_model.js';
 import { errorBody, OAuthError } from './protocol/oauth_errors.js';
-import { packMessage, unpackMessage, type TokenTaskItem, type TokenTaskResult } from './protocol/token_task.js';
+import { Endpoint, packMessage, unpackMessage, type TokenTaskItem, type TokenTaskResult } from './protocol/token_task.js';
+import { introspect } from './endpoints/introspection.js';
+import { revoke } from './endpoints/revocation.js';
 import type { WorkerBootData } from './protocol/worker_boot.js';
 import { GrantRegistry, isGrantHandler } from './grants/registry.js';
 import type { GrantServices } from './grants/grant_handler.js';
@@ -99,29 +101,46 @@ const storeUnavailable: TokenTaskResult = [
   2,
 ];
 
+const endpointServices = { tokenValidator, store, now: Date.now };
+
 async function handleItem(item: TokenTaskItem): Promise<TokenTaskResult> {
-  const [grantType, clientId, params] = item;
+  const [endpoint, name, callerId, params] = item;
+  try {
+    switch (endpoint) {
+      case Endpoint.Token:
+        return await handleTokenRequest(name, callerId, params);
+      case Endpoint.Introspection:
+        return [200, await introspect(name, callerId, params, endpointServices), null];
+      case Endpoint.Revocation:
+        await revoke(callerId, params, endpointServices);
+        return [200, '', null];
+      default:
+        logger.error({ endpoint }, 'task for an unknown endpoint');
+        return serverError;
+    }
+  } catch (err) {
+    if (err instanceof OAuthError) {
+      if (err.detail !== undefined) logger.info({ name, callerId, detail: err.detail }, 'request rejected');
+      return [err.status, errorBody(err.error, err.description, err.extra), err.retryAfter ?? null];
+    }
+    if (isStoreUnavailable(err)) {
+      logger.warn({ endpoint, name, callerId }, 'store unavailable');
+      return storeUnavailable;
+    }
+    logger.error({ endpoint, name, callerId, err }, 'request handler failed');
+    return serverError;
+  }
+}
+
+async function handleTokenRequest(grantType: string, clientId: string, params: TokenTaskItem[3]): Promise<TokenTaskResult> {
   const handler = registry.get(grantType);
   const client = services.clients.get(clientId);
   if (handler === undefined || client === undefined) {
     logger.error({ grantType }, 'token task for an unknown grant type or client');
     return serverError;
   }
-  try {
-    const response = await handler.handle({ grantType, client, params }, services);
-    return [200, JSON.stringify(response), null];
-  } catch (err) {
-    if (err instanceof OAuthError) {
-      if (err.detail !== undefined) logger.info({ grantType, clientId, detail: err.detail }, 'grant rejected');
-      return [err.status, errorBody(err.error, err.description, err.extra), err.retryAfter ?? null];
-    }
-    if (isStoreUnavailable(err)) {
-      logger.warn({ grantType, clientId }, 'store unavailable during a grant');
-      return storeUnavailable;
-    }
-    logger.error({ grantType, clientId, err }, 'grant handler failed');
-    return serverError;
-  }
+  const response = await handler.handle({ grantType, client, params }, services);
+  return [200, JSON.stringify(response), null];
 }
 
 /** One Piscina task: a packed batch of token requests in, a packed batch of answers out. */

@@ -63,7 +63,8 @@ export class Exchange {
     const res = this.res;
     res.cork(() => {
       res.writeStatus(statusLine(status));
-      res.writeHeader('Content-Type', 'application/json; charset=utf-8');
+      // An empty answer (revocation, RFC 7009 §2.2) has no body to type.
+      if (body.length > 0) res.writeHeader('Content-Type', 'application/json; charset=utf-8');
       res.writeHeader('Cache-Control', 'no-store');
       res.writeHeader('Pragma', 'no-cache');
       if (extras !== undefined) {

@@ -1,4 +1,4 @@
-import type { ClientConfig } from '../../gateway/config/schema.js';
+import type { ClientConfig, SecretConfig } from '../../gateway/config/schema.js';
 
 /** A configured client secret, decoded once at boot. */
 export interface StoredSecret {
@@ -29,10 +29,7 @@ export function registerClient(config: Readonly<ClientConfig>): RegisteredClient
     clientId: config.clientId,
     enabled: config.enabled,
     requireSecret: config.requireClientSecret,
-    secrets: config.clientSecrets.map((s) => ({
-      hash: Buffer.from(s.value, 'base64'),
-      expiresAt: s.expiration === undefined ? Number.POSITIVE_INFINITY : Date.parse(s.expiration),
-    })),
+    secrets: decodeSecrets(config.clientSecrets),
     grantTypes: new Set(config.allowedGrantTypes),
     scopes: new Set(config.allowedScopes),
     redirectUris: new Set(config.redirectUris),
@@ -43,4 +40,12 @@ export function registerClients(clients: readonly Readonly<ClientConfig>[]): Rea
   const map = new Map<string, RegisteredClient>();
   for (const client of clients) map.set(client.clientId, registerClient(client));
   return map;
+}
+
+/** Configured secrets (clients' and API resources') as the comparison needs them. */
+export function decodeSecrets(secrets: readonly SecretConfig[]): StoredSecret[] {
+  return secrets.map((s) => ({
+    hash: Buffer.from(s.value, 'base64'),
+    expiresAt: s.expiration === undefined ? Number.POSITIVE_INFINITY : Date.parse(s.expiration),
+  }));
 }

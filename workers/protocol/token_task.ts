@@ -10,8 +10,20 @@ import { Packr } from 'msgpackr';
 /** Parsed `application/x-www-form-urlencoded` parameters; a null-prototype record. */
 export type FormParams = Record<string, string>;
 
-/** `[grantType, clientId, params]`; `params` never contains `client_secret`. */
-export type TokenTaskItem = [grantType: string, clientId: string, params: FormParams];
+/** Which endpoint an item belongs to. */
+export const Endpoint = {
+  Token: 0,
+  Introspection: 1,
+  Revocation: 2,
+} as const;
+export type Endpoint = (typeof Endpoint)[keyof typeof Endpoint];
+
+/**
+ * `[endpoint, name, callerId, params]`: for the token endpoint `name` is the grant type and the
+ * caller a client; for introspection `name` says whether the caller is a `client` or an API
+ * `resource`. `params` never contains `client_secret`.
+ */
+export type TokenTaskItem = [endpoint: Endpoint, name: string, callerId: string, params: FormParams];
 
 /** `[status, jsonBody, retryAfterSeconds]`. */
 export type TokenTaskResult = [status: number, body: string, retryAfter: number | null];

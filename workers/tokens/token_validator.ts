@@ -37,23 +37,33 @@ export class AccessTokenValidator implements TokenValidator {
 
   /** @throws StoreUnavailableError when the deny list cannot be read: the caller answers 503. */
   async validateAccessToken(token: string): Promise<TokenValidationResult> {
-    if (typeof token !== 'string' || token.length === 0 || token.length > maxTokenLength) return invalid('malformed token');
+    const outcome = await this.verify(token);
+    return outcome.ok ? { isError: false, claims: toClaims(outcome.payload) } : invalid(outcome.reason);
+  }
+
+  /**
+   * The checked payload of one of our access tokens. `checkTime: false` accepts an expired token
+   * (revocation of an expired token is a no-op, not an error).
+   * @throws StoreUnavailableError when the deny list cannot be read.
+   */
+  async verify(token: string, options: { checkTime?: boolean } = {}): Promise<{ ok: true; payload: JWTPayload } | { ok: false; reason: string }> {
+    if (typeof token !== 'string' || token.length === 0 || token.length > maxTokenLength) return { ok: false, reason: 'malformed token' };
     let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(token, this.keySet, {
         issuer: this.options.issuer,
         typ: 'at+jwt',
         algorithms: this.algorithms,
-        clockTolerance: clockToleranceSeconds,
+        clockTolerance: options.checkTime === false ? Number.MAX_SAFE_INTEGER : clockToleranceSeconds,
         currentDate: new Date(this.options.now()),
         requiredClaims: ['exp', 'iat', 'jti', 'sub', 'client_id'],
       }));
     } catch (err) {
-      return invalid((err as { code?: string }).code ?? 'invalid token');
+      return { ok: false, reason: (err as { code?: string }).code ?? 'invalid token' };
     }
-    // A store failure propagates: the grant answers 503 rather than trusting an unchecked token.
-    if ((await this.options.store.get(revokedJtiKey(payload.jti as string))) !== null) return invalid('token revoked');
-    return { isError: false, claims: toClaims(payload) };
+    // A store failure propagates: the caller answers 503 rather than trusting an unchecked token.
+    if ((await this.options.store.get(revokedJtiKey(payload.jti as string))) !== null) return { ok: false, reason: 'token revoked' };
+    return { ok: true, payload };
   }
 }
 

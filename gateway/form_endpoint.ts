@@ -1,0 +1,79 @@
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import { errorBody } from '../workers/protocol/oauth_errors.js';
+import type { FormParams } from '../workers/protocol/token_task.js';
+import { maxBodyBytes, readBody } from './http/body_reader.js';
+import { Exchange } from './http/exchange.js';
+import { parseForm, type FormParseFailure } from './http/form_parser.js';
+
+/** A parsed form POST, ready for the endpoint's own steps. */
+export interface FormRequest {
+  readonly exchange: Exchange;
+  readonly params: FormParams;
+  /** The Authorization header, copied before the uWS request object died ('' when absent). */
+  readonly authorization: string;
+}
+
+const bodies = {
+  contentType: errorBody('invalid_request', 'The request must be application/x-www-form-urlencoded.'),
+  tooLarge: errorBody('invalid_request', 'The request body is too large.'),
+} as const;
+
+const parseFailureBodies: Record<FormParseFailure, string> = {
+  encoding: errorBody('invalid_request', 'The request body is not valid form-urlencoded UTF-8.'),
+  duplicate: errorBody('invalid_request', 'A parameter was sent more than once.'),
+  too_many: errorBody('invalid_request', 'The request has too many parameters.'),
+};
+
+/** `application/x-www-form-urlencoded`, optionally with a UTF-8 charset parameter. */
+export function isFormContentType(header: string): boolean {
+  const semi = header.indexOf(';');
+  const type = (semi === -1 ? header : header.slice(0, semi)).trim().toLowerCase();
+  if (type !== 'application/x-www-form-urlencoded') return false;
+  if (semi === -1) return true;
+  for (const part of header.slice(semi + 1).split(';')) {
+    const [name, value] = part.split('=');
+    if (name?.trim().toLowerCase() === 'charset' && value?.trim().replaceAll('"', '').toLowerCase() !== 'utf-8') return false;
+  }
+  return true;
+}
+
+/**
+ * The steps every OAuth form endpoint starts with (token, introspection, revocation): POST only,
+ * form content type, the 64 KiB body cap, strict parsing. Then `onForm` runs, synchronously.
+ */
+export function createFormEndpoint(
+  name: string,
+  onForm: (request: FormRequest) => void,
+  observe?: (status: number) => void,
+): (res: HttpResponse, req: HttpRequest) => void {
+  const methodBody = errorBody('invalid_request', `The ${name} endpoint accepts POST only.`);
+  return (res, req) => {
+    const exchange = new Exchange(res);
+    exchange.observer = observe;
+    if (req.getMethod() !== 'post') {
+      exchange.sendJson(405, methodBody, { allow: 'POST' });
+      return;
+    }
+    // uWS request objects die with this callback: copy what later steps need now.
+    const authorization = req.getHeader('authorization');
+    if (!isFormContentType(req.getHeader('content-type'))) {
+      exchange.sendJson(400, bodies.contentType, { closeConnection: true });
+      return;
+    }
+    const declaredLength = req.getHeader('content-length');
+    if (declaredLength.length > 0 && Number(declaredLength) > maxBodyBytes) {
+      exchange.sendJson(413, bodies.tooLarge, { closeConnection: true });
+      return;
+    }
+    readBody(
+      exchange,
+      maxBodyBytes,
+      (body) => {
+        const parsed = parseForm(body);
+        if (!parsed.ok) exchange.sendJson(400, parseFailureBodies[parsed.reason]);
+        else onForm({ exchange, params: parsed.params, authorization });
+      },
+      () => exchange.sendJson(413, bodies.tooLarge, { closeConnection: true }),
+    );
+  };
+}

@@ -1,0 +1,61 @@
+import type { JWTPayload } from 'jose';
+import type { Store } from '../store/store.js';
+import { parseRefreshHandle } from '../tokens/refresh_token_handle.js';
+import type { RefreshTokenRecord } from '../tokens/refresh_token_record.js';
+import type { AccessTokenValidator } from '../tokens/token_validator.js';
+import type { FormParams } from '../protocol/token_task.js';
+
+export const inactive = '{"active":false}';
+
+export interface IntrospectionServices {
+  readonly tokenValidator: AccessTokenValidator;
+  readonly store: Store;
+  readonly now: () => number;
+}
+
+/**
+ * RFC 7662 §2.2: a token the caller may see is described; everything else (expired, revoked,
+ * consumed, unknown, garbage, another caller's) is exactly `{"active":false}`. An API resource
+ * sees access tokens whose `aud` names it; a client sees its own access and refresh tokens.
+ */
+export async function introspect(callerKind: string, callerId: string, params: FormParams, services: IntrospectionServices): Promise<string> {
+  const token = params.token ?? '';
+  // The hint picks which kind to try first (RFC 7662 §2.1); both are tried either way.
+  const refreshFirst = params.token_type_hint === 'refresh_token';
+  const attempts = refreshFirst ? [introspectRefreshToken, introspectAccessToken] : [introspectAccessToken, introspectRefreshToken];
+  for (const attempt of attempts) {
+    const body = await attempt(token, callerKind, callerId, services);
+    if (body !== undefined) return body;
+  }
+  return inactive;
+}
+
+async function introspectAccessToken(token: string, callerKind: string, callerId: string, services: IntrospectionServices): Promise<string | undefined> {
+  if (token.split('.').length !== 3) return undefined;
+  const verified = await services.tokenValidator.verify(token);
+  if (!verified.ok || !visibleTo(verified.payload, callerKind, callerId)) return undefined;
+  return JSON.stringify({ active: true, token_type: 'Bearer', ...verified.payload });
+}
+
+async function introspectRefreshToken(token: string, callerKind: string, callerId: string, services: IntrospectionServices): Promise<string | undefined> {
+  const handle = parseRefreshHandle(token);
+  if (handle === undefined || callerKind !== 'client') return undefined;
+  const record = await services.store.get<RefreshTokenRecord>(handle.key);
+  const now = services.now();
+  if (record === null || record.clientId !== callerId || record.expiresAt <= now || record.absoluteExpiresAt <= now) return undefined;
+  return JSON.stringify({
+    active: true,
+    token_type: 'refresh_token',
+    scope: record.scopes.join(' '),
+    client_id: record.clientId,
+    sub: record.subject,
+    iat: Math.floor(record.createdAt / 1000),
+    exp: Math.floor(record.expiresAt / 1000),
+  });
+}
+
+function visibleTo(payload: JWTPayload, callerKind: string, callerId: string): boolean {
+  if (callerKind === 'client') return payload.client_id === callerId;
+  const aud = payload.aud;
+  return aud === callerId || (Array.isArray(aud) && aud.includes(callerId));
+}

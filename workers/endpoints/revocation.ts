@@ -1,0 +1,54 @@
+import type { Store } from '../store/store.js';
+import { parseRefreshHandle } from '../tokens/refresh_token_handle.js';
+import type { RefreshTokenRecord } from '../tokens/refresh_token_record.js';
+import { denyAccessToken, revokeRefreshFamily } from '../tokens/token_revocation.js';
+import type { AccessTokenValidator } from '../tokens/token_validator.js';
+import type { FormParams } from '../protocol/token_task.js';
+
+export interface RevocationServices {
+  readonly tokenValidator: AccessTokenValidator;
+  readonly store: Store;
+  readonly now: () => number;
+}
+
+/**
+ * RFC 7009 §2.1: revokes a refresh token (with its family and the access tokens issued from it)
+ * or a JWT access token (its `jti` on the deny list until it expires). The hint orders the
+ * attempts but is not trusted. Unknown tokens, tokens already revoked and tokens of other clients
+ * all answer 200 (§2.2), and another client's token is left alone.
+ */
+export async function revoke(clientId: string, params: FormParams, services: RevocationServices): Promise<void> {
+  const token = params.token ?? '';
+  if (params.token_type_hint === 'refresh_token') {
+    if (!(await revokeRefreshToken(token, clientId, services))) await revokeAccessToken(token, clientId, services);
+  } else if (!(await revokeAccessToken(token, clientId, services))) {
+    await revokeRefreshToken(token, clientId, services);
+  }
+}
+
+async function revokeAccessToken(token: string, clientId: string, services: RevocationServices): Promise<boolean> {
+  if (token.split('.').length !== 3) return false;
+  const verified = await services.tokenValidator.verify(token, { checkTime: false });
+  if (!verified.ok) return false;
+  const { jti, exp, client_id: owner } = verified.payload;
+  if (owner !== clientId || typeof jti !== 'string' || typeof exp !== 'number') return true;
+  await denyAccessToken(services.store, { jti, exp }, services.now());
+  return true;
+}
+
+async function revokeRefreshToken(token: string, clientId: string, services: RevocationServices): Promise<boolean> {
+  const handle = parseRefreshHandle(token);
+  if (handle === undefined) return false;
+  const now = services.now();
+  let record = await services.store.get<RefreshTokenRecord>(handle.key);
+  if (record === null) {
+    // A retired token of the family still names the grant to revoke (RFC 7009 §2.1).
+    const retired = await services.store.consume<RefreshTokenRecord>(handle.key);
+    if (retired.status !== 'replayed') return false;
+    record = retired.value;
+  }
+  if (record.clientId === clientId) {
+    await revokeRefreshFamily(services.store, handle.family, Math.max(1000, record.absoluteExpiresAt - now), now);
+  }
+  return true;
+}
