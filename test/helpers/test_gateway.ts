@@ -2,9 +2,12 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Logger } from 'pino';
 import type { Test } from 'tap';
 import { validateConfig, type LoadedConfig } from '../../gateway/config/load.js';
-import { startGateway, type RunningGateway } from '../../gateway/server.js';
+import { startGateway, type RunningGateway, type StartOptions } from '../../gateway/server.js';
+import { listValidatorFiles, peekGrantTypes } from '../../gateway/validator_loader.js';
 import { freePort } from './free_port.js';
 
 export const sha256Secret = (secret: string): string => createHash('sha256').update(secret, 'utf8').digest('base64');
@@ -88,26 +91,63 @@ export interface TestGateway extends RunningGateway {
   readonly tokenUrl: string;
 }
 
+export interface TestGatewayOptions {
+  patch?: (raw: Record<string, unknown>) => void;
+  grantModules?: string[];
+  extraGrantTypes?: string[];
+  /**
+   * Validator modules (absolute paths or file URLs), as `addExtensionGrantValidator` adds them.
+   * Their grant types count as known to config validation, as with `tessera start`.
+   */
+  validatorModules?: string[];
+  /** An absolute `validatorsDir`; its modules' grant types count as known too. */
+  validatorsDir?: string;
+  /** Hot reload of `validatorsDir` (the gateway's default: on). */
+  watchValidators?: boolean;
+  /** The main thread's logger (default: a silent one from the config). */
+  logger?: Logger;
+}
+
 /** Starts a real gateway on a free port; stopped when the test ends. */
-export async function startTestGateway(
-  t: Test,
-  options: {
-    patch?: (raw: Record<string, unknown>) => void;
-    grantModules?: string[];
-    extraGrantTypes?: string[];
-  } = {},
-): Promise<TestGateway> {
+export async function startTestGateway(t: Test, options: TestGatewayOptions = {}): Promise<TestGateway> {
   const raw = baseTestConfig();
   // The issuer must be where the gateway listens, for discovery-driven clients.
   const port = await freePort();
   raw.issuer = `http://127.0.0.1:${port}`;
   raw.listen = { host: '127.0.0.1', port };
+  if (options.validatorsDir !== undefined) raw.validatorsDir = options.validatorsDir;
   options.patch?.(raw);
   // Not t.testdir(): a test may use its own testdir for key files.
   const devKeyDir = mkdtempSync(path.join(tmpdir(), 'tessera-test-'));
   t.teardown(() => rmSync(devKeyDir, { recursive: true, force: true }));
-  const config = validateConfig(raw, { configDir: devKeyDir, env: {}, extraGrantTypes: options.extraGrantTypes ?? [] });
-  const gateway = await startGateway({ config, devKeyDir, ...(options.grantModules ? { grantModules: options.grantModules } : {}) });
+  // Like the service builder: grant types of the validators to load are known to the config.
+  const validatorUrls = [
+    ...(options.validatorsDir !== undefined ? await listValidatorFiles(options.validatorsDir) : []),
+    ...(options.validatorModules ?? []),
+  ].map((m) => (m.startsWith('file:') ? m : pathToFileURL(m).href));
+  const validatorGrantTypes = validatorUrls.length > 0 ? await peekGrantTypes(validatorUrls) : [];
+  const config = validateConfig(raw, {
+    configDir: devKeyDir,
+    env: {},
+    extraGrantTypes: [...(options.extraGrantTypes ?? []), ...validatorGrantTypes],
+  });
+  const startOptions: StartOptions = { config, devKeyDir };
+  if (options.grantModules) startOptions.grantModules = options.grantModules;
+  if (options.validatorModules) startOptions.validatorModules = options.validatorModules;
+  if (options.watchValidators !== undefined) startOptions.watchValidators = options.watchValidators;
+  if (options.logger !== undefined) startOptions.logger = options.logger;
+  const gateway = await startGateway(startOptions);
   t.teardown(() => gateway.stop());
-  return { ...gateway, stop: () => gateway.stop(), config, tokenUrl: `${gateway.url}/connect/token` };
+  // Delegates rather than spreads: `grantTypes` is a getter that follows validator reloads.
+  return {
+    url: gateway.url,
+    port: gateway.port,
+    get grantTypes() {
+      return gateway.grantTypes;
+    },
+    nextValidatorReload: () => gateway.nextValidatorReload(),
+    stop: () => gateway.stop(),
+    config,
+    tokenUrl: `${gateway.url}/connect/token`,
+  };
 }

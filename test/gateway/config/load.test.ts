@@ -86,7 +86,7 @@ t.test('the demo config', async (t) => {
     for (const grant of [...builtInGrantTypes, 'delegation']) t.ok(grants.has(grant), grant);
     t.same(
       demo.clients.map((client) => client.clientId),
-      ['m2m', 'ro.client', 'web', 'spa', 'tv', 'frontend', 'api1'],
+      ['m2m', 'ro.client', 'web', 'spa', 'tv', 'frontend', 'api1', 'exchanger'],
     );
   });
 
