@@ -89,7 +89,10 @@ t.test('on the Redis store', async (t) => {
   });
 
   t.test('during an outage a store grant answers 503 in bounded time while client_credentials keeps working', async (t) => {
-    if (!redis.managed) return t.skip('cannot stop a shared redis-server');
+    if (!redis.managed) {
+      t.comment('cannot stop a shared redis-server');
+      return;
+    }
     await redis.stop();
     const started = Date.now();
     const res = await tokenRequest(a.url, 'grant_type=test_store', basic('tester', 'secret'));

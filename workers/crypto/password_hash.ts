@@ -15,7 +15,7 @@ import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:c
 /** OWASP Password Storage Cheat Sheet, argon2id minimum. */
 // `Algorithm.Argon2id` is an ambient const enum (2), which verbatimModuleSyntax cannot read.
 export const argon2Params = { algorithm: 2 as Algorithm, memoryCost: 19456, timeCost: 2, parallelism: 1 } as const;
-const argon2Pattern = /^\$argon2id\$v=19\$m=(\d{1,7}),t=(\d{1,2}),p=(\d{1,2})\$[A-Za-z0-9+/]{11,}\$[A-Za-z0-9+/]{22,}$/;
+const argon2Pattern = /^\$argon2id\$v=19\$m=(\d{1,7}),t=(\d{1,2}),p=(\d{1,2})\$[A-Za-z0-9+/]{11,}\$[A-Za-z0-9+/]{43}$/;
 
 const defaultParams = { ln: 15, r: 8, p: 1 } as const;
 const saltBytes = 16;

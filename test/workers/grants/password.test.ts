@@ -44,7 +44,8 @@ t.test('password grant', async (t) => {
   });
 
   t.test('requires both username and password', async (t) => {
-    for (const params of [{ username: 'alice' }, { password: 'alice-pw' }, { username: '', password: 'alice-pw' }]) {
+    const incomplete: Record<string, string>[] = [{ username: 'alice' }, { password: 'alice-pw' }, { username: '', password: 'alice-pw' }];
+    for (const params of incomplete) {
       const r = await grant(gw, params);
       t.equal(r.status, 400);
       t.same(JSON.parse(r.text), { error: 'invalid_request', error_description: 'The username and password parameters are required.' });
@@ -64,7 +65,7 @@ t.test('password grant', async (t) => {
   });
 
   t.test('answers an unknown user, a wrong password, a disabled user and a tenant mismatch identically', async (t) => {
-    const cases = [
+    const cases: Record<string, string>[] = [
       { username: 'nobody', password: 'alice-pw' },
       { username: 'alice', password: 'wrong' },
       { username: 'bob', password: 'bob-pw' },
