@@ -2,6 +2,7 @@ import type { LoadedConfig } from './config/load.js';
 import type { SigningKeyMaterial } from '../workers/tokens/signing_key.js';
 import { publicJwk } from '../workers/tokens/signing_key.js';
 import { ScopeRules } from '../workers/grants/scope_rules.js';
+import { IdTokenBuilder } from '../workers/tokens/id_token.js';
 
 export const discoveryPath = '/.well-known/openid-configuration';
 export const jwksPath = '/.well-known/openid-configuration/jwks';
@@ -19,6 +20,7 @@ export function buildDiscoveryDocument(
   const document = {
     issuer,
     jwks_uri: `${issuer}${jwksPath}`,
+    authorization_endpoint: `${issuer}/connect/authorize`,
     token_endpoint: `${issuer}/connect/token`,
     introspection_endpoint: `${issuer}/connect/introspect`,
     revocation_endpoint: `${issuer}/connect/revocation`,
@@ -29,6 +31,10 @@ export function buildDiscoveryDocument(
     revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
     scopes_supported: new ScopeRules(config).supportedScopes(),
     response_types_supported: ['code'],
+    response_modes_supported: ['query'],
+    authorization_response_iss_parameter_supported: true,
+    claims_supported: new IdTokenBuilder(config, issuer, keys[0]?.alg ?? 'ES256').supportedClaims(),
+    prompt_values_supported: ['none', 'login', 'consent'],
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: [...new Set(keys.map((k) => k.alg))],
     code_challenge_methods_supported: ['S256'],

@@ -21,6 +21,9 @@ import { Exchange } from './http/exchange.js';
 import { loadSigningKeys } from './key_loader.js';
 import { GatewayMetrics } from './metrics.js';
 import { createTokenEndpoint } from './token_endpoint.js';
+import { registerAuthorizeEndpoint } from './pages/authorize_endpoint.js';
+import { PageSecrets } from './pages/session.js';
+import { ScopeRules } from '../workers/grants/scope_rules.js';
 import { createIntrospectionEndpoint } from './introspection_endpoint.js';
 import { createRevocationEndpoint } from './revocation_endpoint.js';
 import { loadValidatorModules, type ValidatorModule } from './validator_loader.js';
@@ -135,6 +138,16 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
 
     const app = uWS.App();
     app.any('/connect/token', tokenEndpoint);
+    const firstKey = keys[0] as SigningKeyMaterial;
+    registerAuthorizeEndpoint(app, {
+      config,
+      clients,
+      scopes: new ScopeRules(config),
+      // Keys for cookies and CSRF tokens are derived from the signing key every instance shares.
+      secrets: new PageSecrets(`${firstKey.kid}:${String(firstKey.jwk.d)}`, config.issuer.startsWith('https:'), config.sessionLifetimeSeconds * 1000),
+      dispatcher,
+      store,
+    });
     app.any('/connect/introspect', createIntrospectionEndpoint({ ...clientAuthentication, apiResources: config.apiResources, dispatcher }));
     app.any('/connect/revocation', createRevocationEndpoint({ ...clientAuthentication, dispatcher }));
     app.any(discoveryPath, getOnly((ex) => ex.sendStatic(200, 'application/json; charset=utf-8', discoveryBody, 'public, max-age=300')));

@@ -13,8 +13,16 @@ export interface DispatcherOptions {
   logger: Logger;
 }
 
-const unavailableBody = errorBody('temporarily_unavailable', 'The service is temporarily unavailable. Retry later.');
-const serverErrorBody = errorBody('server_error', 'The server could not complete the request.');
+const unavailableResult: TokenTaskResult = [503, errorBody('temporarily_unavailable', 'The service is temporarily unavailable. Retry later.'), 1];
+const serverErrorResult: TokenTaskResult = [500, errorBody('server_error', 'The server could not complete the request.'), null];
+
+/** Where a result goes: straight out as the HTTP answer, or to a caller that continues. */
+type Sink = Exchange | ((result: TokenTaskResult) => void);
+
+function deliver(sink: Sink, result: TokenTaskResult): void {
+  if (typeof sink === 'function') sink(result);
+  else sink.sendJson(result[0], result[1], result[2] === null ? undefined : { retryAfter: result[2] });
+}
 
 /**
  * Hands token requests to the worker pool in batches. Every request that arrives in one
@@ -23,7 +31,7 @@ const serverErrorBody = errorBody('server_error', 'The server could not complete
  * (bench/README.md has the figures).
  */
 export class WorkerDispatcher {
-  private exchanges: Exchange[] = [];
+  private exchanges: Sink[] = [];
   private items: TokenTaskItem[] = [];
   private scheduled = false;
   private inFlight = 0;
@@ -55,9 +63,14 @@ export class WorkerDispatcher {
     return this.inFlight;
   }
 
-  submit(exchange: Exchange, item: TokenTaskItem): void {
+  /** Runs a task and hands its result to the caller instead of answering HTTP (login pages). */
+  call(item: TokenTaskItem): Promise<TokenTaskResult> {
+    return new Promise((resolve) => this.submit(resolve, item));
+  }
+
+  submit(exchange: Sink, item: TokenTaskItem): void {
     if (this.inFlight >= this.options.maxQueue) {
-      exchange.sendJson(503, unavailableBody, { retryAfter: 1 });
+      deliver(exchange, unavailableResult);
       return;
     }
     this.inFlight++;
@@ -89,23 +102,18 @@ export class WorkerDispatcher {
     }
   };
 
-  private runBatch(exchanges: Exchange[], items: TokenTaskItem[]): void {
+  private runBatch(exchanges: Sink[], items: TokenTaskItem[]): void {
     const task = packMessage(items);
     this.pool.run(Piscina.move(task)).then(
       (packed: Uint8Array) => {
         const results = unpackMessage<TokenTaskResult[]>(packed);
-        for (let i = 0; i < exchanges.length; i++) {
-          const result = results[i];
-          const exchange = exchanges[i] as Exchange;
-          if (result === undefined) exchange.sendJson(500, serverErrorBody);
-          else exchange.sendJson(result[0], result[1], result[2] === null ? undefined : { retryAfter: result[2] });
-        }
+        for (let i = 0; i < exchanges.length; i++) deliver(exchanges[i] as Sink, results[i] ?? serverErrorResult);
         this.settle(exchanges.length);
       },
       (err: unknown) => {
         // A worker that died or threw outside a grant: this batch fails, the pool replaces the thread.
         this.options.logger.error({ err, requests: exchanges.length }, 'worker task failed');
-        for (const exchange of exchanges) exchange.sendJson(500, serverErrorBody);
+        for (const exchange of exchanges) deliver(exchange, serverErrorResult);
         this.settle(exchanges.length);
       },
     );

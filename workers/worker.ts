@@ -15,14 +15,15 @@ import { revoke } from './endpoints/revocation.js';
 import type { WorkerBootData } from './protocol/worker_boot.js';
 import { GrantRegistry, isGrantHandler } from './grants/registry.js';
 import type { GrantServices } from './grants/grant_handler.js';
-import { ScopeRules } from './grants/scope_rules.js';
+import { ScopeRules, userPolicy } from './grants/scope_rules.js';
 import { JwtSigner } from './tokens/jwt_signer.js';
+import { IdTokenBuilder } from './tokens/id_token.js';
 import { AccessTokenValidator } from './tokens/token_validator.js';
 import { extensionGrantHandler, validatorApiResources } from './grants/extension_grant.js';
 import type { ExtensionGrantValidator, ResourceOwnerPasswordValidator, ValidatorServices } from './protocol/validator_api.js';
 import { ConfigUserPasswordValidator } from './grants/config_user_validator.js';
 import { FailureThrottle } from './grants/failure_throttle.js';
-import { createPasswordGrant } from './grants/password.js';
+import { createPasswordGrant, createResourceOwnerAuthenticator } from './grants/password.js';
 import { hashPassword } from './crypto/password_hash.js';
 import { ensureTypeScriptLoader, isTypeScriptModule } from './typescript_loader.js';
 
@@ -62,13 +63,12 @@ if (boot.passwordValidatorModule !== null) {
   // Hashed once per thread with the same cost as real hashes: verified when no user matches.
   passwordValidator = new ConfigUserPasswordValidator(boot.config.users, await hashPassword('dummy password for unknown users'));
 }
-registry.register(
-  createPasswordGrant(passwordValidator, {
-    throttle: new FailureThrottle(store, 'pwd', boot.config.throttling.password),
-    timeoutMs: boot.config.validatorTimeoutMs,
-    logger,
-  }),
-);
+const authenticateResourceOwner = createResourceOwnerAuthenticator(passwordValidator, {
+  throttle: new FailureThrottle(store, 'pwd', boot.config.throttling.password),
+  timeoutMs: boot.config.validatorTimeoutMs,
+  logger,
+});
+registry.register(createPasswordGrant(authenticateResourceOwner));
 
 // The gateway already checked these modules; here each worker builds its own instances.
 for (const url of boot.validatorModules) {
@@ -85,6 +85,7 @@ const services: GrantServices = {
   clients: registerClients(boot.config.clients),
   scopes: new ScopeRules(boot.config),
   signer: new JwtSigner(firstKey),
+  idTokens: new IdTokenBuilder(boot.config, boot.config.issuer, firstKey.alg),
   store,
   now: Date.now,
   logger,
@@ -114,6 +115,8 @@ async function handleItem(item: TokenTaskItem): Promise<TokenTaskResult> {
       case Endpoint.Revocation:
         await revoke(callerId, params, endpointServices);
         return [200, '', null];
+      case Endpoint.Login:
+        return await handleLogin(callerId, params);
       default:
         logger.error({ endpoint }, 'task for an unknown endpoint');
         return serverError;
@@ -130,6 +133,16 @@ async function handleItem(item: TokenTaskItem): Promise<TokenTaskResult> {
     logger.error({ endpoint, name, callerId, err }, 'request handler failed');
     return serverError;
   }
+}
+
+// The login pages' credential check: the password grant's, so both share validator and throttle.
+async function handleLogin(clientId: string, params: TokenTaskItem[3]): Promise<TokenTaskResult> {
+  const client = services.clients.get(clientId);
+  if (client === undefined) return serverError;
+  const request = { grantType: 'authorization_code', client, params };
+  const scopes = services.scopes.resolve(client, params.scope, userPolicy);
+  const user = await authenticateResourceOwner(request, services, scopes);
+  return [200, JSON.stringify(user), null];
 }
 
 async function handleTokenRequest(grantType: string, clientId: string, params: TokenTaskItem[3]): Promise<TokenTaskResult> {

@@ -174,6 +174,12 @@ export const configSchema = z
       })
       .default({ password: { maxFailures: 5, windowSeconds: 900 }, clientAuthentication: { maxFailures: 10, windowSeconds: 300 } }),
     validatorTimeoutMs: z.number().int().positive().default(5000),
+    sessionLifetimeSeconds: z
+      .number()
+      .int()
+      .positive()
+      .default(36000)
+      .describe('How long a sign-in on the login page lasts (single sign-on); IdentityServer\'s default is 10 hours.'),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     identityResources: z
       .array(z.strictObject({ name: nonEmpty, displayName: z.string().optional(), claims: z.array(nonEmpty).default([]) }))

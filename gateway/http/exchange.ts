@@ -76,6 +76,29 @@ export class Exchange {
     });
   }
 
+  /**
+   * An HTML page or a redirect from the login and consent pages, with the security headers of
+   * SPEC §3 and any cookies to set.
+   */
+  sendPage(status: number, html: string, options: { location?: string; cookies?: readonly string[] } = {}): void {
+    if (this.aborted || this.done) return;
+    this.done = true;
+    const res = this.res;
+    res.cork(() => {
+      res.writeStatus(statusLine(status));
+      if (options.location !== undefined) res.writeHeader('Location', options.location);
+      if (html.length > 0) res.writeHeader('Content-Type', 'text/html; charset=utf-8');
+      res.writeHeader('Cache-Control', 'no-store');
+      res.writeHeader('Pragma', 'no-cache');
+      res.writeHeader('X-Frame-Options', 'DENY');
+      res.writeHeader('Referrer-Policy', 'no-referrer');
+      res.writeHeader('X-Content-Type-Options', 'nosniff');
+      res.writeHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'");
+      for (const cookie of options.cookies ?? []) res.writeHeader('Set-Cookie', cookie);
+      res.end(html);
+    });
+  }
+
   /** A prebuilt body with its own headers (discovery, JWKS, metrics). */
   sendStatic(status: number, contentType: string, body: string | Uint8Array, cacheControl: string): void {
     if (this.aborted || this.done) return;

@@ -256,7 +256,7 @@ t.test('token endpoint', async (t) => {
     t.equal(doc.issuer, gw.config.issuer);
     t.equal(doc.token_endpoint, `${gw.config.issuer}/connect/token`);
     t.equal(doc.jwks_uri, `${gw.config.issuer}/.well-known/openid-configuration/jwks`);
-    t.same(doc.grant_types_supported, ['client_credentials', 'password', 'refresh_token']);
+    t.same(doc.grant_types_supported, ['authorization_code', 'client_credentials', 'password', 'refresh_token']);
     t.equal(doc.introspection_endpoint, `${gw.config.issuer}/connect/introspect`);
     t.equal(doc.revocation_endpoint, `${gw.config.issuer}/connect/revocation`);
     t.same(doc.token_endpoint_auth_methods_supported, ['client_secret_basic', 'client_secret_post', 'none']);

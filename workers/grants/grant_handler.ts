@@ -3,6 +3,7 @@ import type { Store } from '../store/store.js';
 import type { RegisteredClient } from '../protocol/client_model.js';
 import type { FormParams } from '../protocol/token_task.js';
 import type { JwtSigner } from '../tokens/jwt_signer.js';
+import type { IdTokenBuilder } from '../tokens/id_token.js';
 import type { ScopeRules } from './scope_rules.js';
 
 /** What every grant handler may use; one instance per worker thread. */
@@ -11,6 +12,7 @@ export interface GrantServices {
   readonly clients: ReadonlyMap<string, RegisteredClient>;
   readonly scopes: ScopeRules;
   readonly signer: JwtSigner;
+  readonly idTokens: IdTokenBuilder;
   readonly store: Store;
   /** Epoch milliseconds; injectable so expiry rules are testable without sleeping. */
   readonly now: () => number;

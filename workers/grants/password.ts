@@ -8,8 +8,9 @@ import {
 import { parseAcrValues } from './acr_values.js';
 import { grantClaims, isResult, runWithTimeout, validatedRequest } from './extension_grant.js';
 import type { FailureThrottle } from './failure_throttle.js';
-import type { GrantHandler } from './grant_handler.js';
-import { userPolicy } from './scope_rules.js';
+import type { GrantHandler, GrantRequest, GrantServices } from './grant_handler.js';
+import { userPolicy, type GrantedScopes } from './scope_rules.js';
+import type { ClaimValue as TokenClaimValue } from '../tokens/access_token.js';
 import { issueTokens } from './token_issuance.js';
 
 const rejected = 'The username or password is incorrect.';
@@ -19,56 +20,78 @@ const rejected = 'The username or password is incorrect.';
  * handler owns what must hold whatever checks them: required parameters, `acr_values`, the
  * identity-provider restriction, the brute-force throttle, and one answer for every failure.
  */
-export function createPasswordGrant(
+/** A user who proved who they are, as tokens and sessions need them. */
+export interface AuthenticatedUser {
+  readonly subject: string;
+  /** `auth_time`, `idp`, `amr`, `tenant` and the validator's own claims. */
+  readonly claims: Record<string, TokenClaimValue>;
+}
+
+/**
+ * The checks every password sign-in goes through, for the password grant and the login pages
+ * alike: `acr_values`, the identity-provider restriction, the brute-force throttle, the validator
+ * within its time limit, and one answer for every failure.
+ */
+export type ResourceOwnerAuthenticator = (request: GrantRequest, services: GrantServices, scopes: GrantedScopes) => Promise<AuthenticatedUser>;
+
+export function createResourceOwnerAuthenticator(
   validator: ResourceOwnerPasswordValidator,
   options: { throttle: FailureThrottle; timeoutMs: number; logger: Logger },
-): GrantHandler {
+): ResourceOwnerAuthenticator {
   const { throttle, timeoutMs, logger } = options;
+  return async (request, services, scopes) => {
+    const { params, client } = request;
+    const userName = params.username;
+    const password = params.password;
+    if (userName === undefined || password === undefined) {
+      throw new OAuthError('invalid_request', 'The username and password parameters are required.');
+    }
+    const acr = parseAcrValues(params.acr_values);
+    const restrictions = client.config.identityProviderRestrictions;
+    if (restrictions.length > 0 && !restrictions.includes(acr.idp ?? 'local')) {
+      throw new OAuthError('invalid_request', 'The requested identity provider is not allowed for this client.');
+    }
+
+    // Per username at this client: guessing one user's password is throttled without letting
+    // an attacker lock that user out of every other application.
+    const throttleSubject = `${client.clientId}\u0000${userName}`;
+    const state = await throttle.check(throttleSubject);
+    if (state.blocked) throw tooManyAttempts(state.retryAfterSeconds);
+
+    const context: ResourceOwnerPasswordValidationContext = {
+      userName,
+      password,
+      request: { ...validatedRequest(request, scopes.scopes, params.scope), acrValues: acr.values, idp: acr.idp, tenant: acr.tenant },
+      result: GrantValidationResult.error(TokenRequestErrors.InvalidGrant, rejected),
+    };
+    await runWithTimeout(validator, context, timeoutMs, logger);
+    const result = context.result;
+    const subject = isResult(result) && !result.isError && typeof result.subject === 'string' && result.subject.length > 0 ? result.subject : undefined;
+    if (subject === undefined || !isResult(result)) {
+      // The attempt that reaches the limit is still answered as a wrong password; the next is 429.
+      await throttle.recordFailure(throttleSubject);
+      throw failureOf(result);
+    }
+    await throttle.recordSuccess(throttleSubject);
+
+    const claims = grantClaims(result.claims);
+    claims.auth_time = Math.floor(services.now() / 1000);
+    // The validator may name the user's identity provider; `idp` is otherwise not its to set.
+    claims.idp = claimOf(result.claims, 'idp') ?? acr.idp ?? 'local';
+    claims.amr = [result.grantType ?? 'pwd'];
+    if (acr.tenant !== undefined) claims.tenant = acr.tenant;
+    return { subject, claims };
+  };
+}
+
+/** The resource owner password grant (RFC 6749 §4.3) over a {@link ResourceOwnerAuthenticator}. */
+export function createPasswordGrant(authenticate: ResourceOwnerAuthenticator): GrantHandler {
   return {
     grantType: 'password',
     async handle(request, services) {
-      const { params, client } = request;
-      const userName = params.username;
-      const password = params.password;
-      if (userName === undefined || password === undefined) {
-        throw new OAuthError('invalid_request', 'The username and password parameters are required.');
-      }
-      const acr = parseAcrValues(params.acr_values);
-      const restrictions = client.config.identityProviderRestrictions;
-      if (restrictions.length > 0 && !restrictions.includes(acr.idp ?? 'local')) {
-        throw new OAuthError('invalid_request', 'The requested identity provider is not allowed for this client.');
-      }
-      const scopes = services.scopes.resolve(client, params.scope, userPolicy);
-
-      // Per username at this client: guessing one user's password is throttled without letting
-      // an attacker lock that user out of every other application.
-      const throttleSubject = `${client.clientId}\u0000${userName}`;
-      const state = await throttle.check(throttleSubject);
-      if (state.blocked) throw tooManyAttempts(state.retryAfterSeconds);
-
-      const context: ResourceOwnerPasswordValidationContext = {
-        userName,
-        password,
-        request: { ...validatedRequest(request, scopes.scopes, params.scope), acrValues: acr.values, idp: acr.idp, tenant: acr.tenant },
-        result: GrantValidationResult.error(TokenRequestErrors.InvalidGrant, rejected),
-      };
-      await runWithTimeout(validator, context, timeoutMs, logger);
-      const result = context.result;
-      const subject = isResult(result) && !result.isError && typeof result.subject === 'string' && result.subject.length > 0 ? result.subject : undefined;
-      if (subject === undefined || !isResult(result)) {
-        // The attempt that reaches the limit is still answered as a wrong password; the next is 429.
-        await throttle.recordFailure(throttleSubject);
-        throw failureOf(result);
-      }
-      await throttle.recordSuccess(throttleSubject);
-
-      const claims = grantClaims(result.claims);
-      claims.auth_time = Math.floor(services.now() / 1000);
-      // The validator may name the user's identity provider; `idp` is otherwise not its to set.
-      claims.idp = claimOf(result.claims, 'idp') ?? acr.idp ?? 'local';
-      claims.amr = [result.grantType ?? 'pwd'];
-      if (acr.tenant !== undefined) claims.tenant = acr.tenant;
-      return issueTokens(request, services, { scopes, subject, claims });
+      const scopes = services.scopes.resolve(request.client, request.params.scope, userPolicy);
+      const user = await authenticate(request, services, scopes);
+      return issueTokens(request, services, { scopes, subject: user.subject, claims: user.claims });
     },
   };
 }

@@ -6,7 +6,7 @@ import { FamilyRevokedError } from '../store/store.js';
 import type { GrantHandler } from './grant_handler.js';
 import { userPolicy, type GrantedScopes, type ScopeRules } from './scope_rules.js';
 import type { RegisteredClient } from '../protocol/client_model.js';
-import { signAccessToken, tokenResponse } from './token_issuance.js';
+import { signAccessToken, signIdToken, tokenResponse } from './token_issuance.js';
 
 const invalidGrant = (): OAuthError => new OAuthError('invalid_grant', 'The refresh token is invalid, expired or revoked.');
 
@@ -42,7 +42,10 @@ export const refreshTokenGrant: GrantHandler = {
     if (record.expiresAt <= now || record.absoluteExpiresAt <= now) throw invalidGrant();
 
     const scopes = narrowedScopes(services.scopes, client, record, request.params.scope);
-    const accessToken = signAccessToken(request, services, { scopes, subject: record.subject, claims: record.claims }, now);
+    const grant = { scopes, subject: record.subject, claims: record.claims };
+    const accessToken = signAccessToken(request, services, grant, now);
+    // OIDC Core §12.2: same sub, aud and auth_time; no nonce.
+    const idToken = signIdToken(request, services, grant, record.openId, accessToken, now);
     // Before the rotation: a family revocation that races it still finds this access token.
     await recordIssuedAccessToken(store, record.family, accessToken, now);
     const expiresAt = refreshExpiry(client.config, record.absoluteExpiresAt, now);
@@ -56,12 +59,12 @@ export const refreshTokenGrant: GrantHandler = {
           throw err;
         }
       }
-      return tokenResponse(request, accessToken, scopes.scope, presented);
+      return tokenResponse(request, accessToken, scopes.scope, presented, idToken);
     }
 
     const successor = newRefreshHandle(record.family);
     const rotated = await store.rotate<RefreshTokenRecord, RefreshTokenRecord>(handle.key, successor.key, { ...record, expiresAt }, expiresAt - now);
-    if (rotated.status === 'consumed') return tokenResponse(request, accessToken, scopes.scope, successor.handle);
+    if (rotated.status === 'consumed') return tokenResponse(request, accessToken, scopes.scope, successor.handle, idToken);
     if (rotated.status === 'replayed') {
       await revokeRefreshFamily(store, handle.family, retentionOf(rotated.value, now), now);
       services.logger.warn({ clientId: client.clientId }, 'refresh token reused: family revoked');
@@ -72,14 +75,14 @@ export const refreshTokenGrant: GrantHandler = {
 
 /** A refresh may ask for less than was granted, never more (RFC 6749 §6). */
 function narrowedScopes(rules: ScopeRules, client: RegisteredClient, record: RefreshTokenRecord, requested: string | undefined): GrantedScopes {
-  if (requested === undefined) return rules.resolve(client, record.scopes.join(' '), userPolicy);
+  const wanted = requested?.split(' ').filter((scope) => scope.length > 0) ?? [];
+  // An empty `scope` is an omitted one: the original grant, never the client's defaults.
+  if (wanted.length === 0) return rules.resolve(client, record.scopes.join(' '), userPolicy);
   const granted = new Set(record.scopes);
-  for (const scope of requested.split(' ')) {
-    if (scope.length > 0 && !granted.has(scope)) {
-      throw new OAuthError('invalid_scope', 'The requested scope exceeds the scope originally granted.');
-    }
+  for (const scope of wanted) {
+    if (!granted.has(scope)) throw new OAuthError('invalid_scope', 'The requested scope exceeds the scope originally granted.');
   }
-  return rules.resolve(client, requested, userPolicy);
+  return rules.resolve(client, wanted.join(' '), userPolicy);
 }
 
 // How long the revocation is remembered: as long as any token of the family could live.

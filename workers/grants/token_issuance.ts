@@ -1,7 +1,9 @@
 import { buildAccessTokenClaims, type ClaimValue } from '../tokens/access_token.js';
 import { newFamilyId, newRefreshHandle } from '../tokens/refresh_token_handle.js';
 import { refreshExpiry, type RefreshTokenRecord } from '../tokens/refresh_token_record.js';
-import { recordIssuedAccessToken, type IssuedAccessToken } from '../tokens/token_revocation.js';
+import { recordIssuedAccessToken, revokeRefreshFamily, type IssuedAccessToken } from '../tokens/token_revocation.js';
+import type { StoreKey } from '../store/store.js';
+import type { OAuthError } from '../protocol/oauth_errors.js';
 import type { GrantRequest, GrantServices, TokenResponse } from './grant_handler.js';
 import type { GrantedScopes } from './scope_rules.js';
 
@@ -10,6 +12,25 @@ export interface TokenGrant {
   scopes: GrantedScopes;
   subject?: string;
   claims?: Readonly<Record<string, ClaimValue>>;
+}
+
+/** For grants that issue ID tokens (code, device, and refreshes of those). */
+export interface OpenIdGrant {
+  nonce?: string | undefined;
+  sid?: string | undefined;
+}
+
+/** Issuance options of the user-centric grants. */
+export interface IssueOptions {
+  /** Issue an ID token when `openid` is granted. */
+  openId?: OpenIdGrant;
+  /**
+   * A single-use record (an authorization code, an approved device code) redeemed by this
+   * issuance: consumed in the same atomic step that stores the refresh token, so of concurrent
+   * redemptions exactly one wins; a redemption that finds it consumed revokes what the first one
+   * issued (RFC 6749 §4.1.2) and fails with `invalid`.
+   */
+  redeem?: { key: StoreKey; family: string; invalid: () => OAuthError };
 }
 
 export interface SignedAccessToken extends IssuedAccessToken {
@@ -30,7 +51,7 @@ export function signAccessToken(request: GrantRequest, services: GrantServices, 
   return { token: services.signer.sign(claims, 'at+jwt'), jti: claims.jti as string, exp: claims.exp as number };
 }
 
-export function tokenResponse(request: GrantRequest, accessToken: SignedAccessToken, scope: string, refreshToken?: string): TokenResponse {
+export function tokenResponse(request: GrantRequest, accessToken: SignedAccessToken, scope: string, refreshToken?: string, idToken?: string): TokenResponse {
   const response: TokenResponse = {
     access_token: accessToken.token,
     token_type: 'Bearer',
@@ -38,7 +59,33 @@ export function tokenResponse(request: GrantRequest, accessToken: SignedAccessTo
     scope,
   };
   if (refreshToken !== undefined) response.refresh_token = refreshToken;
+  if (idToken !== undefined) response.id_token = idToken;
   return response;
+}
+
+/** An ID token for a user grant that was granted `openid`; `undefined` otherwise. */
+export function signIdToken(
+  request: GrantRequest,
+  services: GrantServices,
+  grant: TokenGrant,
+  openId: OpenIdGrant | undefined,
+  accessToken: SignedAccessToken,
+  nowMs: number,
+): string | undefined {
+  if (openId === undefined || grant.subject === undefined || !grant.scopes.scopes.includes('openid')) return undefined;
+  const authTime = grant.claims?.auth_time;
+  const payload = services.idTokens.build({
+    client: request.client,
+    subject: grant.subject,
+    scopes: grant.scopes,
+    authTime: typeof authTime === 'number' ? authTime : undefined,
+    nonce: openId.nonce,
+    sid: openId.sid,
+    accessToken: accessToken.token,
+    claims: grant.claims,
+    now: Math.floor(nowMs / 1000),
+  });
+  return services.signer.sign(payload, 'JWT');
 }
 
 /**
@@ -46,28 +93,50 @@ export function tokenResponse(request: GrantRequest, accessToken: SignedAccessTo
  * `offline_access` by a client allowed it, start a refresh-token family. The refresh token is
  * stored before anything is returned, so no token is issued whose state was not written.
  */
-export async function issueTokens(request: GrantRequest, services: GrantServices, grant: TokenGrant): Promise<TokenResponse> {
+export async function issueTokens(request: GrantRequest, services: GrantServices, grant: TokenGrant, options: IssueOptions = {}): Promise<TokenResponse> {
+  const { store } = services;
   const now = services.now();
-  const accessToken = signAccessToken(request, services, grant, now);
   const client = request.client.config;
-  if (grant.subject === undefined || !grant.scopes.offlineAccess || !client.allowOfflineAccess) {
-    return tokenResponse(request, accessToken, grant.scopes.scope);
+  const accessToken = signAccessToken(request, services, grant, now);
+  const idToken = signIdToken(request, services, grant, options.openId, accessToken, now);
+  const wantsRefresh = grant.subject !== undefined && grant.scopes.offlineAccess && client.allowOfflineAccess;
+  const redeem = options.redeem;
+  if (!wantsRefresh && redeem === undefined) return tokenResponse(request, accessToken, grant.scopes.scope, undefined, idToken);
+
+  const family = redeem?.family ?? newFamilyId();
+  // Recorded before anything is committed, so that a revocation racing this issuance finds it.
+  await recordIssuedAccessToken(store, family, accessToken, now);
+  let refresh: { handle: string; key: StoreKey; record: RefreshTokenRecord } | undefined;
+  if (wantsRefresh) {
+    const handle = newRefreshHandle(family);
+    const absoluteExpiresAt = now + client.absoluteRefreshTokenLifetime * 1000;
+    const record: RefreshTokenRecord = {
+      v: 1,
+      clientId: request.client.clientId,
+      subject: grant.subject as string,
+      scopes: grant.scopes.scopes,
+      claims: grant.claims ?? {},
+      family,
+      createdAt: now,
+      absoluteExpiresAt,
+      expiresAt: refreshExpiry(client, absoluteExpiresAt, now),
+      ...(options.openId !== undefined ? { openId: { sid: options.openId.sid } } : {}),
+    };
+    refresh = { handle: handle.handle, key: handle.key, record };
   }
-  const family = newFamilyId();
-  const refresh = newRefreshHandle(family);
-  const absoluteExpiresAt = now + client.absoluteRefreshTokenLifetime * 1000;
-  const record: RefreshTokenRecord = {
-    v: 1,
-    clientId: request.client.clientId,
-    subject: grant.subject,
-    scopes: grant.scopes.scopes,
-    claims: grant.claims ?? {},
-    family,
-    createdAt: now,
-    absoluteExpiresAt,
-    expiresAt: refreshExpiry(client, absoluteExpiresAt, now),
-  };
-  await recordIssuedAccessToken(services.store, family, accessToken, now);
-  await services.store.set(refresh.key, record, record.expiresAt - now);
-  return tokenResponse(request, accessToken, grant.scopes.scope, refresh.handle);
+
+  if (redeem !== undefined) {
+    const outcome =
+      refresh === undefined
+        ? await store.consume(redeem.key)
+        : await store.rotate(redeem.key, refresh.key, refresh.record, refresh.record.expiresAt - now);
+    if (outcome.status === 'replayed') {
+      await revokeRefreshFamily(store, family, client.absoluteRefreshTokenLifetime * 1000, now);
+      services.logger.warn({ clientId: request.client.clientId }, 'single-use grant redeemed twice: its tokens are revoked');
+    }
+    if (outcome.status !== 'consumed') throw redeem.invalid();
+  } else if (refresh !== undefined) {
+    await store.set(refresh.key, refresh.record, refresh.record.expiresAt - now);
+  }
+  return tokenResponse(request, accessToken, grant.scopes.scope, refresh?.handle, idToken);
 }

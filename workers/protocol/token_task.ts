@@ -15,6 +15,8 @@ export const Endpoint = {
   Token: 0,
   Introspection: 1,
   Revocation: 2,
+  /** A sign-in on the login pages: `name` is unused, `params` carries username, password, acr_values, scope. */
+  Login: 3,
 } as const;
 export type Endpoint = (typeof Endpoint)[keyof typeof Endpoint];
 

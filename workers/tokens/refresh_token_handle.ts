@@ -1,18 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { hashHandle } from '../store/handle.js';
-import type { StoreKey } from '../store/store.js';
+import type { RecordKind, StoreKey } from '../store/store.js';
 
 const familyBytes = 16;
 const secretBytes = 32;
 const handleLength = Math.ceil(((familyBytes + secretBytes) * 4) / 3);
 
 /**
- * A refresh token is 48 random bytes, base64url: 16 name its family, 32 are the secret (≥ 256
- * bits, SPEC §5). Carrying the family in the handle lets the store key the record under the
- * family's hash tag (`{family}`), so rotating and revoking stay single-slot operations on Redis
- * Cluster; the store itself only ever sees SHA-256 of the whole handle.
+ * Refresh tokens and authorization codes are 48 random bytes, base64url: 16 name the family, 32
+ * are the secret (≥ 256 bits, SPEC §5). Carrying the family in the handle lets the store key the
+ * record under the family's hash tag (`{family}`), so consuming, rotating and revoking stay
+ * single-slot operations on Redis Cluster; the store itself only ever sees SHA-256 of the whole
+ * handle. A code and the refresh tokens issued from it share one family, so replaying the code
+ * revokes them together.
  */
-export interface RefreshHandle {
+export interface FamilyHandle {
   readonly handle: string;
   readonly family: string;
   readonly key: StoreKey;
@@ -22,24 +24,23 @@ export function newFamilyId(): string {
   return randomBytes(familyBytes).toString('base64url');
 }
 
-export function newRefreshHandle(family: string): RefreshHandle {
+export function newFamilyHandle(kind: RecordKind, family: string): FamilyHandle {
   const bytes = Buffer.concat([Buffer.from(family, 'base64url'), randomBytes(secretBytes)]);
   const handle = bytes.toString('base64url');
-  return { handle, family, key: refreshKey(handle, family) };
+  return { handle, family, key: { kind, id: hashHandle(handle), family } };
 }
 
 /** `undefined` for anything that cannot be one of our handles. */
-export function parseRefreshHandle(handle: string): RefreshHandle | undefined {
+export function parseFamilyHandle(kind: RecordKind, handle: string): FamilyHandle | undefined {
   if (handle.length !== handleLength || !/^[A-Za-z0-9_-]+$/.test(handle)) return undefined;
   const bytes = Buffer.from(handle, 'base64url');
   if (bytes.length !== familyBytes + secretBytes) return undefined;
   const family = bytes.subarray(0, familyBytes).toString('base64url');
-  return { handle, family, key: refreshKey(handle, family) };
+  return { handle, family, key: { kind, id: hashHandle(handle), family } };
 }
 
-function refreshKey(handle: string, family: string): StoreKey {
-  return { kind: 'rt', id: hashHandle(handle), family };
-}
+export const newRefreshHandle = (family: string): FamilyHandle => newFamilyHandle('rt', family);
+export const parseRefreshHandle = (handle: string): FamilyHandle | undefined => parseFamilyHandle('rt', handle);
 
 /** Access tokens issued in a family are recorded beside it, in a family revoking it leaves intact. */
 export function issuedTokensFamily(family: string): string {

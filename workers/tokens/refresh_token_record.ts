@@ -17,6 +17,8 @@ export interface RefreshTokenRecord {
   readonly absoluteExpiresAt: number;
   /** Epoch ms after which this token is not valid (sliding expiry, never past the absolute one). */
   readonly expiresAt: number;
+  /** Set when the grant issues ID tokens (code, device): refreshes issue new ones (OIDC Core §12.2). */
+  readonly openId?: { readonly sid?: string | undefined };
 }
 
 /** When a token written now expires, per the client's `refreshTokenExpiration`. */

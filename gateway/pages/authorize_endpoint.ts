@@ -1,0 +1,197 @@
+import type { TemplatedApp } from 'uWebSockets.js';
+import type { TesseraConfig } from '../config/schema.js';
+import type { RegisteredClient } from '../../workers/protocol/client_model.js';
+import { Endpoint } from '../../workers/protocol/token_task.js';
+import type { ScopeRules } from '../../workers/grants/scope_rules.js';
+import type { Store } from '../../workers/store/store.js';
+import { isStoreUnavailable } from '../../workers/store/store.js';
+import type { AuthorizationCodeRecord } from '../../workers/tokens/authorization_code_record.js';
+import { newFamilyHandle, newFamilyId } from '../../workers/tokens/refresh_token_handle.js';
+import type { Exchange } from '../http/exchange.js';
+import type { WorkerDispatcher } from '../worker_dispatcher.js';
+import { authorizationResponseUrl, validateAuthorizeRequest, type AuthorizeRequest } from './authorize_request.js';
+import { createPageRoute, errorPage, type PageRequest } from './page_form.js';
+import type { PageSecrets, Session } from './session.js';
+import { renderPage } from './templates.js';
+
+export const authorizePath = '/connect/authorize';
+const loginPath = '/connect/authorize/login';
+const consentPath = '/connect/authorize/consent';
+
+export interface AuthorizeEndpointDeps {
+  config: Pick<TesseraConfig, 'issuer' | 'identityResources' | 'apiScopes'>;
+  clients: ReadonlyMap<string, RegisteredClient>;
+  scopes: ScopeRules;
+  secrets: PageSecrets;
+  dispatcher: WorkerDispatcher;
+  store: Store;
+  now?: () => number;
+}
+
+/**
+ * The authorization endpoint (RFC 6749 §3.1) with its login and consent pages. Every step
+ * validates the original request again: the query travels through the forms and is never
+ * trusted because it came back.
+ */
+export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndpointDeps): void {
+  const { config, secrets } = deps;
+  const now = deps.now ?? Date.now;
+  const scopeDescriptions = new Map<string, string>([['offline_access', 'Stay connected when you are not using the application (offline access)']]);
+  for (const r of config.identityResources) scopeDescriptions.set(r.name, r.displayName ?? r.name);
+  for (const s of config.apiScopes) scopeDescriptions.set(s.name, s.displayName ?? s.name);
+
+  const validated = (exchange: Exchange, query: string): AuthorizeRequest | undefined => {
+    const outcome = validateAuthorizeRequest(query, deps.clients, deps.scopes);
+    if (outcome.kind === 'ok') return outcome.request;
+    if (outcome.kind === 'page') errorPage(exchange, 400, outcome.message, 'Sign-in request refused');
+    else redirect(exchange, authorizationResponseUrl(outcome.redirectUri, config.issuer, { error: outcome.error, error_description: outcome.description, state: outcome.state }));
+    return undefined;
+  };
+
+  const showLogin = (page: PageRequest, request: AuthorizeRequest, status = 200, error?: string, username?: string): void => {
+    const csrf = secrets.csrfToken(page.cookies);
+    page.exchange.sendPage(
+      status,
+      renderPage('login', 'Sign in', { action: loginPath, csrfToken: csrf.token, request: request.query, clientName: clientName(request.client), error, username }),
+      csrf.cookie !== undefined ? { cookies: [csrf.cookie] } : {},
+    );
+  };
+
+  const showConsent = (page: PageRequest, request: AuthorizeRequest, session: Session, cookies: string[] = []): void => {
+    const csrf = secrets.csrfToken(page.cookies);
+    if (csrf.cookie !== undefined) cookies.push(csrf.cookie);
+    const userName = typeof session.claims.name === 'string' ? session.claims.name : undefined;
+    page.exchange.sendPage(
+      200,
+      renderPage('consent', 'Allow access', {
+        action: consentPath,
+        csrfToken: csrf.token,
+        request: request.query,
+        clientName: clientName(request.client),
+        userName,
+        scopes: request.scopes.scopes.map((s) => ({ description: scopeDescriptions.get(s) ?? s })),
+      }),
+      { cookies },
+    );
+  };
+
+  // A session counts only if it was made for what this request asks of the sign-in.
+  const usableSession = (request: AuthorizeRequest, cookies: string): Session | undefined => {
+    const session = secrets.readSession(cookies);
+    if (session === undefined || request.prompt.has('login')) return undefined;
+    if ((request.acr.idp ?? 'local') !== (session.claims.idp ?? 'local')) return undefined;
+    if (request.acr.tenant !== undefined && request.acr.tenant !== session.claims.tenant) return undefined;
+    return session;
+  };
+
+  app.any(
+    authorizePath,
+    createPageRoute(['get'], (page) => {
+      const request = validated(page.exchange, page.query);
+      if (request === undefined) return;
+      const session = usableSession(request, page.cookies);
+      if (session !== undefined) showConsent(page, request, session);
+      else if (request.prompt.has('none')) redirect(page.exchange, responseUrl(request, { error: 'login_required', error_description: 'The user is not signed in.' }));
+      else showLogin(page, request);
+    }),
+  );
+
+  app.any(
+    loginPath,
+    createPageRoute(['post'], (page) => {
+      if (!secrets.checkCsrf(page.cookies, page.form.csrf_token)) {
+        errorPage(page.exchange, 400, 'The form has expired. Go back to the application and start again.');
+        return;
+      }
+      const request = validated(page.exchange, page.form.request ?? '');
+      if (request === undefined) return;
+      const { username, password } = page.form;
+      if (username === undefined || password === undefined) {
+        showLogin(page, request, 400, 'Enter your username and password.', username);
+        return;
+      }
+      const params = Object.assign(Object.create(null) as Record<string, string>, { username, password, scope: request.scopes.scope });
+      if (request.acr.values.length > 0) params.acr_values = request.acr.values.join(' ');
+      deps.dispatcher.call([Endpoint.Login, 'login', request.client.clientId, params]).then(([status, body]) => {
+        if (status === 200) {
+          const user = JSON.parse(body) as { subject: string; claims: Session['claims'] };
+          const session = secrets.newSession(user.subject, user.claims);
+          showConsent(page, request, session, [secrets.sessionCookie(session)]);
+        } else if (status === 429) {
+          showLogin(page, request, 429, 'Too many failed attempts. Try again later.', username);
+        } else if (status === 400 && body.includes('"invalid_grant"')) {
+          showLogin(page, request, 400, 'The username or password is incorrect.', username);
+        } else if (status === 400) {
+          errorPage(page.exchange, 400, 'This sign-in is not allowed for the application.');
+        } else {
+          errorPage(page.exchange, 503, 'The service is temporarily unavailable. Try again in a moment.');
+        }
+      });
+    }),
+  );
+
+  app.any(
+    consentPath,
+    createPageRoute(['post'], (page) => {
+      if (!secrets.checkCsrf(page.cookies, page.form.csrf_token)) {
+        errorPage(page.exchange, 400, 'The form has expired. Go back to the application and start again.');
+        return;
+      }
+      const request = validated(page.exchange, page.form.request ?? '');
+      if (request === undefined) return;
+      const session = usableSession({ ...request, prompt: new Set() }, page.cookies);
+      if (session === undefined) {
+        showLogin(page, request);
+        return;
+      }
+      const decision = page.form.decision;
+      if (decision === 'deny') {
+        redirect(page.exchange, responseUrl(request, { error: 'access_denied', error_description: 'The user denied the request.' }));
+        return;
+      }
+      if (decision !== 'allow') {
+        errorPage(page.exchange, 400, 'Choose allow or deny.');
+        return;
+      }
+      issueCode(request, session).then(
+        (code) => redirect(page.exchange, responseUrl(request, { code })),
+        (err: unknown) => {
+          if (!isStoreUnavailable(err)) throw err;
+          errorPage(page.exchange, 503, 'The service is temporarily unavailable. Try again in a moment.');
+        },
+      );
+    }),
+  );
+
+  function responseUrl(request: AuthorizeRequest, members: Record<string, string | undefined>): string {
+    return authorizationResponseUrl(request.redirectUri, config.issuer, { ...members, state: request.state });
+  }
+
+  async function issueCode(request: AuthorizeRequest, session: Session): Promise<string> {
+    const family = newFamilyId();
+    const handle = newFamilyHandle('code', family);
+    const record: AuthorizationCodeRecord = {
+      v: 1,
+      clientId: request.client.clientId,
+      redirectUri: request.redirectUri,
+      subject: session.sub,
+      scopes: request.scopes.scopes,
+      claims: session.claims,
+      nonce: request.nonce,
+      sid: session.sid,
+      codeChallenge: request.codeChallenge,
+      family,
+      createdAt: now(),
+    };
+    await deps.store.set(handle.key, record, request.client.config.authorizationCodeLifetime * 1000);
+    return handle.handle;
+  }
+}
+
+function redirect(exchange: Exchange, location: string): void {
+  exchange.sendPage(302, '', { location });
+}
+
+function clientName(client: RegisteredClient): string {
+  return client.config.clientName ?? client.clientId;
+}

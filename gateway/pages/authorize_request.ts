@@ -1,0 +1,94 @@
+import type { RegisteredClient } from '../../workers/protocol/client_model.js';
+import type { FormParams } from '../../workers/protocol/token_task.js';
+import { parseAcrValues, type AcrValues } from '../../workers/grants/acr_values.js';
+import { isValidCodeChallenge } from '../../workers/grants/pkce.js';
+import { userPolicy, type GrantedScopes, type ScopeRules } from '../../workers/grants/scope_rules.js';
+import { OAuthError } from '../../workers/protocol/oauth_errors.js';
+import { parseForm } from '../http/form_parser.js';
+
+/** A validated authorization request (RFC 6749 §4.1.1, OIDC Core §3.1.2.1, RFC 7636). */
+export interface AuthorizeRequest {
+  readonly client: RegisteredClient;
+  readonly redirectUri: string;
+  readonly scopes: GrantedScopes;
+  readonly state: string | undefined;
+  readonly nonce: string | undefined;
+  readonly codeChallenge: string | undefined;
+  readonly prompt: ReadonlySet<string>;
+  readonly acr: AcrValues;
+  /** The query as received, carried through the login and consent forms and validated again. */
+  readonly query: string;
+}
+
+export type AuthorizeOutcome =
+  | { kind: 'ok'; request: AuthorizeRequest }
+  /** Before the redirect URI is trusted: an error page, never a redirect (RFC 6749 §4.1.2.1). */
+  | { kind: 'page'; message: string }
+  | { kind: 'redirect'; redirectUri: string; error: string; description: string; state: string | undefined };
+
+const supportedPrompts = new Set(['none', 'login', 'consent']);
+
+export function validateAuthorizeRequest(query: string, clients: ReadonlyMap<string, RegisteredClient>, scopes: ScopeRules): AuthorizeOutcome {
+  const parsed = parseForm(Buffer.from(query, 'latin1'));
+  if (!parsed.ok) {
+    return { kind: 'page', message: parsed.reason === 'duplicate' ? 'A parameter was sent more than once.' : 'The request is malformed.' };
+  }
+  const params: FormParams = parsed.params;
+  const client = params.client_id === undefined ? undefined : clients.get(params.client_id);
+  if (client === undefined || !client.enabled) return { kind: 'page', message: 'The application is unknown.' };
+  const redirectUri = params.redirect_uri;
+  // Exact string comparison (RFC 9700 §4.1.3): no normalisation, no prefix or pattern match.
+  if (redirectUri === undefined || !client.redirectUris.has(redirectUri)) {
+    return { kind: 'page', message: 'The redirect URI is not registered for this application.' };
+  }
+
+  const state = params.state;
+  const fail = (error: string, description: string): AuthorizeOutcome => ({ kind: 'redirect', redirectUri, error, description, state });
+  if (params.response_type === undefined) return fail('invalid_request', 'The response_type parameter is missing.');
+  if (params.response_type !== 'code') return fail('unsupported_response_type', 'Only response_type=code is supported.');
+  if (!client.grantTypes.has('authorization_code')) return fail('unauthorized_client', 'The client is not allowed to use the authorization code flow.');
+  if (params.response_mode !== undefined && params.response_mode !== 'query') return fail('invalid_request', 'Only response_mode=query is supported.');
+  if (params.request !== undefined || params.request_uri !== undefined) return fail('request_not_supported', 'Request objects are not supported.');
+
+  let granted: GrantedScopes;
+  try {
+    granted = scopes.resolve(client, params.scope, userPolicy);
+  } catch (err) {
+    if (err instanceof OAuthError) return fail(err.error, err.description ?? 'The scope is invalid.');
+    throw err;
+  }
+
+  const challenge = params.code_challenge;
+  if (challenge !== undefined) {
+    // RFC 7636 §4.3: no method means plain, which Tessera does not accept.
+    if (params.code_challenge_method !== 'S256') return fail('invalid_request', 'The code_challenge_method must be S256.');
+    if (!isValidCodeChallenge(challenge)) return fail('invalid_request', 'The code_challenge is malformed.');
+  } else if (params.code_challenge_method !== undefined) {
+    return fail('invalid_request', 'A code_challenge_method was sent without a code_challenge.');
+  } else if (client.config.requirePkce) {
+    return fail('invalid_request', 'The client must send a PKCE code_challenge.');
+  }
+
+  const prompt = new Set((params.prompt ?? '').split(' ').filter((p) => p.length > 0));
+  for (const p of prompt) if (!supportedPrompts.has(p)) return fail('invalid_request', 'The prompt value is not supported.');
+  if (prompt.has('none') && prompt.size > 1) return fail('invalid_request', 'prompt=none cannot be combined with other values.');
+
+  const acr = parseAcrValues(params.acr_values);
+  const restrictions = client.config.identityProviderRestrictions;
+  if (restrictions.length > 0 && !restrictions.includes(acr.idp ?? 'local')) {
+    return fail('invalid_request', 'The requested identity provider is not allowed for this client.');
+  }
+
+  return {
+    kind: 'ok',
+    request: { client, redirectUri, scopes: granted, state, nonce: params.nonce, codeChallenge: challenge, prompt, acr, query },
+  };
+}
+
+/** The redirect of an authorization response, with `iss` (RFC 9207). */
+export function authorizationResponseUrl(redirectUri: string, issuer: string, members: Record<string, string | undefined>): string {
+  const url = new URL(redirectUri);
+  for (const [name, value] of Object.entries(members)) if (value !== undefined) url.searchParams.set(name, value);
+  url.searchParams.set('iss', issuer);
+  return url.href;
+}

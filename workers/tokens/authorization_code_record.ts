@@ -1,0 +1,21 @@
+import type { ClaimValue } from './access_token.js';
+
+/** What the store keeps for one authorization code (keyed by SHA-256 of the code). */
+export interface AuthorizationCodeRecord {
+  readonly v: 1;
+  readonly clientId: string;
+  /** Exactly as sent in the authorization request; the token request must repeat it. */
+  readonly redirectUri: string;
+  readonly subject: string;
+  readonly scopes: readonly string[];
+  /** From the user's authentication: `auth_time`, `idp`, `amr`, `tenant`, … */
+  readonly claims: Readonly<Record<string, ClaimValue>>;
+  readonly nonce?: string | undefined;
+  readonly sid?: string | undefined;
+  /** S256 only (SPEC §3). */
+  readonly codeChallenge?: string | undefined;
+  /** The family its tokens will belong to: redeeming it twice revokes them. */
+  readonly family: string;
+  /** Epoch ms. */
+  readonly createdAt: number;
+}

@@ -1,0 +1,77 @@
+import { createHash } from 'node:crypto';
+import type { TesseraConfig } from '../../gateway/config/schema.js';
+import type { RegisteredClient } from '../protocol/client_model.js';
+import type { GrantedScopes } from '../grants/scope_rules.js';
+import type { ClaimValue } from './access_token.js';
+import type { SigningAlgorithm } from './signing_key.js';
+
+export interface IdTokenInput {
+  client: RegisteredClient;
+  subject: string;
+  scopes: GrantedScopes;
+  /** Epoch seconds of the user's authentication (kept across refreshes, OIDC Core §12.2). */
+  authTime: number | undefined;
+  nonce?: string | undefined;
+  sid?: string | undefined;
+  /** The access token issued with it, for `at_hash`. */
+  accessToken: string;
+  /** Claims the user's authentication produced (a custom password validator's, say). */
+  claims?: Readonly<Record<string, ClaimValue>> | undefined;
+  /** Epoch seconds. */
+  now: number;
+}
+
+/**
+ * ID tokens (OIDC Core §2, §3.1.3.6): the registered claims plus the claims of the granted
+ * identity scopes, taken from the configured user (by subject) and the authentication's claims.
+ */
+export class IdTokenBuilder {
+  private readonly claimsByScope = new Map<string, readonly string[]>();
+  private readonly userClaims = new Map<string, Readonly<Record<string, unknown>>>();
+
+  constructor(
+    config: Pick<TesseraConfig, 'identityResources' | 'users'>,
+    private readonly issuer: string,
+    private readonly alg: SigningAlgorithm,
+  ) {
+    for (const resource of config.identityResources) this.claimsByScope.set(resource.name, resource.claims);
+    for (const user of config.users) this.userClaims.set(user.subjectId, user.claims);
+  }
+
+  build(input: IdTokenInput): Record<string, unknown> {
+    const payload: Record<string, unknown> = {
+      iss: this.issuer,
+      sub: input.subject,
+      aud: input.client.clientId,
+      exp: input.now + input.client.config.identityTokenLifetime,
+      iat: input.now,
+    };
+    if (input.authTime !== undefined) payload.auth_time = input.authTime;
+    if (input.nonce !== undefined) payload.nonce = input.nonce;
+    payload.at_hash = tokenHash(input.accessToken, this.alg);
+    if (input.sid !== undefined) payload.sid = input.sid;
+    const known = { ...this.userClaims.get(input.subject), ...input.claims };
+    for (const scope of input.scopes.identityScopes) {
+      for (const type of this.claimsByScope.get(scope) ?? []) {
+        if (type in payload || type === 'sub') continue;
+        const value = known[type];
+        if (value !== undefined) payload[type] = value;
+      }
+    }
+    return payload;
+  }
+
+  /** Every claim some identity scope can carry, for discovery's `claims_supported`. */
+  supportedClaims(): string[] {
+    return [...new Set(['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'sid', ...[...this.claimsByScope.values()].flat()])];
+  }
+}
+
+/**
+ * `at_hash` / `c_hash` (OIDC Core §3.1.3.6): the left half of the hash of the token's ASCII, with
+ * the hash of the signing algorithm (SHA-512 for Ed25519).
+ */
+export function tokenHash(token: string, alg: SigningAlgorithm): string {
+  const digest = createHash(alg === 'EdDSA' ? 'sha512' : 'sha256').update(token, 'ascii').digest();
+  return digest.subarray(0, digest.length / 2).toString('base64url');
+}
