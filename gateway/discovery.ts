@@ -22,6 +22,7 @@ export function buildDiscoveryDocument(
     jwks_uri: `${issuer}${jwksPath}`,
     authorization_endpoint: `${issuer}/connect/authorize`,
     token_endpoint: `${issuer}/connect/token`,
+    device_authorization_endpoint: `${issuer}/connect/deviceauthorization`,
     introspection_endpoint: `${issuer}/connect/introspect`,
     revocation_endpoint: `${issuer}/connect/revocation`,
     grant_types_supported: grantTypes,

@@ -22,6 +22,8 @@ import { loadSigningKeys } from './key_loader.js';
 import { GatewayMetrics } from './metrics.js';
 import { createTokenEndpoint } from './token_endpoint.js';
 import { registerAuthorizeEndpoint } from './pages/authorize_endpoint.js';
+import { registerDeviceEndpoint } from './pages/device_endpoint.js';
+import { createDeviceAuthorizationEndpoint, deviceAuthorizationPath } from './device_authorization_endpoint.js';
 import { PageSecrets } from './pages/session.js';
 import { ScopeRules } from '../workers/grants/scope_rules.js';
 import { createIntrospectionEndpoint } from './introspection_endpoint.js';
@@ -139,15 +141,12 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     const app = uWS.App();
     app.any('/connect/token', tokenEndpoint);
     const firstKey = keys[0] as SigningKeyMaterial;
-    registerAuthorizeEndpoint(app, {
-      config,
-      clients,
-      scopes: new ScopeRules(config),
-      // Keys for cookies and CSRF tokens are derived from the signing key every instance shares.
-      secrets: new PageSecrets(`${firstKey.kid}:${String(firstKey.jwk.d)}`, config.issuer.startsWith('https:'), config.sessionLifetimeSeconds * 1000),
-      dispatcher,
-      store,
-    });
+    const scopeRules = new ScopeRules(config);
+    // Keys for cookies and CSRF tokens are derived from the signing key every instance shares.
+    const pageSecrets = new PageSecrets(`${firstKey.kid}:${String(firstKey.jwk.d)}`, config.issuer.startsWith('https:'), config.sessionLifetimeSeconds * 1000);
+    registerAuthorizeEndpoint(app, { config, clients, scopes: scopeRules, secrets: pageSecrets, dispatcher, store });
+    registerDeviceEndpoint(app, { config, clients, secrets: pageSecrets, dispatcher, store });
+    app.any(deviceAuthorizationPath, createDeviceAuthorizationEndpoint({ ...clientAuthentication, scopes: scopeRules, store }));
     app.any('/connect/introspect', createIntrospectionEndpoint({ ...clientAuthentication, apiResources: config.apiResources, dispatcher }));
     app.any('/connect/revocation', createRevocationEndpoint({ ...clientAuthentication, dispatcher }));
     app.any(discoveryPath, getOnly((ex) => ex.sendStatic(200, 'application/json; charset=utf-8', discoveryBody, 'public, max-age=300')));

@@ -171,8 +171,19 @@ export const configSchema = z
           })
           .default({ maxFailures: 10, windowSeconds: 300 })
           .describe('Failed client authentications per client_id before 429, and the window they count in.'),
+        userCode: z
+          .strictObject({
+            maxFailures: z.number().int().positive().default(10),
+            windowSeconds: z.number().int().positive().default(300),
+          })
+          .default({ maxFailures: 10, windowSeconds: 300 })
+          .describe('Wrong user codes on the /device page per source address and per browser before 429.'),
       })
-      .default({ password: { maxFailures: 5, windowSeconds: 900 }, clientAuthentication: { maxFailures: 10, windowSeconds: 300 } }),
+      .default({
+        password: { maxFailures: 5, windowSeconds: 900 },
+        clientAuthentication: { maxFailures: 10, windowSeconds: 300 },
+        userCode: { maxFailures: 10, windowSeconds: 300 },
+      }),
     validatorTimeoutMs: z.number().int().positive().default(5000),
     sessionLifetimeSeconds: z
       .number()

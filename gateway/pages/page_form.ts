@@ -14,6 +14,8 @@ export interface PageRequest {
   /** Parsed body of a POST, empty for a GET. */
   readonly form: FormParams;
   readonly cookies: string;
+  /** The peer's address as text, for per-address throttles. */
+  readonly remoteAddress: string;
 }
 
 export function errorPage(exchange: Exchange, status: number, message: string, title = 'Something went wrong'): void {
@@ -29,8 +31,9 @@ export function createPageRoute(methods: readonly ('get' | 'post')[], handle: (r
     const exchange = new Exchange(res);
     const method = req.getMethod();
     const cookies = req.getHeader('cookie');
+    const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
     if (method === 'get' && methods.includes('get')) {
-      handle({ exchange, method, query: req.getQuery() ?? '', form: Object.create(null) as FormParams, cookies });
+      handle({ exchange, method, query: req.getQuery() ?? '', form: Object.create(null) as FormParams, cookies, remoteAddress });
       return;
     }
     if (method !== 'post' || !methods.includes('post')) {
@@ -47,7 +50,7 @@ export function createPageRoute(methods: readonly ('get' | 'post')[], handle: (r
       (body) => {
         const parsed = parseForm(body);
         if (!parsed.ok) errorPage(exchange, 400, 'The form could not be read.');
-        else handle({ exchange, method, query: '', form: parsed.params, cookies });
+        else handle({ exchange, method, query: '', form: parsed.params, cookies, remoteAddress });
       },
       () => errorPage(exchange, 413, 'The form is too large.'),
     );

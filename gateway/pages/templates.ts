@@ -76,7 +76,21 @@ const error = `<h1>{{title}}</h1>
 <p class="error" role="alert">{{message}}</p>
 <p class="lead">You can close this window and try again from the application.</p>`;
 
-const pages = { login, consent, error } as const;
+const device = `<h1>Connect a device</h1>
+<p class="lead">Enter the code shown on your device.</p>
+{{#error}}<p class="error" role="alert">{{error}}</p>{{/error}}
+<form method="post" action="{{action}}">
+  <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+  <label for="user_code">Code</label>
+  <input id="user_code" name="user_code" type="text" autocomplete="one-time-code" autocapitalize="characters"
+         spellcheck="false" placeholder="XXXX-XXXX" value="{{userCode}}" required autofocus>
+  <div class="actions"><button type="submit">Continue</button></div>
+</form>`;
+
+const done = `<h1>{{title}}</h1>
+<p class="lead">{{message}}</p>`;
+
+const pages = { login, consent, error, device, done } as const;
 
 export type PageName = keyof typeof pages;
 

@@ -1,13 +1,14 @@
 import { clientCredentialsGrant } from './client_credentials.js';
 import { refreshTokenGrant } from './refresh_token.js';
 import { authorizationCodeGrant } from './authorization_code.js';
+import { deviceCodeGrant, deviceCodeGrantType } from './device_code.js';
 import type { GrantHandler } from './grant_handler.js';
 
 /** Built-in grants that need nothing but the services; the others are built per worker. */
-export const builtInGrants: readonly GrantHandler[] = [clientCredentialsGrant, authorizationCodeGrant, refreshTokenGrant];
+export const builtInGrants: readonly GrantHandler[] = [clientCredentialsGrant, authorizationCodeGrant, refreshTokenGrant, deviceCodeGrant];
 
 /** Every built-in grant type served today, in the order discovery lists them. */
-export const servedBuiltInGrantTypes: readonly string[] = ['authorization_code', 'client_credentials', 'password', 'refresh_token'];
+export const servedBuiltInGrantTypes: readonly string[] = ['authorization_code', 'client_credentials', 'password', 'refresh_token', deviceCodeGrantType];
 
 /** Handlers keyed by `grant_type`: built-ins first, then extension grants; no name twice. */
 export class GrantRegistry {

@@ -30,7 +30,7 @@ export interface IssueOptions {
    * redemptions exactly one wins; a redemption that finds it consumed revokes what the first one
    * issued (RFC 6749 §4.1.2) and fails with `invalid`.
    */
-  redeem?: { key: StoreKey; family: string; invalid: () => OAuthError };
+  redeem?: { key: StoreKey; family: string; invalid: () => OAuthError; revokeOnReplay?: boolean };
 }
 
 export interface SignedAccessToken extends IssuedAccessToken {
@@ -130,7 +130,7 @@ export async function issueTokens(request: GrantRequest, services: GrantServices
       refresh === undefined
         ? await store.consume(redeem.key)
         : await store.rotate(redeem.key, refresh.key, refresh.record, refresh.record.expiresAt - now);
-    if (outcome.status === 'replayed') {
+    if (outcome.status === 'replayed' && redeem.revokeOnReplay !== false) {
       await revokeRefreshFamily(store, family, client.absoluteRefreshTokenLifetime * 1000, now);
       services.logger.warn({ clientId: request.client.clientId }, 'single-use grant redeemed twice: its tokens are revoked');
     }

@@ -1,0 +1,223 @@
+import type { TemplatedApp } from 'uWebSockets.js';
+import type { TesseraConfig } from '../config/schema.js';
+import type { RegisteredClient } from '../../workers/protocol/client_model.js';
+import { Endpoint } from '../../workers/protocol/token_task.js';
+import { FailureThrottle, type ThrottleState } from '../../workers/grants/failure_throttle.js';
+import { isStoreUnavailable, type Store } from '../../workers/store/store.js';
+import { normalizeUserCode, userCodeKey, type DeviceCodeRecord, type UserCodeRecord } from '../../workers/tokens/device_code_record.js';
+import type { WorkerDispatcher } from '../worker_dispatcher.js';
+import { devicePagePath } from '../device_authorization_endpoint.js';
+import { createPageRoute, errorPage, type PageRequest } from './page_form.js';
+import { readCookie, csrfCookieName, type PageSecrets, type Session } from './session.js';
+import { renderPage } from './templates.js';
+
+const loginPath = `${devicePagePath}/login`;
+const consentPath = `${devicePagePath}/consent`;
+
+export interface DeviceEndpointDeps {
+  config: Pick<TesseraConfig, 'identityResources' | 'apiScopes' | 'throttling'>;
+  clients: ReadonlyMap<string, RegisteredClient>;
+  secrets: PageSecrets;
+  dispatcher: WorkerDispatcher;
+  store: Store;
+  now?: () => number;
+}
+
+/** A user code that leads to a pending device authorization. */
+interface PendingDevice {
+  readonly userCode: string;
+  readonly pointer: UserCodeRecord;
+  readonly record: DeviceCodeRecord;
+  readonly client: RegisteredClient;
+}
+
+const invalidCode = 'That code is not valid or has expired. Check the code on your device.';
+
+/**
+ * The verification page of the device flow (RFC 8628 §3.3): enter the user code, sign in (the
+ * same credential check and throttle as the other pages), then allow or deny. Wrong codes get one
+ * answer and are throttled per source address and per browser.
+ */
+export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDeps): void {
+  const { secrets, store } = deps;
+  const now = deps.now ?? Date.now;
+  const byAddress = new FailureThrottle(store, 'uc-addr', deps.config.throttling.userCode, now);
+  const byBrowser = new FailureThrottle(store, 'uc-browser', deps.config.throttling.userCode, now);
+  const scopeDescriptions = new Map<string, string>([['offline_access', 'Stay connected when you are not using the device (offline access)']]);
+  for (const r of deps.config.identityResources) scopeDescriptions.set(r.name, r.displayName ?? r.name);
+  for (const s of deps.config.apiScopes) scopeDescriptions.set(s.name, s.displayName ?? s.name);
+
+  const showEntry = (page: PageRequest, status: number, error?: string, userCode?: string): void => {
+    const csrf = secrets.csrfToken(page.cookies);
+    page.exchange.sendPage(status, renderPage('device', 'Connect a device', { action: devicePagePath, csrfToken: csrf.token, error, userCode }), csrf.cookie ? { cookies: [csrf.cookie] } : {});
+  };
+  const showLogin = (page: PageRequest, device: PendingDevice, status = 200, error?: string, username?: string): void => {
+    const csrf = secrets.csrfToken(page.cookies);
+    page.exchange.sendPage(
+      status,
+      renderPage('login', 'Sign in', { action: loginPath, csrfToken: csrf.token, request: device.userCode, clientName: clientName(device.client), error, username }),
+      csrf.cookie ? { cookies: [csrf.cookie] } : {},
+    );
+  };
+  const showConsent = (page: PageRequest, device: PendingDevice, session: Session, cookies: string[] = []): void => {
+    const csrf = secrets.csrfToken(page.cookies);
+    if (csrf.cookie !== undefined) cookies.push(csrf.cookie);
+    page.exchange.sendPage(
+      200,
+      renderPage('consent', 'Allow access', {
+        action: consentPath,
+        csrfToken: csrf.token,
+        request: device.userCode,
+        clientName: clientName(device.client),
+        userName: typeof session.claims.name === 'string' ? session.claims.name : undefined,
+        scopes: device.record.scopes.map((s) => ({ description: scopeDescriptions.get(s) ?? s })),
+      }),
+      { cookies },
+    );
+  };
+
+  const lookUp = async (typed: string | undefined): Promise<PendingDevice | undefined> => {
+    const userCode = typed === undefined ? undefined : normalizeUserCode(typed);
+    if (userCode === undefined) return undefined;
+    const pointer = await store.get<UserCodeRecord>(userCodeKey(userCode));
+    if (pointer === null) return undefined;
+    const record = await store.get<DeviceCodeRecord>(pointer.deviceKey);
+    const client = deps.clients.get(pointer.clientId);
+    if (record === null || client === undefined || record.status !== 'pending' || record.expiresAt <= now()) return undefined;
+    return { userCode, pointer, record, client };
+  };
+
+  // Throttled by address and by browser (its CSRF cookie), checked before the code is looked at.
+  const throttled = async (page: PageRequest): Promise<ThrottleState> => {
+    const browser = readCookie(page.cookies, csrfCookieName);
+    const states = await Promise.all([byAddress.check(page.remoteAddress), browser === undefined ? { blocked: false as const } : byBrowser.check(browser)]);
+    return states.find((s) => s.blocked) ?? states[0];
+  };
+  const recordWrongCode = async (page: PageRequest): Promise<void> => {
+    const browser = readCookie(page.cookies, csrfCookieName);
+    await Promise.all([byAddress.recordFailure(page.remoteAddress), browser === undefined ? undefined : byBrowser.recordFailure(browser)]);
+  };
+
+  const enterCode = async (page: PageRequest, typed: string | undefined): Promise<void> => {
+    const state = await throttled(page);
+    if (state.blocked) {
+      showEntry(page, 429, 'Too many wrong codes. Try again later.');
+      return;
+    }
+    const device = await lookUp(typed);
+    if (device === undefined) {
+      await recordWrongCode(page);
+      showEntry(page, 400, invalidCode, typed);
+      return;
+    }
+    const session = secrets.readSession(page.cookies);
+    if (session === undefined) showLogin(page, device);
+    else showConsent(page, device, session);
+  };
+
+  const guard = (page: PageRequest, run: () => Promise<void>): void => {
+    run().catch((err: unknown) => {
+      if (isStoreUnavailable(err)) errorPage(page.exchange, 503, 'The service is temporarily unavailable. Try again in a moment.');
+      else errorPage(page.exchange, 500, 'The server could not complete the request.');
+    });
+  };
+
+  app.any(
+    devicePagePath,
+    createPageRoute(['get', 'post'], (page) => {
+      if (page.method === 'get') {
+        const typed = new URLSearchParams(page.query).get('user_code');
+        if (typed === null) showEntry(page, 200);
+        else guard(page, () => enterCode(page, typed));
+        return;
+      }
+      if (!secrets.checkCsrf(page.cookies, page.form.csrf_token)) {
+        showEntry(page, 400, 'The form has expired. Enter the code again.');
+        return;
+      }
+      guard(page, () => enterCode(page, page.form.user_code));
+    }),
+  );
+
+  app.any(
+    loginPath,
+    createPageRoute(['post'], (page) => {
+      if (!secrets.checkCsrf(page.cookies, page.form.csrf_token)) {
+        showEntry(page, 400, 'The form has expired. Enter the code again.');
+        return;
+      }
+      guard(page, async () => {
+        const device = await lookUp(page.form.request);
+        if (device === undefined) {
+          showEntry(page, 400, invalidCode);
+          return;
+        }
+        const { username, password } = page.form;
+        if (username === undefined || password === undefined) {
+          showLogin(page, device, 400, 'Enter your username and password.', username);
+          return;
+        }
+        const params = Object.assign(Object.create(null) as Record<string, string>, { username, password, scope: device.record.scopes.join(' ') });
+        const [status, body] = await deps.dispatcher.call([Endpoint.Login, 'login', device.client.clientId, params]);
+        if (status === 200) {
+          const user = JSON.parse(body) as { subject: string; claims: Session['claims'] };
+          const session = secrets.newSession(user.subject, user.claims);
+          showConsent(page, device, session, [secrets.sessionCookie(session)]);
+        } else if (status === 429) {
+          showLogin(page, device, 429, 'Too many failed attempts. Try again later.', username);
+        } else if (status === 400 && body.includes('"invalid_grant"')) {
+          showLogin(page, device, 400, 'The username or password is incorrect.', username);
+        } else if (status === 400) {
+          errorPage(page.exchange, 400, 'This sign-in is not allowed for the device.');
+        } else {
+          errorPage(page.exchange, 503, 'The service is temporarily unavailable. Try again in a moment.');
+        }
+      });
+    }),
+  );
+
+  app.any(
+    consentPath,
+    createPageRoute(['post'], (page) => {
+      if (!secrets.checkCsrf(page.cookies, page.form.csrf_token)) {
+        showEntry(page, 400, 'The form has expired. Enter the code again.');
+        return;
+      }
+      guard(page, async () => {
+        const device = await lookUp(page.form.request);
+        if (device === undefined) {
+          showEntry(page, 400, invalidCode);
+          return;
+        }
+        const session = secrets.readSession(page.cookies);
+        if (session === undefined) {
+          showLogin(page, device);
+          return;
+        }
+        const decision = page.form.decision;
+        if (decision !== 'allow' && decision !== 'deny') {
+          errorPage(page.exchange, 400, 'Choose allow or deny.');
+          return;
+        }
+        const decided: DeviceCodeRecord =
+          decision === 'allow'
+            ? { ...device.record, status: 'approved', subject: session.sub, claims: session.claims, sid: session.sid }
+            : { ...device.record, status: 'denied' };
+        const ttl = Math.max(1000, device.record.expiresAt - now()) + 10 * 60 * 1000;
+        await store.set(device.pointer.deviceKey, decided, ttl);
+        // One decision per code: the user code stops working.
+        await store.delete(userCodeKey(device.userCode));
+        page.exchange.sendPage(
+          200,
+          decision === 'allow'
+            ? renderPage('done', 'Device connected', { message: `${clientName(device.client)} is now connected. You can return to your device.` })
+            : renderPage('done', 'Access denied', { message: `${clientName(device.client)} was not given access.` }),
+        );
+      });
+    }),
+  );
+}
+
+function clientName(client: RegisteredClient): string {
+  return client.config.clientName ?? client.clientId;
+}

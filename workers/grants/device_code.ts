@@ -1,0 +1,59 @@
+import { OAuthError } from '../protocol/oauth_errors.js';
+import { parseFamilyHandle } from '../tokens/refresh_token_handle.js';
+import { pollStateKey, type DeviceCodeRecord, type PollState } from '../tokens/device_code_record.js';
+import type { GrantHandler } from './grant_handler.js';
+import { userPolicy } from './scope_rules.js';
+import { issueTokens } from './token_issuance.js';
+
+export const deviceCodeGrantType = 'urn:ietf:params:oauth:grant-type:device_code';
+
+const invalidDeviceCode = (): OAuthError => new OAuthError('invalid_grant', 'The device code is invalid or already used.');
+
+/**
+ * The device access token request (RFC 8628 §3.4, §3.5). Polling state lives in the store, so
+ * `slow_down` and the grown interval hold across gateway instances. An approved code is
+ * redeemed once, atomically: of any number of concurrent polls exactly one gets the tokens.
+ */
+export const deviceCodeGrant: GrantHandler = {
+  grantType: deviceCodeGrantType,
+  async handle(request, services) {
+    const { params, client } = request;
+    if (params.device_code === undefined) throw new OAuthError('invalid_request', 'The device_code parameter is missing.');
+    const handle = parseFamilyHandle('dc', params.device_code);
+    if (handle === undefined) throw invalidDeviceCode();
+    const { store } = services;
+    const now = services.now();
+
+    const record = await store.get<DeviceCodeRecord>(handle.key);
+    if (record === null || record.clientId !== client.clientId) throw invalidDeviceCode();
+    if (record.expiresAt <= now) throw new OAuthError('expired_token', 'The device code has expired.');
+    if (record.status === 'denied') throw new OAuthError('access_denied', 'The user denied the request.');
+
+    if (record.status === 'pending') {
+      const pollKey = pollStateKey(handle.key);
+      const poll = await store.get<PollState>(pollKey);
+      const interval = poll?.interval ?? client.config.pollingInterval;
+      const ttl = record.expiresAt - now + 60_000;
+      if (poll !== null && now - poll.lastPollAt < interval * 1000) {
+        await store.set<PollState>(pollKey, { lastPollAt: now, interval: interval + 5 }, ttl);
+        throw new OAuthError('slow_down', 'Polling too fast: wait longer between requests.');
+      }
+      await store.set<PollState>(pollKey, { lastPollAt: now, interval }, ttl);
+      throw new OAuthError('authorization_pending', 'The user has not finished yet.');
+    }
+
+    const subject = record.subject as string;
+    const scopes = services.scopes.resolve(client, record.scopes.join(' '), userPolicy);
+    return issueTokens(
+      request,
+      services,
+      { scopes, subject, claims: record.claims ?? {} },
+      {
+        openId: { sid: record.sid },
+        // A repeated poll after success is ordinary client behaviour, not an attack: refuse it
+        // without revoking what the first poll received.
+        redeem: { key: handle.key, family: record.family, invalid: invalidDeviceCode, revokeOnReplay: false },
+      },
+    );
+  },
+};
