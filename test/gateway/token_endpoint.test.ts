@@ -256,7 +256,7 @@ t.test('token endpoint', async (t) => {
     t.equal(doc.issuer, gw.config.issuer);
     t.equal(doc.token_endpoint, `${gw.config.issuer}/connect/token`);
     t.equal(doc.jwks_uri, `${gw.config.issuer}/.well-known/openid-configuration/jwks`);
-    t.same(doc.grant_types_supported, ['authorization_code', 'client_credentials', 'password', 'refresh_token']);
+    t.same(doc.grant_types_supported, ['authorization_code', 'client_credentials', 'password', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code']);
     t.equal(doc.introspection_endpoint, `${gw.config.issuer}/connect/introspect`);
     t.equal(doc.revocation_endpoint, `${gw.config.issuer}/connect/revocation`);
     t.same(doc.token_endpoint_auth_methods_supported, ['client_secret_basic', 'client_secret_post', 'none']);
@@ -272,6 +272,23 @@ t.test('token endpoint', async (t) => {
       t.equal(key.use, 'sig');
       t.type(key.kid, 'string');
     }
+  });
+
+  t.test('answers every one of 2000 requests sent over 64 connections at once', async (t) => {
+    const auth = { authorization: basic('m2m', 'secret') };
+    const statuses = new Map<number, number>();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 64 }, async () => {
+        while (next < 2000) {
+          next++;
+          const r = await post(gw, 'grant_type=client_credentials', auth);
+          statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+        }
+      }),
+    );
+    t.same([...statuses], [[200, 2000]]);
+    t.equal(await metricValue(gw, 'tessera_worker_requests_in_flight'), 0, 'nothing is left in flight');
   });
 
   t.test('counts token responses by status in Prometheus metrics', async (t) => {

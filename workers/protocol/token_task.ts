@@ -38,7 +38,9 @@ const packr = new Packr({ useRecords: false, moreTypes: false });
  * clone would copy (or transfer) the whole underlying buffer, not just the view.
  */
 export function packMessage(value: unknown): Uint8Array {
-  return packr.pack(value).slice();
+  // Not `.slice()`: on a Buffer that is a view, and transferring it would detach msgpackr's
+  // reused buffer (or Node's shared Buffer pool) under every later caller.
+  return new Uint8Array(packr.pack(value));
 }
 
 export function unpackMessage<T>(bytes: Uint8Array): T {

@@ -1,0 +1,22 @@
+import t from 'tap';
+import { packMessage, unpackMessage } from '../../../workers/protocol/token_task.js';
+
+t.test('packs each message into a buffer of its own, safe to transfer', async (t) => {
+  const a = packMessage([[0, 'client_credentials', 'm2m', { scope: 'api1' }]]);
+  const b = packMessage([[0, 'password', 'ro', { username: 'alice' }]]);
+  t.not(a.buffer, b.buffer, 'no shared backing store');
+  t.equal(a.byteLength, a.buffer.byteLength, 'the view covers its whole buffer');
+  t.equal(a.byteOffset, 0);
+});
+
+t.test('a transferred message leaves later packing intact', async (t) => {
+  const { port1, port2 } = new MessageChannel();
+  const first = packMessage({ n: 1 });
+  port1.postMessage(first, [first.buffer]);
+  t.equal(first.byteLength, 0, 'the transferred one is detached');
+  const second = packMessage({ n: 2, text: 'x'.repeat(100) });
+  t.same(unpackMessage(second), { n: 2, text: 'x'.repeat(100) });
+  const received = await new Promise<Uint8Array>((resolve) => port2.once('message', resolve));
+  t.same(unpackMessage(received), { n: 1 });
+  port1.close();
+});
