@@ -290,8 +290,9 @@ async function startPool(inputs: PoolInputs): Promise<Piscina> {
     // Workers hold sockets (Redis, the store channel) and must keep their event loop turning
     // between tasks, which synchronous Atomics.wait would block.
     atomics: 'disabled',
-    // A few batches per thread overlap their store round trips.
-    concurrentTasksPerWorker: 4,
+    // The dispatcher keeps two batches per thread out (one running, one queued behind it) so a
+    // thread never waits for the next message; two may overlap their store round trips.
+    concurrentTasksPerWorker: 2,
     maxQueue: config.workers.maxQueue,
     workerData: boot,
   });

@@ -10,6 +10,8 @@ export interface DispatcherOptions {
   maxQueue: number;
   /** Most requests in one task. */
   maxBatch?: number;
+  /** Batches in flight per thread before new requests wait for one to come back. */
+  batchesPerThread?: number;
   logger: Logger;
 }
 
@@ -25,24 +27,30 @@ function deliver(sink: Sink, result: TokenTaskResult): void {
 }
 
 /**
- * Hands token requests to the worker pool in batches. Every request that arrives in one
- * event-loop turn is flushed together on `setImmediate`, split evenly over the threads: one
- * message per batch instead of one per request is what lifts throughput past a single event loop
- * (bench/README.md has the figures).
+ * Hands token requests to the worker pool in batches: one message per batch instead of one per
+ * request is what lifts throughput past a single event loop (bench/README.md has the figures).
+ *
+ * Batching adapts to load. Requests that arrive in one event-loop turn are flushed together on
+ * `setImmediate`, split evenly over the threads; but while `batchesPerThread` batches per thread
+ * are already out, new requests wait for the next one to come back, so batches grow exactly when
+ * the per-message cost would otherwise dominate, and stay small (low latency) when idle.
  */
 export class WorkerDispatcher {
   private exchanges: Sink[] = [];
   private items: TokenTaskItem[] = [];
   private scheduled = false;
   private inFlight = 0;
+  private batchesInFlight = 0;
   private drainWaiters: (() => void)[] = [];
   private readonly maxBatch: number;
+  private readonly maxBatchesInFlight: number;
 
   constructor(
     private pool: Piscina,
     private readonly options: DispatcherOptions,
   ) {
-    this.maxBatch = options.maxBatch ?? 32;
+    this.maxBatch = options.maxBatch ?? 64;
+    this.maxBatchesInFlight = options.threads * (options.batchesPerThread ?? 2);
   }
 
   /**
@@ -76,10 +84,7 @@ export class WorkerDispatcher {
     this.inFlight++;
     this.exchanges.push(exchange);
     this.items.push(item);
-    if (!this.scheduled) {
-      this.scheduled = true;
-      setImmediate(this.flush);
-    }
+    this.schedule();
   }
 
   /** Resolves when every submitted request has been answered. */
@@ -88,21 +93,31 @@ export class WorkerDispatcher {
     return new Promise((resolve) => this.drainWaiters.push(resolve));
   }
 
+  private schedule(): void {
+    if (!this.scheduled && this.items.length > 0 && this.batchesInFlight < this.maxBatchesInFlight) {
+      this.scheduled = true;
+      setImmediate(this.flush);
+    }
+  }
+
   private readonly flush = (): void => {
     this.scheduled = false;
-    const exchanges = this.exchanges;
-    const items = this.items;
-    this.exchanges = [];
-    this.items = [];
-    const n = items.length;
-    const batches = Math.max(Math.ceil(n / this.maxBatch), Math.min(this.options.threads, n));
-    const size = Math.ceil(n / batches);
-    for (let start = 0; start < n; start += size) {
-      this.runBatch(exchanges.slice(start, start + size), items.slice(start, start + size));
+    const free = this.maxBatchesInFlight - this.batchesInFlight;
+    const n = this.items.length;
+    if (free <= 0 || n === 0) return;
+    // As many batches as free slots allow, at least one per thread when there is enough work.
+    const batches = Math.min(free, Math.max(Math.ceil(n / this.maxBatch), Math.min(this.options.threads, n)));
+    const size = Math.min(this.maxBatch, Math.ceil(n / batches));
+    let start = 0;
+    for (let b = 0; b < batches && start < n; b++, start += size) {
+      this.runBatch(this.exchanges.slice(start, start + size), this.items.slice(start, start + size));
     }
+    this.exchanges = this.exchanges.slice(start);
+    this.items = this.items.slice(start);
   };
 
   private runBatch(exchanges: Sink[], items: TokenTaskItem[]): void {
+    this.batchesInFlight++;
     const task = packMessage(items);
     this.pool.run(Piscina.move(task)).then(
       (packed: Uint8Array) => {
@@ -120,7 +135,10 @@ export class WorkerDispatcher {
   }
 
   private settle(count: number): void {
+    this.batchesInFlight--;
     this.inFlight -= count;
+    // Requests that waited for a free slot go now, as one larger batch.
+    this.schedule();
     if (this.inFlight === 0 && this.drainWaiters.length > 0) {
       const waiters = this.drainWaiters;
       this.drainWaiters = [];

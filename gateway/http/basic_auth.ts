@@ -5,6 +5,7 @@ export interface BasicCredentials {
 }
 
 const base64 = /^[A-Za-z0-9+/]+={0,2}$/;
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
  * Decodes `Authorization: Basic` per RFC 6749 §2.3.1: the client id and secret are each
@@ -20,7 +21,7 @@ export function decodeBasicAuthorization(header: string): BasicCredentials | nul
   const decoded = Buffer.from(encoded, 'base64');
   let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(decoded);
+    text = strictUtf8.decode(decoded);
   } catch {
     return null;
   }
