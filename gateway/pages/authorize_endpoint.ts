@@ -90,8 +90,19 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
       const request = validated(page.exchange, page.query);
       if (request === undefined) return;
       const session = usableSession(request, page.cookies);
-      if (session !== undefined) showConsent(page, request, session);
-      else if (request.prompt.has('none')) redirect(page.exchange, responseUrl(request, { error: 'login_required', error_description: 'The user is not signed in.' }));
+      // OIDC Core §3.1.2.1: prompt=none shows no page at all. Consent is never remembered, so a
+      // signed-in user still needs the consent page: consent_required.
+      if (request.prompt.has('none')) {
+        redirect(
+          page.exchange,
+          responseUrl(
+            request,
+            session === undefined
+              ? { error: 'login_required', error_description: 'The user is not signed in.' }
+              : { error: 'consent_required', error_description: 'The user has not consented to this request.' },
+          ),
+        );
+      } else if (session !== undefined) showConsent(page, request, session);
       else showLogin(page, request);
     }),
   );
@@ -155,10 +166,11 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
       }
       issueCode(request, session).then(
         (code) => redirect(page.exchange, responseUrl(request, { code })),
-        (err: unknown) => {
-          if (!isStoreUnavailable(err)) throw err;
-          errorPage(page.exchange, 503, 'The service is temporarily unavailable. Try again in a moment.');
-        },
+        // A rethrow here would be an unhandled rejection (the process ends) and an unanswered page.
+        (err: unknown) =>
+          isStoreUnavailable(err)
+            ? errorPage(page.exchange, 503, 'The service is temporarily unavailable. Try again in a moment.')
+            : errorPage(page.exchange, 500, 'The sign-in could not be completed. Try again from the application.'),
       );
     }),
   );

@@ -1,0 +1,119 @@
+// The login and consent pages in a real browser (issue 6): Debian's Chromium, driven by
+// playwright-core, opens the authorization URL, signs in, allows, and the test's own redirect
+// endpoint receives the code, which openid-client then redeems. The login page's screenshot is
+// kept as a test artifact (test/artifacts/, git-ignored). Skipped, with the reason, where
+// /usr/bin/chromium is missing; CI installs it (.ci/run).
+import t from 'tap';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type IncomingMessage } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as oidc from 'openid-client';
+import { chromium } from 'playwright-core';
+import { codeFlowClient } from '../helpers/authorize_flow.js';
+import { addPasswordFixtures, passwordFixtures } from '../helpers/password_users.js';
+import { startTestGateway } from '../helpers/test_gateway.js';
+
+const chromiumPath = '/usr/bin/chromium';
+const artifactsDir = fileURLToPath(new URL('../artifacts/', import.meta.url));
+const skip = existsSync(chromiumPath) ? false : `${chromiumPath} not found: install Debian's chromium (apt-get install chromium) to run the real-browser test`;
+
+/** The client's redirect endpoint: a tiny HTTP server on a free 127.0.0.1 port. */
+async function startCallbackServer() {
+  let receive: (url: URL) => void = () => {};
+  const received = new Promise<URL>((resolve) => (receive = resolve));
+  const server = createServer((req: IncomingMessage, res) => {
+    const url = new URL(req.url ?? '/', `http://${req.headers.host ?? '127.0.0.1'}`);
+    if (url.pathname !== '/callback') {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!doctype html><title>Callback</title><p>Signed in.</p>');
+    receive(url);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return { uri: `http://127.0.0.1:${address.port}/callback`, received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+t.test('Chromium signs in on the login page, allows, and the redirect endpoint receives a code that redeems', { skip }, async (t) => {
+  const fixtures = await passwordFixtures();
+  const callback = await startCallbackServer();
+  t.teardown(callback.close);
+  const gw = await startTestGateway(t, {
+    patch: (raw) => {
+      addPasswordFixtures(raw, fixtures);
+      (raw.clients as unknown[]).push(codeFlowClient('browser-app', { clientName: 'Example App', redirectUris: [callback.uri] }));
+    },
+  });
+
+  const userDataDir = mkdtempSync(path.join(tmpdir(), 'tessera-chromium-'));
+  // Playwright runs a persistent context for a given profile folder: a fresh one per run.
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: chromiumPath,
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+    viewport: { width: 900, height: 640 },
+    colorScheme: 'light',
+  });
+  t.teardown(async () => {
+    await context.close();
+    rmSync(userDataDir, { recursive: true, force: true });
+  });
+
+  const config = await oidc.discovery(new URL(gw.config.issuer), 'browser-app', undefined, oidc.ClientSecretBasic('secret'), {
+    execute: [oidc.allowInsecureRequests],
+  });
+  const verifier = oidc.randomPKCECodeVerifier();
+  const state = oidc.randomState();
+  const nonce = oidc.randomNonce();
+  const authorizationUrl = oidc.buildAuthorizationUrl(config, {
+    redirect_uri: callback.uri,
+    scope: 'openid profile api1',
+    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    state,
+    nonce,
+  });
+
+  const page = context.pages()[0] ?? (await context.newPage());
+  const login = await page.goto(authorizationUrl.href);
+  t.equal(login?.status(), 200);
+  t.equal(await page.title(), 'Sign in · Tessera');
+  t.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Sign in');
+  t.match(await page.locator('p.lead').textContent(), 'Example App');
+  mkdirSync(artifactsDir, { recursive: true });
+  await page.screenshot({ path: path.join(artifactsDir, 'login-page.png') });
+
+  await page.getByLabel('Username').fill('alice');
+  await page.getByLabel('Password').fill('alice-pw');
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Allow' }).waitFor();
+  t.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Allow access?');
+  const session = (await context.cookies(gw.url)).find((c) => c.name === 'tessera.session');
+  t.match(session, { httpOnly: true, sameSite: 'Lax', secure: false, path: '/' }, 'the browser holds an HttpOnly, SameSite=Lax session cookie');
+
+  await page.getByRole('button', { name: 'Allow' }).click();
+  const redirected = await callback.received;
+  await page.waitForURL((url) => url.href.startsWith(callback.uri));
+  t.match(await page.textContent('body'), 'Signed in.', 'the browser landed on the redirect endpoint');
+  t.equal(redirected.searchParams.get('state'), state);
+  t.equal(redirected.searchParams.get('iss'), gw.config.issuer);
+  t.match(redirected.searchParams.get('code'), /^[\w-]{64}$/);
+
+  const tokens = await oidc.authorizationCodeGrant(config, redirected, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce });
+  t.equal(tokens.claims()?.sub, 'sub-alice');
+  t.equal(tokens.claims()?.name, 'Alice');
+  t.equal(tokens.scope, 'openid profile api1');
+});
