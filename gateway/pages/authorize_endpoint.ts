@@ -60,7 +60,7 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
   const showConsent = (page: PageRequest, request: AuthorizeRequest, session: Session, cookies: string[] = []): void => {
     const csrf = secrets.csrfToken(page.cookies);
     if (csrf.cookie !== undefined) cookies.push(csrf.cookie);
-    const userName = typeof session.claims.name === 'string' ? session.claims.name : undefined;
+    const userName = session.displayName;
     page.exchange.sendPage(
       200,
       renderPage('consent', 'Allow access', {
@@ -126,7 +126,7 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
       deps.dispatcher.call([Endpoint.Login, 'login', request.client.clientId, params]).then(([status, body]) => {
         if (status === 200) {
           const user = JSON.parse(body) as { subject: string; claims: Session['claims'] };
-          const session = secrets.newSession(user.subject, user.claims);
+          const session = secrets.newSession(user.subject, user.claims, username);
           showConsent(page, request, session, [secrets.sessionCookie(session)]);
         } else if (status === 429) {
           showLogin(page, request, 429, 'Too many failed attempts. Try again later.', username);

@@ -10,6 +10,8 @@ export interface Session {
   readonly claims: Readonly<Record<string, ClaimValue>>;
   /** Epoch ms. */
   readonly exp: number;
+  /** What the pages call the user: the username they signed in with. */
+  readonly displayName?: string;
 }
 
 export const sessionCookieName = 'tessera.session';
@@ -33,8 +35,9 @@ export class PageSecrets {
     this.csrfKey = Buffer.from(hkdfSync('sha256', keyMaterial, 'tessera', 'csrf token', 32));
   }
 
-  newSession(sub: string, claims: Session['claims']): Session {
-    return { sub, sid: randomBytes(16).toString('base64url'), claims, exp: this.now() + this.sessionLifetimeMs };
+  newSession(sub: string, claims: Session['claims'], displayName?: string): Session {
+    const session: Session = { sub, sid: randomBytes(16).toString('base64url'), claims, exp: this.now() + this.sessionLifetimeMs };
+    return displayName === undefined ? session : { ...session, displayName };
   }
 
   sessionCookie(session: Session): string {

@@ -55,6 +55,7 @@ t.test('openid-client runs the authorization code flow with PKCE through the log
   });
   t.equal(consent.status, 200, consent.body.slice(0, 300));
   t.match(consent.body, /value="allow"/);
+  t.match(consent.body, /\(<strong>alice<\/strong>\)/, 'the consent page names the signed-in user');
   const session = browser.cookie('tessera.session');
   t.ok(session, 'a session cookie is set');
 
