@@ -1,0 +1,410 @@
+// The refresh_token grant (workers/grants/refresh_token.ts) and the issuance step that starts a
+// family (workers/grants/token_issuance.ts), called directly with a clock the test moves by hand.
+// Races are the end-to-end test's business (test/e2e/refresh_token.test.ts); here every rule of
+// expiry, binding, scope and rotation is checked at the millisecond.
+import t, { type Test } from 'tap';
+import { decodeJwt } from 'jose';
+import { pino } from 'pino';
+import { clientSchema, type ClientConfig } from '../../../gateway/config/schema.js';
+import { generateSigningKey } from '../../../gateway/key_loader.js';
+import type { GrantServices, TokenResponse } from '../../../workers/grants/grant_handler.js';
+import { refreshTokenGrant } from '../../../workers/grants/refresh_token.js';
+import { ScopeRules, userPolicy } from '../../../workers/grants/scope_rules.js';
+import { issueTokens } from '../../../workers/grants/token_issuance.js';
+import { registerClients, type RegisteredClient } from '../../../workers/protocol/client_model.js';
+import { OAuthError } from '../../../workers/protocol/oauth_errors.js';
+import type { FormParams } from '../../../workers/protocol/token_task.js';
+import { MemoryStore } from '../../../workers/store/memory_store.js';
+import { IdTokenBuilder } from '../../../workers/tokens/id_token.js';
+import { JwtSigner } from '../../../workers/tokens/jwt_signer.js';
+import { parseRefreshHandle } from '../../../workers/tokens/refresh_token_handle.js';
+import type { RefreshTokenRecord } from '../../../workers/tokens/refresh_token_record.js';
+
+const issuer = 'https://tessera.test';
+const hour = 3_600_000;
+const signingKey = await generateSigningKey('ES256');
+
+const userClient = (clientId: string, overrides: Partial<ClientConfig> = {}): ClientConfig =>
+  clientSchema.parse({
+    clientId,
+    allowedGrantTypes: ['password', 'refresh_token'],
+    allowedScopes: ['openid', 'api1', 'api2', 'offline_access'],
+    allowOfflineAccess: true,
+    accessTokenLifetime: 3600,
+    slidingRefreshTokenLifetime: 7200,
+    ...overrides,
+  });
+
+const clientConfigs: ClientConfig[] = [
+  // 10 h absolute.
+  userClient('rotating', { absoluteRefreshTokenLifetime: 36_000 }),
+  userClient('reusing', { refreshTokenUsage: 'reUse', absoluteRefreshTokenLifetime: 36_000 }),
+  // 10 h absolute, 2 h sliding.
+  userClient('sliding', { refreshTokenExpiration: 'sliding', slidingRefreshTokenLifetime: 7200, absoluteRefreshTokenLifetime: 36_000 }),
+  userClient('sliding-reusing', {
+    refreshTokenUsage: 'reUse',
+    refreshTokenExpiration: 'sliding',
+    slidingRefreshTokenLifetime: 7200,
+    absoluteRefreshTokenLifetime: 36_000,
+  }),
+  userClient('other'),
+  userClient('no-offline', { allowOfflineAccess: false, allowedScopes: ['api1'] }),
+];
+
+interface Harness {
+  services: GrantServices;
+  store: MemoryStore;
+  advance(ms: number): void;
+  client(id: string): RegisteredClient;
+  /** Runs the password grant's last step for alice: what every user grant ends with. */
+  issue(clientId: string, scope?: string): Promise<TokenResponse>;
+  refresh(clientId: string, params: FormParams): Promise<TokenResponse>;
+  /** The error a refresh fails with, as `error: description`. */
+  refreshError(clientId: string, params: FormParams): Promise<string>;
+}
+
+function harness(t: Test): Harness {
+  // One clock for the grant (epoch ms) and the store (TTLs), as on a real gateway.
+  let clock = Date.UTC(2030, 0, 1);
+  const now = () => clock;
+  const store = new MemoryStore({ now });
+  t.teardown(() => store.close());
+  const identityResources = [{ name: 'openid', claims: ['sub'] }];
+  const scopes = new ScopeRules({
+    identityResources,
+    apiScopes: [{ name: 'api1' }, { name: 'api2' }],
+    apiResources: [
+      { name: 'urn:api1', scopes: ['api1'], secrets: [] },
+      { name: 'urn:api2', scopes: ['api2'], secrets: [] },
+    ],
+  });
+  const clients = registerClients(clientConfigs);
+  const services: GrantServices = {
+    issuer,
+    clients,
+    scopes,
+    signer: new JwtSigner(signingKey),
+    idTokens: new IdTokenBuilder({ identityResources, users: [] }, issuer, signingKey.alg),
+    store,
+    now,
+    logger: pino({ level: 'silent' }),
+  };
+  const client = (id: string): RegisteredClient => {
+    const found = clients.get(id);
+    if (found === undefined) throw new Error(`no client ${id}`);
+    return found;
+  };
+  const refresh = async (clientId: string, params: FormParams) =>
+    refreshTokenGrant.handle({ grantType: 'refresh_token', client: client(clientId), params }, services);
+  return {
+    services,
+    store,
+    advance: (ms) => (clock += ms),
+    client,
+    async issue(clientId, scope = 'openid api1 api2 offline_access') {
+      const registered = client(clientId);
+      const request = { grantType: 'password', client: registered, params: { scope } };
+      return issueTokens(request, services, {
+        scopes: scopes.resolve(registered, scope, userPolicy),
+        subject: 'sub-alice',
+        claims: { auth_time: Math.floor(clock / 1000), idp: 'local', amr: ['pwd'] },
+      });
+    },
+    refresh,
+    async refreshError(clientId, params) {
+      try {
+        await refresh(clientId, params);
+      } catch (err) {
+        if (err instanceof OAuthError) return `${err.error}: ${err.description}`;
+        throw err;
+      }
+      return 'no error';
+    },
+  };
+}
+
+const rejected = 'invalid_grant: The refresh token is invalid, expired or revoked.';
+const refreshTokenOf = (response: TokenResponse): string => {
+  if (response.refresh_token === undefined) throw new Error('no refresh token in the response');
+  return response.refresh_token;
+};
+const recordOf = async (h: Harness, handle: string) => {
+  const parsed = parseRefreshHandle(handle);
+  if (parsed === undefined) throw new Error('not a refresh handle');
+  return h.store.get<RefreshTokenRecord>(parsed.key);
+};
+
+t.test('issuance', async (t) => {
+  t.test('starts a family when offline_access is granted to a client allowed it', async (t) => {
+    const h = harness(t);
+    const response = await h.issue('rotating');
+    const handle = refreshTokenOf(response);
+    t.equal(response.scope, 'openid api1 api2 offline_access');
+    t.equal(Buffer.from(handle, 'base64url').length, 48, '384 random bits: 128 name the family, 256 are secret');
+    const record = await recordOf(h, handle);
+    t.match(record, {
+      clientId: 'rotating',
+      subject: 'sub-alice',
+      scopes: ['openid', 'api1', 'api2', 'offline_access'],
+      claims: { idp: 'local', amr: ['pwd'] },
+      createdAt: h.services.now(),
+      absoluteExpiresAt: h.services.now() + 10 * hour,
+      expiresAt: h.services.now() + 10 * hour,
+    });
+  });
+
+  t.test('issues no refresh token without offline_access', async (t) => {
+    const h = harness(t);
+    const response = await h.issue('rotating', 'api1');
+    t.equal(response.refresh_token, undefined);
+  });
+
+  t.test('issues no refresh token to a client-only grant (no subject)', async (t) => {
+    const h = harness(t);
+    const registered = h.client('rotating');
+    const response = await issueTokens({ grantType: 'client_credentials', client: registered, params: {} }, h.services, {
+      scopes: h.services.scopes.resolve(registered, 'api1 offline_access', userPolicy),
+    });
+    t.equal(response.refresh_token, undefined);
+  });
+
+  t.test('refuses offline_access for a client without allowOfflineAccess', async (t) => {
+    const h = harness(t);
+    let refused: unknown;
+    try {
+      h.services.scopes.resolve(h.client('no-offline'), 'api1 offline_access', userPolicy);
+    } catch (err) {
+      refused = err;
+    }
+    t.match(refused, { error: 'invalid_scope' });
+  });
+
+  t.test('keys the record by SHA-256 of the handle under the family, never by the handle', async (t) => {
+    const h = harness(t);
+    const handle = refreshTokenOf(await h.issue('rotating'));
+    const parsed = parseRefreshHandle(handle);
+    t.ok(parsed);
+    t.not(parsed?.key.id, handle);
+    t.equal(parsed?.key.id.length, 43, 'base64url of 32 bytes');
+    t.equal(parsed?.key.family, Buffer.from(handle, 'base64url').subarray(0, 16).toString('base64url'), 'the first 16 bytes name the family');
+  });
+});
+
+t.test('request checks', async (t) => {
+  t.test('answers invalid_request when refresh_token is missing', async (t) => {
+    const h = harness(t);
+    t.equal(await h.refreshError('rotating', {}), 'invalid_request: The refresh_token parameter is missing.');
+  });
+
+  t.test('answers invalid_grant for a garbage or unknown handle', async (t) => {
+    const h = harness(t);
+    const real = refreshTokenOf(await h.issue('rotating'));
+    const unknown = Buffer.from(real, 'base64url');
+    unknown[40] = (unknown[40] ?? 0) ^ 0xff;
+    for (const token of ['', 'garbage', real.slice(1), `${real}A`, real.replace(/.$/, '*'), unknown.toString('base64url'), 'a'.repeat(64)]) {
+      t.equal(await h.refreshError('rotating', { refresh_token: token }), rejected, JSON.stringify(token));
+    }
+    t.ok(await h.refresh('rotating', { refresh_token: real }), 'the real token was not harmed');
+  });
+});
+
+t.test('client binding', async (t) => {
+  t.test('refuses a token issued to another client without consuming it', async (t) => {
+    const h = harness(t);
+    const handle = refreshTokenOf(await h.issue('rotating'));
+    t.equal(await h.refreshError('other', { refresh_token: handle }), rejected);
+    t.equal(await h.refreshError('other', { refresh_token: handle }), rejected, 'twice: no reuse detection for a stranger');
+    const own = await h.refresh('rotating', { refresh_token: handle });
+    t.equal(decodeJwt(own.access_token).client_id, 'rotating', 'the token still works for its own client');
+  });
+});
+
+t.test('absolute expiration', async (t) => {
+  t.test('refuses the token from absoluteRefreshTokenLifetime on, rotations included', async (t) => {
+    const h = harness(t);
+    let handle = refreshTokenOf(await h.issue('rotating'));
+    for (let i = 0; i < 9; i++) {
+      h.advance(hour);
+      handle = refreshTokenOf(await h.refresh('rotating', { refresh_token: handle }));
+      t.equal((await recordOf(h, handle))?.expiresAt, Date.UTC(2030, 0, 1) + 10 * hour, 'a rotation keeps the absolute expiry');
+    }
+    h.advance(hour - 1);
+    const last = refreshTokenOf(await h.refresh('rotating', { refresh_token: handle }));
+    h.advance(1);
+    t.equal(await h.refreshError('rotating', { refresh_token: last }), rejected, 'refused at the absolute limit');
+  });
+
+  t.test('a reUse token keeps its handle and its absolute expiry', async (t) => {
+    const h = harness(t);
+    const handle = refreshTokenOf(await h.issue('reusing'));
+    h.advance(9 * hour);
+    const response = await h.refresh('reusing', { refresh_token: handle });
+    t.equal(response.refresh_token, handle, 'the same handle comes back');
+    h.advance(hour - 1);
+    t.equal((await h.refresh('reusing', { refresh_token: handle })).refresh_token, handle);
+    h.advance(1);
+    t.equal(await h.refreshError('reusing', { refresh_token: handle }), rejected);
+  });
+});
+
+t.test('sliding expiration', async (t) => {
+  t.test('refuses a token unused for slidingRefreshTokenLifetime', async (t) => {
+    const h = harness(t);
+    const handle = refreshTokenOf(await h.issue('sliding'));
+    t.equal((await recordOf(h, handle))?.expiresAt, h.services.now() + 2 * hour);
+    h.advance(2 * hour);
+    t.equal(await h.refreshError('sliding', { refresh_token: handle }), rejected);
+  });
+
+  t.test('each use renews the window, but never beyond the absolute limit', async (t) => {
+    const h = harness(t);
+    const start = h.services.now();
+    let handle = refreshTokenOf(await h.issue('sliding'));
+    // Every 2 h - 1 ms: each use is just in time, and the family outlives any single window.
+    for (let i = 1; i <= 5; i++) {
+      h.advance(2 * hour - 1);
+      handle = refreshTokenOf(await h.refresh('sliding', { refresh_token: handle }));
+      const record = await recordOf(h, handle);
+      t.equal(record?.expiresAt, Math.min(h.services.now() + 2 * hour, start + 10 * hour), `use ${i} renews the window`);
+      t.equal(record?.absoluteExpiresAt, start + 10 * hour);
+    }
+    t.ok(h.services.now() - start > 9 * hour, 'alive past four sliding windows');
+    // Now 10 h - 5 ms after issue: the renewed window is cut at the absolute limit.
+    t.equal((await recordOf(h, handle))?.expiresAt, start + 10 * hour, 'capped at the absolute limit');
+    h.advance(4);
+    handle = refreshTokenOf(await h.refresh('sliding', { refresh_token: handle }));
+    h.advance(1);
+    t.equal(await h.refreshError('sliding', { refresh_token: handle }), rejected, 'dead at the absolute limit');
+  });
+
+  t.test('a reUse token keeps its handle and slides its expiry', async (t) => {
+    const h = harness(t);
+    const handle = refreshTokenOf(await h.issue('sliding-reusing'));
+    for (let i = 0; i < 3; i++) {
+      h.advance(2 * hour - 1);
+      const response = await h.refresh('sliding-reusing', { refresh_token: handle });
+      t.equal(response.refresh_token, handle);
+      t.equal((await recordOf(h, handle))?.expiresAt, h.services.now() + 2 * hour, 'the stored expiry moved');
+    }
+    h.advance(2 * hour);
+    t.equal(await h.refreshError('sliding-reusing', { refresh_token: handle }), rejected, 'refused after a full window unused');
+  });
+});
+
+t.test('rotation', async (t) => {
+  t.test('oneTimeOnly returns a new handle in the same family and retires the old one', async (t) => {
+    const h = harness(t);
+    const first = refreshTokenOf(await h.issue('rotating'));
+    const second = refreshTokenOf(await h.refresh('rotating', { refresh_token: first }));
+    t.not(second, first);
+    t.equal(parseRefreshHandle(second)?.family, parseRefreshHandle(first)?.family);
+    t.equal(await recordOf(h, first), null, 'the old token is retired');
+    t.ok(await recordOf(h, second));
+  });
+
+  t.test('reUse returns the same handle, usable again and again', async (t) => {
+    const h = harness(t);
+    const handle = refreshTokenOf(await h.issue('reusing'));
+    for (let i = 0; i < 3; i++) {
+      const response = await h.refresh('reusing', { refresh_token: handle });
+      t.equal(response.refresh_token, handle);
+    }
+  });
+
+  t.test('issues a fresh access token with the subject and the claims of the original grant', async (t) => {
+    const h = harness(t);
+    const issued = await h.issue('rotating');
+    h.advance(60_000);
+    const refreshed = await h.refresh('rotating', { refresh_token: refreshTokenOf(issued) });
+    const before = decodeJwt(issued.access_token);
+    const after = decodeJwt(refreshed.access_token);
+    t.not(after.jti, before.jti);
+    t.equal(after.iat, (before.iat as number) + 60);
+    t.match(after, { sub: 'sub-alice', client_id: 'rotating', idp: 'local', amr: ['pwd'], auth_time: before.auth_time });
+    t.equal(refreshed.scope, 'openid api1 api2 offline_access');
+    t.equal(refreshed.expires_in, 3600);
+  });
+});
+
+t.test('scope', async (t) => {
+  t.test('narrows the access token and keeps the original scope on the refresh token', async (t) => {
+    const h = harness(t);
+    const first = refreshTokenOf(await h.issue('rotating'));
+    const narrowed = await h.refresh('rotating', { refresh_token: first, scope: 'api1' });
+    t.equal(narrowed.scope, 'api1');
+    t.match(decodeJwt(narrowed.access_token), { scope: 'api1', aud: 'urn:api1' });
+    const second = refreshTokenOf(narrowed);
+    t.same((await recordOf(h, second))?.scopes, ['openid', 'api1', 'api2', 'offline_access']);
+    const full = await h.refresh('rotating', { refresh_token: second });
+    t.equal(full.scope, 'openid api1 api2 offline_access', 'a later refresh without scope gets everything back');
+  });
+
+  t.test('refuses a wider scope with invalid_scope and leaves the token usable', async (t) => {
+    const h = harness(t);
+    const handle = refreshTokenOf(await h.issue('rotating', 'api1 offline_access'));
+    t.equal(
+      await h.refreshError('rotating', { refresh_token: handle, scope: 'api1 api2' }),
+      'invalid_scope: The requested scope exceeds the scope originally granted.',
+    );
+    t.equal((await h.refresh('rotating', { refresh_token: handle })).scope, 'api1 offline_access');
+  });
+
+  t.test('an empty scope parameter keeps the original scope rather than the client default', async (t) => {
+    const h = harness(t);
+    for (const scope of ['', ' ']) {
+      const handle = refreshTokenOf(await h.issue('rotating', 'api1 offline_access'));
+      const response = await h.refresh('rotating', { refresh_token: handle, scope });
+      t.equal(response.scope, 'api1 offline_access', JSON.stringify(scope));
+    }
+  });
+});
+
+t.test('reuse detection (RFC 9700 §4.14.2)', async (t) => {
+  t.test('a retired token presented again is refused and revokes the whole family', async (t) => {
+    const h = harness(t);
+    const issued = await h.issue('rotating');
+    const first = refreshTokenOf(issued);
+    const secondResponse = await h.refresh('rotating', { refresh_token: first });
+    const second = refreshTokenOf(secondResponse);
+    const thirdResponse = await h.refresh('rotating', { refresh_token: second });
+    const third = refreshTokenOf(thirdResponse);
+    const jtis = [issued, secondResponse, thirdResponse].map((r) => decodeJwt(r.access_token).jti as string);
+
+    t.equal(await h.refreshError('rotating', { refresh_token: first }), rejected, 'the replay is refused');
+    t.equal(await h.refreshError('rotating', { refresh_token: third }), rejected, 'the live successor is dead too');
+    t.equal(await h.refreshError('rotating', { refresh_token: second }), rejected);
+    t.equal(await recordOf(h, third), null);
+    t.ok(await h.store.isFamilyRevoked(parseRefreshHandle(first)?.family ?? ''));
+    for (const jti of jtis) t.equal(await h.store.get({ kind: 'jti', id: jti }), 1, `access token ${jti} is on the deny list`);
+  });
+
+  t.test('the deny list holds each access token only until it would have expired', async (t) => {
+    const h = harness(t);
+    const issued = await h.issue('rotating');
+    const first = refreshTokenOf(issued);
+    await h.refresh('rotating', { refresh_token: first });
+    await h.refreshError('rotating', { refresh_token: first });
+    const jti = decodeJwt(issued.access_token).jti as string;
+    h.advance(hour - 1);
+    t.equal(await h.store.get({ kind: 'jti', id: jti }), 1);
+    h.advance(1);
+    t.equal(await h.store.get({ kind: 'jti', id: jti }), null);
+  });
+
+  t.test('a retired token presented by another client revokes nothing', async (t) => {
+    const h = harness(t);
+    const first = refreshTokenOf(await h.issue('rotating'));
+    const second = refreshTokenOf(await h.refresh('rotating', { refresh_token: first }));
+    t.equal(await h.refreshError('other', { refresh_token: first }), rejected);
+    t.ok(await h.refresh('rotating', { refresh_token: second }), 'the family lives on');
+  });
+
+  t.test('tokens of other families are untouched', async (t) => {
+    const h = harness(t);
+    const mine = refreshTokenOf(await h.issue('rotating'));
+    const neighbour = refreshTokenOf(await h.issue('rotating'));
+    await h.refresh('rotating', { refresh_token: mine });
+    await h.refreshError('rotating', { refresh_token: mine });
+    t.ok(await h.refresh('rotating', { refresh_token: neighbour }));
+  });
+});
