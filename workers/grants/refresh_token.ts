@@ -2,7 +2,7 @@ import { OAuthError } from '../protocol/oauth_errors.js';
 import { newRefreshHandle, parseRefreshHandle } from '../tokens/refresh_token_handle.js';
 import { refreshExpiry, type RefreshTokenRecord } from '../tokens/refresh_token_record.js';
 import { recordIssuedAccessToken, revokeRefreshFamily } from '../tokens/token_revocation.js';
-import { FamilyRevokedError } from '../store/store.js';
+import { FamilyRevokedError, isStoreUnavailable, type Store, type StoreKey } from '../store/store.js';
 import type { GrantHandler } from './grant_handler.js';
 import { userPolicy, type GrantedScopes, type ScopeRules } from './scope_rules.js';
 import type { RegisteredClient } from '../protocol/client_model.js';
@@ -63,7 +63,17 @@ export const refreshTokenGrant: GrantHandler = {
     }
 
     const successor = newRefreshHandle(record.family);
-    const rotated = await store.rotate<RefreshTokenRecord, RefreshTokenRecord>(handle.key, successor.key, { ...record, expiresAt }, expiresAt - now);
+    let rotated;
+    try {
+      rotated = await store.rotate<RefreshTokenRecord, RefreshTokenRecord>(handle.key, successor.key, { ...record, expiresAt }, expiresAt - now);
+    } catch (err) {
+      // A rotation whose answer was late may still have happened: then the successor exists and
+      // is this client's, and answering 503 would lose it (the retry would count as reuse).
+      if (isStoreUnavailable(err) && (await appliedLate(store, successor.key))) {
+        return tokenResponse(request, accessToken, scopes.scope, successor.handle, idToken);
+      }
+      throw err;
+    }
     if (rotated.status === 'consumed') return tokenResponse(request, accessToken, scopes.scope, successor.handle, idToken);
     if (rotated.status === 'replayed') {
       await revokeRefreshFamily(store, handle.family, retentionOf(rotated.value, now), now);
@@ -83,6 +93,14 @@ function narrowedScopes(rules: ScopeRules, client: RegisteredClient, record: Ref
     if (!granted.has(scope)) throw new OAuthError('invalid_scope', 'The requested scope exceeds the scope originally granted.');
   }
   return rules.resolve(client, wanted.join(' '), userPolicy);
+}
+
+async function appliedLate(store: Store, successor: StoreKey): Promise<boolean> {
+  try {
+    return (await store.get(successor)) !== null;
+  } catch {
+    return false;
+  }
 }
 
 // How long the revocation is remembered: as long as any token of the family could live.

@@ -15,6 +15,7 @@ import { registerClients, type RegisteredClient } from '../../../workers/protoco
 import { OAuthError } from '../../../workers/protocol/oauth_errors.js';
 import type { FormParams } from '../../../workers/protocol/token_task.js';
 import { MemoryStore } from '../../../workers/store/memory_store.js';
+import { StoreUnavailableError } from '../../../workers/store/store.js';
 import { IdTokenBuilder } from '../../../workers/tokens/id_token.js';
 import { JwtSigner } from '../../../workers/tokens/jwt_signer.js';
 import { parseRefreshHandle } from '../../../workers/tokens/refresh_token_handle.js';
@@ -407,4 +408,34 @@ t.test('reuse detection (RFC 9700 §4.14.2)', async (t) => {
     await h.refreshError('rotating', { refresh_token: mine });
     t.ok(await h.refresh('rotating', { refresh_token: neighbour }));
   });
+});
+
+t.test('a rotation applied after its answer timed out still returns the successor', async (t) => {
+  const h = harness(t);
+  const first = await h.issue('rotating');
+  // The store runs the rotation, then the answer is "lost": what a late Redis reply looks like.
+  const realRotate = h.store.rotate.bind(h.store);
+  h.store.rotate = (async (...args: Parameters<MemoryStore['rotate']>) => {
+    await realRotate(...args);
+    throw new StoreUnavailableError('rotate got no answer within 500 ms');
+  }) as MemoryStore['rotate'];
+  const second = await h.refresh('rotating', { refresh_token: first.refresh_token as string });
+  t.type(second.refresh_token, 'string');
+  t.not(second.refresh_token, first.refresh_token);
+  h.store.rotate = realRotate;
+  const third = await h.refresh('rotating', { refresh_token: second.refresh_token as string });
+  t.type(third.access_token, 'string', 'the successor it returned works');
+});
+
+t.test('a rotation that did not happen answers with the store error and keeps the old token', async (t) => {
+  const h = harness(t);
+  const first = await h.issue('rotating');
+  const realRotate = h.store.rotate.bind(h.store);
+  h.store.rotate = (async () => {
+    throw new StoreUnavailableError('connection refused');
+  }) as MemoryStore['rotate'];
+  await t.rejects(h.refresh('rotating', { refresh_token: first.refresh_token as string }), StoreUnavailableError);
+  h.store.rotate = realRotate;
+  const again = await h.refresh('rotating', { refresh_token: first.refresh_token as string });
+  t.type(again.refresh_token, 'string', 'the old token still works');
 });
