@@ -27,6 +27,7 @@ export interface DeviceAuthorizationDeps extends ClientAuthenticationDeps {
 const bodies = {
   unauthorizedClient: errorBody('unauthorized_client', 'The client is not allowed to use the device flow.'),
   unavailable: errorBody('temporarily_unavailable', 'The service is temporarily unavailable. Retry later.'),
+  serverError: errorBody('server_error', 'The server could not complete the request.'),
 } as const;
 
 /**
@@ -75,9 +76,10 @@ export function createDeviceAuthorizationEndpoint(deps: DeviceAuthorizationDeps)
           }),
         );
       },
+      // Never rethrow here: nothing would answer the request, and the rejection would be unhandled.
       (err: unknown) => {
-        if (!isStoreUnavailable(err)) throw err;
-        exchange.sendJson(503, bodies.unavailable, { retryAfter: 2 });
+        if (isStoreUnavailable(err)) exchange.sendJson(503, bodies.unavailable, { retryAfter: 2 });
+        else exchange.sendJson(500, bodies.serverError);
       },
     );
   });

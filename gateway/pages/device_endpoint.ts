@@ -32,6 +32,7 @@ interface PendingDevice {
 }
 
 const invalidCode = 'That code is not valid or has expired. Check the code on your device.';
+const tooManyCodes = 'Too many wrong codes. Try again later.';
 
 /**
  * The verification page of the device flow (RFC 8628 §3.3): enter the user code, sign in (the
@@ -69,7 +70,7 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
         csrfToken: csrf.token,
         request: device.userCode,
         clientName: clientName(device.client),
-        userName: typeof session.claims.name === 'string' ? session.claims.name : undefined,
+        userName: session.displayName,
         scopes: device.record.scopes.map((s) => ({ description: scopeDescriptions.get(s) ?? s })),
       }),
       { cookies },
@@ -98,15 +99,23 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
     await Promise.all([byAddress.recordFailure(page.remoteAddress), browser === undefined ? undefined : byBrowser.recordFailure(browser)]);
   };
 
-  const enterCode = async (page: PageRequest, typed: string | undefined): Promise<void> => {
+  // Every form that carries a code goes through here: the sign-in and consent forms carry it in a
+  // hidden input, which a guesser can fill as easily as the visible one (RFC 8628 §5.1).
+  const findDevice = async (page: PageRequest, typed: string | undefined): Promise<PendingDevice | 'blocked' | undefined> => {
     const state = await throttled(page);
-    if (state.blocked) {
-      showEntry(page, 429, 'Too many wrong codes. Try again later.');
+    if (state.blocked) return 'blocked';
+    const device = await lookUp(typed);
+    if (device === undefined) await recordWrongCode(page);
+    return device;
+  };
+
+  const enterCode = async (page: PageRequest, typed: string | undefined): Promise<void> => {
+    const device = await findDevice(page, typed);
+    if (device === 'blocked') {
+      showEntry(page, 429, tooManyCodes);
       return;
     }
-    const device = await lookUp(typed);
     if (device === undefined) {
-      await recordWrongCode(page);
       showEntry(page, 400, invalidCode, typed);
       return;
     }
@@ -126,9 +135,9 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
     devicePagePath,
     createPageRoute(['get', 'post'], (page) => {
       if (page.method === 'get') {
-        const typed = new URLSearchParams(page.query).get('user_code');
-        if (typed === null) showEntry(page, 200);
-        else guard(page, () => enterCode(page, typed));
+        // verification_uri_complete only fills the form in: the user compares the code with the
+        // device and submits it (RFC 8628 §3.3.1, §5.4), so a link alone starts nothing.
+        showEntry(page, 200, undefined, new URLSearchParams(page.query).get('user_code') ?? undefined);
         return;
       }
       if (!secrets.checkCsrf(page.cookies, page.form.csrf_token)) {
@@ -147,9 +156,9 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
         return;
       }
       guard(page, async () => {
-        const device = await lookUp(page.form.request);
-        if (device === undefined) {
-          showEntry(page, 400, invalidCode);
+        const device = await findDevice(page, page.form.request);
+        if (device === 'blocked' || device === undefined) {
+          showEntry(page, device === 'blocked' ? 429 : 400, device === 'blocked' ? tooManyCodes : invalidCode);
           return;
         }
         const { username, password } = page.form;
@@ -161,7 +170,7 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
         const [status, body] = await deps.dispatcher.call([Endpoint.Login, 'login', device.client.clientId, params]);
         if (status === 200) {
           const user = JSON.parse(body) as { subject: string; claims: Session['claims'] };
-          const session = secrets.newSession(user.subject, user.claims);
+          const session = secrets.newSession(user.subject, user.claims, username);
           showConsent(page, device, session, [secrets.sessionCookie(session)]);
         } else if (status === 429) {
           showLogin(page, device, 429, 'Too many failed attempts. Try again later.', username);
@@ -184,9 +193,9 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
         return;
       }
       guard(page, async () => {
-        const device = await lookUp(page.form.request);
-        if (device === undefined) {
-          showEntry(page, 400, invalidCode);
+        const device = await findDevice(page, page.form.request);
+        if (device === 'blocked' || device === undefined) {
+          showEntry(page, device === 'blocked' ? 429 : 400, device === 'blocked' ? tooManyCodes : invalidCode);
           return;
         }
         const session = secrets.readSession(page.cookies);
@@ -203,10 +212,16 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
           decision === 'allow'
             ? { ...device.record, status: 'approved', subject: session.sub, claims: session.claims, sid: session.sid }
             : { ...device.record, status: 'denied' };
+        // One decision per code: claiming the user code is the atomic step, so of concurrent
+        // submissions (a double click, two browsers) exactly one writes a decision. A write after
+        // a lost race could otherwise bring back an approval the device already redeemed.
+        const claimed = await store.consume<UserCodeRecord>(userCodeKey(device.userCode));
+        if (claimed.status !== 'consumed') {
+          showEntry(page, 400, invalidCode);
+          return;
+        }
         const ttl = Math.max(1000, device.record.expiresAt - now()) + 10 * 60 * 1000;
         await store.set(device.pointer.deviceKey, decided, ttl);
-        // One decision per code: the user code stops working.
-        await store.delete(userCodeKey(device.userCode));
         page.exchange.sendPage(
           200,
           decision === 'allow'

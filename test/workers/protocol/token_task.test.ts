@@ -12,7 +12,7 @@ t.test('packs each message into a buffer of its own, safe to transfer', async (t
 t.test('a transferred message leaves later packing intact', async (t) => {
   const { port1, port2 } = new MessageChannel();
   const first = packMessage({ n: 1 });
-  port1.postMessage(first, [first.buffer]);
+  port1.postMessage(first, [first.buffer as ArrayBuffer]);
   t.equal(first.byteLength, 0, 'the transferred one is detached');
   const second = packMessage({ n: 2, text: 'x'.repeat(100) });
   t.same(unpackMessage(second), { n: 2, text: 'x'.repeat(100) });
