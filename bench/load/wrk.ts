@@ -1,0 +1,98 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { LoadGenerator, LoadOptions, LoadResult, LoadRun } from './load_generator.js';
+
+const checkScript = fileURLToPath(new URL('./check.lua', import.meta.url));
+
+interface WrkJson {
+  requests: number;
+  duration_us: number;
+  errors: { connect: number; read: number; write: number; status: number; timeout: number };
+  latency_us: { p50: number; p90: number; p99: number; max: number; mean: number };
+  non2xx: number;
+  unexpected: number;
+}
+
+/** The installed wrk's version line, or null when there is no wrk on the PATH. */
+export function findWrk(): string | null {
+  const probe = spawnSync('wrk', ['-v'], { encoding: 'utf8' });
+  if (probe.error !== undefined) return null;
+  // `wrk -v` prints "wrk 4.2.0 [epoll] Copyright …" and exits 1.
+  const line = `${probe.stdout}${probe.stderr}`.split('\n')[0] ?? '';
+  return /^wrk\s+(\S+)/.exec(line)?.[1] ?? 'unknown';
+}
+
+/** wrk with bench/load/check.lua: every response is checked in Lua, results come back as JSON. */
+export function createWrk(version: string, threads: number): LoadGenerator {
+  return {
+    name: 'wrk',
+    version,
+    threads,
+    start(options: LoadOptions): LoadRun {
+      const { request, expect } = options;
+      const args = [
+        `-t${Math.min(threads, options.connections)}`,
+        `-c${options.connections}`,
+        `-d${options.durationS}s`,
+        // A token request unanswered for 2 s under this load is a failure, and a server that hangs
+        // must show up as timeouts rather than as a quiet low req/s.
+        '--timeout',
+        '2s',
+        '-s',
+        checkScript,
+        options.baseUrl + request.path,
+      ];
+      const child = spawn('wrk', args, {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: {
+          ...process.env,
+          BENCH_METHOD: request.method,
+          BENCH_BODY: request.body ?? '',
+          BENCH_HEADERS: Object.entries(request.headers)
+            .map(([name, value]) => `${name}: ${value}`)
+            .join('\n'),
+          BENCH_EXPECT_STATUS: String(expect.status),
+          BENCH_EXPECT_PREFIX: expect.bodyPrefix,
+        },
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+      child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+      const started = new Promise<void>((resolve, reject) => {
+        child.once('spawn', () => resolve());
+        child.once('error', reject);
+      });
+      const done = new Promise<LoadResult>((resolve, reject) => {
+        child.once('error', reject);
+        child.once('close', (code) => {
+          const json = /^BENCH_RESULT (.*)$/m.exec(stdout)?.[1];
+          if (code !== 0 || json === undefined) {
+            reject(new Error(`wrk failed (exit ${code}): ${stderr.trim() || stdout.trim()}`));
+            return;
+          }
+          const raw = JSON.parse(json) as WrkJson;
+          const sample = /^BENCH_SAMPLE (.*)$/m.exec(stdout)?.[1]?.trim() ?? '';
+          const durationS = raw.duration_us / 1e6;
+          resolve({
+            requests: raw.requests,
+            durationS,
+            rps: durationS > 0 ? raw.requests / durationS : 0,
+            latencyMs: {
+              p50: raw.latency_us.p50 / 1000,
+              p90: raw.latency_us.p90 / 1000,
+              p99: raw.latency_us.p99 / 1000,
+              max: raw.latency_us.max / 1000,
+              mean: raw.latency_us.mean / 1000,
+            },
+            non2xx: raw.non2xx,
+            unexpected: raw.unexpected,
+            errors: { connect: raw.errors.connect, read: raw.errors.read, write: raw.errors.write, timeout: raw.errors.timeout },
+            badSample: sample === '' ? null : sample,
+          });
+        });
+      });
+      return { pid: child.pid as number, started, done };
+    },
+  };
+}

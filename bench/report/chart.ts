@@ -1,0 +1,94 @@
+/**
+ * The run as an SVG chart, rendered headless by Vega (no canvas needed): median req/s with each
+ * round as a tick, and the server's CPU time per request, per scenario and contender.
+ */
+import * as vega from 'vega';
+import { compile, type TopLevelSpec } from 'vega-lite';
+import { formatMachine } from '../support/machine.js';
+import type { BenchResults } from './results.js';
+import { contenderLabel } from './table.js';
+
+interface ChartRow {
+  row: string;
+  kind: string;
+  rps: number;
+  us: number | null;
+  round: number | null;
+  roundRps: number | null;
+}
+
+function rowsOf(results: BenchResults): ChartRow[] {
+  const rows: ChartRow[] = [];
+  for (const scenario of results.scenarios) {
+    for (const contender of scenario.contenders) {
+      if (contender.summary === null) continue;
+      const row = `${scenario.name} · ${contenderLabel(contender)}`;
+      rows.push({ row, kind: contender.kind, rps: contender.summary.rps, us: contender.summary.serverUsPerRequest, round: null, roundRps: null });
+      for (const round of contender.rounds.filter((r) => r.valid)) {
+        rows.push({ row, kind: contender.kind, rps: contender.summary.rps, us: null, round: round.round, roundRps: round.load.rps });
+      }
+    }
+  }
+  return rows;
+}
+
+export function chartSpec(results: BenchResults): TopLevelSpec {
+  const rows = rowsOf(results);
+  const order = [...new Set(rows.map((r) => r.row))];
+  const y = { field: 'row', type: 'nominal', sort: order, title: null, axis: { labelLimit: 320 } } as const;
+  const color = {
+    field: 'kind',
+    type: 'nominal',
+    title: null,
+    scale: { domain: ['tessera', 'peer', 'ceiling'], range: ['#2f6fb3', '#d4793a', '#8c8c8c'] },
+  } as const;
+  const summaries = { filter: 'datum.round === null' };
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+    title: {
+      text: `Tessera bench ${results.startedAt.slice(0, 16).replace('T', ' ')} UTC`,
+      subtitle: `${formatMachine(results.machine)} · ${results.settings.loadgen.name}, ${results.settings.connections} connections, ${results.settings.durationS} s`,
+    },
+    data: { values: rows },
+    vconcat: [
+      {
+        width: 520,
+        title: 'requests per second (median; ticks: each round)',
+        layer: [
+          { transform: [summaries], mark: 'bar', encoding: { y, x: { field: 'rps', type: 'quantitative', title: 'req/s' }, color } },
+          {
+            transform: [summaries],
+            mark: { type: 'text', align: 'left', dx: 4 },
+            encoding: { y, x: { field: 'rps', type: 'quantitative' }, text: { field: 'rps', type: 'quantitative', format: ',.0f' } },
+          },
+          {
+            transform: [{ filter: 'datum.round !== null' }],
+            mark: { type: 'tick', color: 'black', thickness: 2 },
+            encoding: { y, x: { field: 'roundRps', type: 'quantitative' } },
+          },
+        ],
+      },
+      {
+        width: 520,
+        title: 'server CPU per request (µs, all threads of the server process)',
+        transform: [summaries, { filter: 'datum.us !== null' }],
+        layer: [
+          { mark: 'bar', encoding: { y, x: { field: 'us', type: 'quantitative', title: 'µs' }, color } },
+          {
+            mark: { type: 'text', align: 'left', dx: 4 },
+            encoding: { y, x: { field: 'us', type: 'quantitative' }, text: { field: 'us', type: 'quantitative', format: ',.1f' } },
+          },
+        ],
+      },
+    ],
+    config: { font: 'sans-serif' },
+  };
+}
+
+export async function renderChart(results: BenchResults): Promise<string> {
+  const { spec } = compile(chartSpec(results));
+  const view = new vega.View(vega.parse(spec), { renderer: 'none' });
+  const svg = await view.toSVG();
+  view.finalize();
+  return svg;
+}

@@ -1,0 +1,140 @@
+/** The results file, `bench/results/<timestamp>.json`: one per run, meant to be committed. */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import type { LatencyMs, LoadResult } from '../load/load_generator.js';
+import type { StoreKind } from '../scenarios/scenario.js';
+import type { GitInfo } from '../support/git_info.js';
+import type { MachineInfo } from '../support/machine.js';
+import type { SignResults } from '../sign.js';
+
+export interface CpuFigures {
+  /** CPU seconds per second of the server process (all its threads): 1.0 = one core busy. */
+  serverCores: number | null;
+  serverUsPerRequest: number | null;
+  /** redis-server, for Tessera on the Redis store. */
+  storeCores: number | null;
+  storeUsPerRequest: number | null;
+  loadgenCores: number | null;
+  /** Processes outside the bench (a shared machine): busy machine time minus everything above. */
+  otherCores: number | null;
+}
+
+export interface RoundResult {
+  round: number;
+  load: LoadResult;
+  valid: boolean;
+  invalidReason: string | null;
+  cpu: CpuFigures;
+  /** Share of machine CPU time stolen by the hypervisor during the measured run. */
+  stealPercent: number | null;
+  warmup: { rps: number; invalidReason: string | null };
+}
+
+/** Medians over the valid rounds. */
+export interface Summary {
+  validRounds: number;
+  rps: number;
+  latencyMs: LatencyMs;
+  serverCores: number | null;
+  serverUsPerRequest: number | null;
+  storeUsPerRequest: number | null;
+  loadgenCores: number | null;
+  otherCores: number | null;
+  stealPercent: number | null;
+}
+
+export interface MemoryFigures {
+  idleRssBytes: number | null;
+  afterRssBytes: number | null;
+  peakRssBytes: number | null;
+}
+
+export type ContenderKind = 'tessera' | 'peer' | 'ceiling';
+
+export interface ContenderResult {
+  id: string;
+  label: string;
+  kind: ContenderKind;
+  store: StoreKind | null;
+  detail: Record<string, unknown>;
+  rounds: RoundResult[];
+  summary: Summary | null;
+  memory: MemoryFigures;
+  /** Set when the contender could not be measured (start-up, preflight, crash). */
+  error: string | null;
+}
+
+export interface RatioResult {
+  tessera: string;
+  peer: string;
+  /** Tessera median req/s ÷ peer median req/s. */
+  rps: number;
+  /** The same per round (Tessera round i ÷ peer round i, both valid). */
+  perRound: number[];
+  tesseraUsPerRequest: number | null;
+  peerUsPerRequest: number | null;
+}
+
+export interface ScenarioResult {
+  name: string;
+  measures: string;
+  contenders: ContenderResult[];
+  ratios: RatioResult[];
+  /** True when any contender had an error or an invalid round. */
+  hasErrors: boolean;
+}
+
+export interface BenchSettings {
+  /** `--label`: what the person running it said this run is. */
+  label: string | null;
+  durationS: number;
+  warmupS: number;
+  connections: number;
+  rounds: number | 'auto';
+  quick: boolean;
+  loadgen: { name: string; version: string; threads: number };
+  gateway: {
+    target: 'dist' | 'source';
+    threads: number;
+    note: string | null;
+    /** The checkout measured when it is not this one (`--gateway-root`). */
+    root: string | null;
+    /** The measured checkout's commit, and whether its gateway code had uncommitted changes. */
+    git: GitInfo | null;
+  };
+  redis: string | null;
+}
+
+export interface BenchResults {
+  schema: 1;
+  startedAt: string;
+  finishedAt: string;
+  argv: string[];
+  machine: MachineInfo;
+  settings: BenchSettings;
+  scenarios: ScenarioResult[];
+  pending: { name: string; reason: string }[];
+  sign: SignResults | null;
+}
+
+export const resultsDir = new URL('../results/', import.meta.url);
+
+/** `2026-11-22T03-15-07Z`: sortable, and no colons for file systems that mind. */
+export function fileStamp(date: Date): string {
+  return date.toISOString().replace(/\.\d+Z$/, 'Z').replaceAll(':', '-');
+}
+
+export function writeResults(results: BenchResults, svg: string | null): { json: string; svg: string | null } {
+  const dir = fileURLToPath(resultsDir);
+  mkdirSync(dir, { recursive: true });
+  const stamp = fileStamp(new Date(results.startedAt));
+  const json = path.join(dir, `${stamp}.json`);
+  writeFileSync(json, `${JSON.stringify(results, null, 2)}\n`);
+  let svgFile: string | null = null;
+  if (svg !== null) {
+    svgFile = path.join(dir, `${stamp}.svg`);
+    writeFileSync(svgFile, svg);
+  }
+  return { json, svg: svgFile };
+}

@@ -1,0 +1,119 @@
+/** The console report: one Markdown table per scenario (pasteable into bench/README.md). */
+import { errorCount } from '../load/load_generator.js';
+import type { BenchResults, ContenderResult, RatioResult, ScenarioResult } from './results.js';
+
+const dash = '–';
+
+export function formatInteger(n: number): string {
+  return Math.round(n).toLocaleString('en-US');
+}
+
+export function formatMs(ms: number): string {
+  if (!Number.isFinite(ms)) return dash;
+  return ms < 10 ? ms.toFixed(2) : ms < 100 ? ms.toFixed(1) : ms.toFixed(0);
+}
+
+function formatCores(cores: number | null): string {
+  return cores === null ? dash : `${Math.round(cores * 100)}%`;
+}
+
+function formatUs(us: number | null): string {
+  return us === null ? dash : us < 100 ? us.toFixed(1) : formatInteger(us);
+}
+
+function formatMiB(bytes: number | null): string {
+  return bytes === null ? '?' : `${Math.round(bytes / 1024 ** 2)}`;
+}
+
+export function contenderLabel(contender: ContenderResult): string {
+  const version = contender.kind === 'peer' && typeof contender.detail.version === 'string' ? ` ${contender.detail.version}` : '';
+  return `${contender.label}${version}`;
+}
+
+function row(contender: ContenderResult): string {
+  const s = contender.summary;
+  const rounds = contender.rounds.map((r) => (r.valid ? formatInteger(r.load.rps) : `✗${formatInteger(r.load.rps)}`)).join(' · ');
+  const non2xx = contender.rounds.reduce((sum, r) => sum + r.load.non2xx, 0);
+  const errors = contender.rounds.reduce((sum, r) => sum + errorCount(r.load) + r.load.unexpected, 0);
+  const m = contender.memory;
+  const memory = `${formatMiB(m.idleRssBytes)} → ${formatMiB(m.afterRssBytes)} (${formatMiB(m.peakRssBytes)})`;
+  const cells =
+    s === null
+      ? [contenderLabel(contender), contender.error === null ? 'INVALID' : 'FAILED', rounds || dash, dash, dash, dash, dash, String(non2xx), String(errors), dash, dash, dash, dash, dash, dash, memory]
+      : [
+          contenderLabel(contender),
+          formatInteger(s.rps),
+          rounds,
+          formatMs(s.latencyMs.p50),
+          formatMs(s.latencyMs.p90),
+          formatMs(s.latencyMs.p99),
+          formatMs(s.latencyMs.max),
+          String(non2xx),
+          String(errors),
+          formatCores(s.serverCores),
+          formatUs(s.serverUsPerRequest),
+          formatUs(s.storeUsPerRequest),
+          formatCores(s.loadgenCores),
+          formatCores(s.otherCores),
+          s.stealPercent === null ? dash : `${Math.round(s.stealPercent)}%`,
+          memory,
+        ];
+  return `| ${cells.join(' | ')} |`;
+}
+
+export function formatRatio(ratio: RatioResult, contenders: readonly ContenderResult[]): string {
+  const name = (id: string): string => {
+    const contender = contenders.find((c) => c.id === id);
+    return contender === undefined ? id : contenderLabel(contender);
+  };
+  const rounds = ratio.perRound.length > 0 ? ` (rounds: ${ratio.perRound.map((r) => `${r.toFixed(1)}x`).join(', ')})` : '';
+  const cpu =
+    ratio.tesseraUsPerRequest !== null && ratio.peerUsPerRequest !== null
+      ? `; server CPU per request ${formatUs(ratio.tesseraUsPerRequest)} µs vs ${formatUs(ratio.peerUsPerRequest)} µs (${(ratio.peerUsPerRequest / ratio.tesseraUsPerRequest).toFixed(1)}x less)`
+      : '';
+  return `${name(ratio.tessera)} ÷ ${name(ratio.peer)}: **${ratio.rps.toFixed(1)}x** req/s${rounds}${cpu}`;
+}
+
+export const tableHeader =
+  '| contender | req/s (median) | each round | p50 ms | p90 ms | p99 ms | max ms | non-2xx | errors | server CPU | server µs/req | Redis µs/req | load gen CPU | other processes | steal | RSS MiB idle → after (peak) |\n' +
+  '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
+
+export function formatScenario(scenario: ScenarioResult): string {
+  const lines = [`### ${scenario.name}`, '', scenario.measures, '', tableHeader, ...scenario.contenders.map(row)];
+  if (scenario.ratios.length > 0) {
+    lines.push('');
+    for (const ratio of scenario.ratios) lines.push(`- ${formatRatio(ratio, scenario.contenders)}`);
+  }
+  const busiest = Math.max(0, ...scenario.contenders.flatMap((c) => c.rounds.map((r) => r.cpu.otherCores ?? 0)));
+  if (busiest >= 0.2) {
+    lines.push(
+      '',
+      `Note: other processes on this machine used up to ${Math.round(busiest * 100)}% of a core during these runs; absolute figures are depressed, compare within the run.`,
+    );
+  }
+  const problems: string[] = [];
+  for (const contender of scenario.contenders) {
+    if (contender.error !== null) problems.push(`${contender.label}: ${contender.error}`);
+    for (const round of contender.rounds) {
+      if (!round.valid) problems.push(`${contender.label} round ${round.round}: ${round.invalidReason} — NOT COUNTED`);
+      if (round.warmup.invalidReason !== null) problems.push(`${contender.label} round ${round.round} warm-up: ${round.warmup.invalidReason}`);
+    }
+  }
+  if (problems.length > 0) {
+    lines.push('', '**!!! ERRORS in this scenario — the affected runs are not results:**', ...problems.map((p) => `- ${p}`));
+  }
+  return lines.join('\n');
+}
+
+export function formatSettings(results: BenchResults): string {
+  const s = results.settings;
+  const rounds = s.rounds === 'auto' ? '2 rounds with several contenders, else 1' : `${s.rounds} round(s)`;
+  return (
+    (s.label === null ? '' : `${s.label}: `) +
+    `${s.connections} connections, ${s.durationS} s measured after ${s.warmupS} s warm-up, ${rounds}, interleaved; ` +
+    `${s.loadgen.name} ${s.loadgen.version} (${s.loadgen.threads} thread${s.loadgen.threads === 1 ? '' : 's'}); ` +
+    `Tessera from ${s.gateway.target === 'dist' ? 'dist/' : 'TypeScript sources'}${s.gateway.root === null ? '' : ` of ${s.gateway.root}`}, ${s.gateway.threads} worker threads` +
+    (s.gateway.git === null ? '' : ` (commit ${s.gateway.git.commit.slice(0, 7)}${s.gateway.git.dirty ? ' + uncommitted changes' : ''})`) +
+    (s.redis === null ? '' : `; Redis ${s.redis}`)
+  );
+}

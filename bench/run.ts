@@ -1,0 +1,165 @@
+/**
+ * `npm run bench [-- scenario… | sign] [options]`: starts the servers itself, drives them with a
+ * real HTTP load generator (wrk, or autocannon when wrk is not installed), checks every response,
+ * interleaves contenders, prints a table per scenario and writes bench/results/<timestamp>.json
+ * and .svg. See bench/README.md.
+ */
+import path from 'node:path';
+import { createAutocannon } from './load/autocannon.js';
+import type { LoadGenerator } from './load/load_generator.js';
+import { createWrk, findWrk } from './load/wrk.js';
+import { renderChart } from './report/chart.js';
+import { formatProfiles, summariseProfiles } from './report/cpu_profile.js';
+import { writeResults, type BenchResults, type ScenarioResult } from './report/results.js';
+import { formatScenario, formatSettings } from './report/table.js';
+import { RunContext } from './runner/context.js';
+import { parseOptions, usage, UsageError, type BenchOptions } from './runner/options.js';
+import { Progress } from './runner/progress.js';
+import { runScenario } from './runner/run_scenario.js';
+import { resolveTarget } from './runner/target.js';
+import { scenarios, findScenario } from './scenarios/index.js';
+import type { ActiveScenario, PendingScenario } from './scenarios/scenario.js';
+import { repoRoot } from './support/child_server.js';
+import { describeCheckout } from './support/git_info.js';
+import { describeMachine, formatMachine } from './support/machine.js';
+import { runSignBench, type SignResults } from './sign.js';
+
+function chooseGenerator(options: BenchOptions): LoadGenerator {
+  const wrkVersion = findWrk();
+  if (options.loadgen === 'wrk' && wrkVersion === null) {
+    throw new UsageError('--loadgen wrk: wrk is not installed (Debian/Ubuntu: sudo apt-get install -y wrk)');
+  }
+  if (options.loadgen === 'autocannon' || wrkVersion === null) return createAutocannon();
+  return createWrk(wrkVersion, options.loadgenThreads);
+}
+
+async function main(): Promise<number> {
+  let options: BenchOptions;
+  try {
+    options = parseOptions(process.argv.slice(2));
+  } catch (err) {
+    console.error(`${(err as Error).message}\n\n${usage}`);
+    return 2;
+  }
+  if (options.help) {
+    console.log(usage);
+    return 0;
+  }
+
+  const unknown = options.names.filter((name) => name !== 'sign' && findScenario(name) === undefined);
+  if (unknown.length > 0) {
+    console.error(`unknown scenario ${unknown.map((n) => `"${n}"`).join(', ')}; known: sign, ${scenarios.map((s) => s.name).join(', ')}`);
+    return 2;
+  }
+  const everything = options.names.length === 0;
+  const chosen = everything ? scenarios : options.names.map((name) => findScenario(name)).filter((s) => s !== undefined);
+  const active = chosen.filter((s): s is ActiveScenario => s.kind === 'active');
+  const pending = chosen.filter((s): s is PendingScenario => s.kind === 'pending');
+  const runSign = everything || options.names.includes('sign');
+  if (!everything) for (const scenario of pending) console.log(`${scenario.name}: pending: ${scenario.pending}`);
+  if (active.length === 0 && !runSign) return 0;
+
+  let generator: LoadGenerator;
+  try {
+    generator = chooseGenerator(options);
+  } catch (err) {
+    console.error((err as Error).message);
+    return 2;
+  }
+  const target = resolveTarget(options.target, options.gatewayRoot === undefined ? undefined : path.resolve(options.gatewayRoot));
+  const machine = describeMachine();
+  const startedAt = new Date();
+  const progress = new Progress();
+  const ctx = new RunContext(options, generator, target, progress);
+  const interrupt = (): void => {
+    progress.clear();
+    console.error('\ninterrupted: stopping the servers');
+    void ctx.close().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', interrupt);
+  process.once('SIGTERM', interrupt);
+
+  const results: BenchResults = {
+    schema: 1,
+    startedAt: startedAt.toISOString(),
+    finishedAt: '',
+    argv: process.argv.slice(2),
+    machine,
+    settings: {
+      label: options.label ?? null,
+      durationS: options.durationS,
+      warmupS: options.warmupS,
+      connections: options.connections,
+      rounds: options.rounds ?? 'auto',
+      quick: options.quick,
+      loadgen: { name: generator.name, version: generator.version, threads: generator.threads },
+      gateway: {
+        target: target.kind,
+        threads: options.threads,
+        note: target.note,
+        root: options.gatewayRoot === undefined ? null : path.resolve(options.gatewayRoot),
+        git: describeCheckout(options.gatewayRoot === undefined ? repoRoot : path.resolve(options.gatewayRoot)),
+      },
+      redis: null,
+    },
+    scenarios: [],
+    pending: scenarios.filter((s): s is PendingScenario => s.kind === 'pending').map((s) => ({ name: s.name, reason: s.pending })),
+    sign: null,
+  };
+
+  console.log(`Machine: ${formatMachine(machine)}`);
+  if (target.note !== null) console.log(`Note: ${target.note}`);
+  if (generator.name === 'autocannon') console.log('Note: wrk is not installed, using autocannon (sudo apt-get install -y wrk for the reference figures)');
+  console.log(`Settings: ${formatSettings(results)}\n`);
+
+  let failed = false;
+  try {
+    for (const scenario of active) {
+      let result: ScenarioResult | null;
+      try {
+        result = await runScenario(scenario, ctx);
+      } catch (err) {
+        progress.clear();
+        console.error(`${scenario.name}: FAILED: ${(err as Error).stack ?? String(err)}`);
+        failed = true;
+        continue;
+      }
+      if (result === null) continue;
+      results.settings.redis = ctx.redisVersion;
+      results.scenarios.push(result);
+      failed ||= result.hasErrors;
+      console.log(`${formatScenario(result)}\n`);
+    }
+    if (runSign) {
+      console.log('### sign (ES256, one thread, 2 s each)\n');
+      const sign: SignResults = await runSignBench(2, (line) => console.log(line));
+      results.sign = sign;
+      if (sign.nodeCryptoOverJose !== null) console.log(`node:crypto sign: ${sign.nodeCryptoOverJose.toFixed(1)}x jose SignJWT's best, per CPU-second\n`);
+    }
+  } finally {
+    await ctx.close();
+  }
+  results.finishedAt = new Date().toISOString();
+
+  if (everything) console.log(`Pending scenarios: ${results.pending.map((p) => p.name).join(', ')} (\`npm run bench -- <name>\` says why)\n`);
+  if (options.save) {
+    let svg: string | null = null;
+    try {
+      svg = results.scenarios.length > 0 ? await renderChart(results) : null;
+    } catch (err) {
+      console.error(`chart: ${(err as Error).message}`);
+    }
+    const written = writeResults(results, svg);
+    console.log(`Results: ${written.json}${written.svg === null ? '' : `\nChart:   ${written.svg}`}`);
+  }
+  if (ctx.profileDir !== null) {
+    console.log(`\nCPU profiles in ${ctx.profileDir}; hottest functions by self time during the measured runs:\n`);
+    console.log(formatProfiles(summariseProfiles(ctx.profileDir, 12, ctx.profileWindows)));
+  }
+  const seconds = (Date.now() - startedAt.getTime()) / 1000;
+  console.log(`\nTook ${Math.floor(seconds / 60)} min ${Math.round(seconds % 60)} s.`);
+  if (failed) console.log('\n!!! SOME RUNS HAD ERRORS: see the tables above; those runs are not results.');
+  return failed ? 1 : 0;
+}
+
+process.exitCode = await main();

@@ -1,0 +1,110 @@
+import { parseArgs } from 'node:util';
+import type { StoreKind } from '../scenarios/scenario.js';
+
+export interface BenchOptions {
+  /** Scenario names (or `sign`) from the command line; empty = every current scenario. */
+  names: string[];
+  durationS: number;
+  warmupS: number;
+  connections: number;
+  /** Rounds per contender; undefined = 2 when a scenario has several contenders, else 1. */
+  rounds: number | undefined;
+  quick: boolean;
+  stores: StoreKind[] | undefined;
+  loadgen: 'wrk' | 'autocannon' | undefined;
+  loadgenThreads: number;
+  target: 'dist' | 'source' | undefined;
+  /** Gateway worker threads. */
+  threads: number;
+  /** Another checkout of Tessera to run instead of this one (A/B against a branch or a fix). */
+  gatewayRoot: string | undefined;
+  /** Free text saved with the results, e.g. what a `--gateway-root` checkout contains. */
+  label: string | undefined;
+  save: boolean;
+  cpuProf: boolean;
+  help: boolean;
+}
+
+export const usage = `Usage: npm run bench -- [scenario… | sign] [options]
+
+With no scenario, runs every current scenario and the sign micro-bench.
+
+Options:
+  --duration S         measured seconds per contender and round (10; --quick: 3)
+  --warmup S           warm-up seconds before each measured run (2; --quick: 1)
+  --connections N      concurrent connections (64)
+  --rounds N           rounds per contender, interleaved (2 when a scenario has a peer or
+                       several stores, else 1; --quick: 1)
+  --quick              smoke run: 3 s, 1 s warm-up, 1 round
+  --store memory|redis Tessera store(s) to measure (both where the scenario uses a store)
+  --loadgen wrk|autocannon   (wrk when installed)
+  --loadgen-threads N  wrk threads (1)
+  --target dist|source run the compiled gateway (default when dist/ is up to date) or the sources
+  --threads N          gateway worker threads (2, the shipped default)
+  --gateway-root DIR   run the gateway of another checkout (a worktree of a branch or a fix)
+  --label TEXT         a note saved with the results (what the run measures, e.g. the fix applied)
+  --cpu-prof           profile the gateway processes (node --cpu-prof) and print the hottest functions
+  --no-save            do not write bench/results/<timestamp>.json and .svg
+`;
+
+class UsageError extends Error {}
+export { UsageError };
+
+function positiveNumber(name: string, value: string | undefined, fallback: number, integer = false): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) throw new UsageError(`--${name} must be a positive ${integer ? 'integer' : 'number'}`);
+  return n;
+}
+
+export function parseOptions(argv: readonly string[]): BenchOptions {
+  const save = !argv.includes('--no-save');
+  const { values, positionals } = parseArgs({
+    args: argv.filter((arg) => arg !== '--no-save'),
+    allowPositionals: true,
+    strict: true,
+    options: {
+      duration: { type: 'string' },
+      warmup: { type: 'string' },
+      connections: { type: 'string' },
+      rounds: { type: 'string' },
+      quick: { type: 'boolean', default: false },
+      store: { type: 'string', multiple: true },
+      loadgen: { type: 'string' },
+      'loadgen-threads': { type: 'string' },
+      target: { type: 'string' },
+      threads: { type: 'string' },
+      'gateway-root': { type: 'string' },
+      label: { type: 'string' },
+      'cpu-prof': { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  const quick = values.quick === true;
+  const stores = values.store?.flatMap((s) => s.split(','));
+  for (const store of stores ?? []) {
+    if (store !== 'memory' && store !== 'redis') throw new UsageError(`--store must be memory or redis, not "${store}"`);
+  }
+  const loadgen = values.loadgen;
+  if (loadgen !== undefined && loadgen !== 'wrk' && loadgen !== 'autocannon') throw new UsageError('--loadgen must be wrk or autocannon');
+  const target = values.target;
+  if (target !== undefined && target !== 'dist' && target !== 'source') throw new UsageError('--target must be dist or source');
+  return {
+    names: positionals,
+    durationS: positiveNumber('duration', values.duration, quick ? 3 : 10),
+    warmupS: positiveNumber('warmup', values.warmup, quick ? 1 : 2),
+    connections: positiveNumber('connections', values.connections, 64, true),
+    rounds: values.rounds === undefined ? (quick ? 1 : undefined) : positiveNumber('rounds', values.rounds, 1, true),
+    quick,
+    stores: stores as StoreKind[] | undefined,
+    loadgen,
+    loadgenThreads: positiveNumber('loadgen-threads', values['loadgen-threads'], 1, true),
+    target,
+    threads: positiveNumber('threads', values.threads, 2, true),
+    gatewayRoot: values['gateway-root'],
+    label: values.label,
+    save,
+    cpuProf: values['cpu-prof'] === true,
+    help: values.help === true,
+  };
+}

@@ -1,0 +1,185 @@
+import type { ContenderResult, RatioResult, RoundResult, ScenarioResult, Summary } from '../report/results.js';
+import type { ActiveScenario } from '../scenarios/scenario.js';
+import { processMemory } from '../support/proc_stats.js';
+import { contendersOf, type Contender, type StartedContender } from './contenders.js';
+import type { RunContext } from './context.js';
+import { measureRound } from './measure.js';
+import { median, medianOrNull } from './stats.js';
+
+interface ContenderState {
+  contender: Contender;
+  started: StartedContender | null;
+  result: ContenderResult;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+function describeError(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * One request checked in depth: before the load (a misconfigured server must not produce figures)
+ * and after each round (nor must one that hung).
+ */
+async function checkOneRequest(contender: Contender, url: string, when: string): Promise<void> {
+  const { request, expect, verify } = contender.plan;
+  let response: Response;
+  try {
+    response = await fetch(url + request.path, {
+      method: request.method,
+      headers: request.headers,
+      ...(request.body === undefined ? {} : { body: request.body }),
+      signal: AbortSignal.timeout(5000),
+    });
+  } catch (err) {
+    throw new Error(`${when}: no answer within 5 s (${describeError(err)})`);
+  }
+  const body = await response.text();
+  const problem = verify(response.status, body);
+  if (problem !== null) throw new Error(`${when}: ${problem}`);
+  if (response.status !== expect.status || !body.startsWith(expect.bodyPrefix)) {
+    throw new Error(`${when}: the response does not meet the load check (status ${expect.status}, body starting ${expect.bodyPrefix})`);
+  }
+}
+
+export function summarise(rounds: readonly RoundResult[]): Summary | null {
+  const valid = rounds.filter((round) => round.valid);
+  if (valid.length === 0) return null;
+  const pick = (f: (round: RoundResult) => number | null): number | null => medianOrNull(valid.map(f));
+  return {
+    validRounds: valid.length,
+    rps: median(valid.map((r) => r.load.rps)),
+    latencyMs: {
+      p50: median(valid.map((r) => r.load.latencyMs.p50)),
+      p90: median(valid.map((r) => r.load.latencyMs.p90)),
+      p99: median(valid.map((r) => r.load.latencyMs.p99)),
+      max: median(valid.map((r) => r.load.latencyMs.max)),
+      mean: median(valid.map((r) => r.load.latencyMs.mean)),
+    },
+    serverCores: pick((r) => r.cpu.serverCores),
+    serverUsPerRequest: pick((r) => r.cpu.serverUsPerRequest),
+    storeUsPerRequest: pick((r) => r.cpu.storeUsPerRequest),
+    loadgenCores: pick((r) => r.cpu.loadgenCores),
+    otherCores: pick((r) => r.cpu.otherCores),
+    stealPercent: pick((r) => r.stealPercent),
+  };
+}
+
+function ratiosOf(contenders: readonly ContenderResult[]): RatioResult[] {
+  const ratios: RatioResult[] = [];
+  for (const tessera of contenders.filter((c) => c.kind === 'tessera')) {
+    for (const peer of contenders.filter((c) => c.kind === 'peer')) {
+      if (tessera.summary === null || peer.summary === null) continue;
+      const perRound: number[] = [];
+      for (const t of tessera.rounds) {
+        const p = peer.rounds.find((r) => r.round === t.round);
+        if (t.valid && p?.valid === true && p.load.rps > 0) perRound.push(t.load.rps / p.load.rps);
+      }
+      ratios.push({
+        tessera: tessera.id,
+        peer: peer.id,
+        rps: tessera.summary.rps / peer.summary.rps,
+        perRound,
+        tesseraUsPerRequest: tessera.summary.serverUsPerRequest,
+        peerUsPerRequest: peer.summary.serverUsPerRequest,
+      });
+    }
+  }
+  return ratios;
+}
+
+/**
+ * Starts every contender of the scenario, checks each with one real request, then runs the rounds
+ * interleaved (A, B, C, A, B, C) so that all of them see the same machine, and stops them.
+ */
+export async function runScenario(scenario: ActiveScenario, ctx: RunContext): Promise<ScenarioResult | null> {
+  const { progress } = ctx;
+  const contenders = contendersOf(scenario, ctx);
+  if (contenders.length === 0) {
+    progress.log(`${scenario.name}: skipped, no contender left after --store`);
+    return null;
+  }
+  const rounds = ctx.options.rounds ?? (contenders.length > 1 ? 2 : 1);
+  const states: ContenderState[] = contenders.map((contender) => ({
+    contender,
+    started: null,
+    result: {
+      id: contender.id,
+      label: contender.label,
+      kind: contender.kind,
+      store: contender.store,
+      detail: {},
+      rounds: [],
+      summary: null,
+      memory: { idleRssBytes: null, afterRssBytes: null, peakRssBytes: null },
+      error: null,
+    },
+  }));
+
+  const fail = (state: ContenderState, err: unknown): void => {
+    const output = state.started?.server.output() ?? '';
+    state.result.error = describeError(err) + (output === '' ? '' : `\n--- ${state.contender.id} output (tail) ---\n${output.split('\n').slice(-20).join('\n')}`);
+  };
+
+  try {
+    for (const state of states) {
+      progress.phase(`${scenario.name} · starting ${state.contender.label}`);
+      try {
+        state.started = await state.contender.start();
+        state.result.detail = state.started.server.detail;
+        await sleep(500);
+        state.result.memory.idleRssBytes = processMemory(state.started.server.pid)?.rssBytes ?? null;
+        await checkOneRequest(state.contender, state.started.server.url, 'preflight');
+      } catch (err) {
+        fail(state, err);
+      }
+    }
+
+    for (let round = 1; round <= rounds; round++) {
+      for (const state of states) {
+        const started = state.started;
+        if (started === null || state.result.error !== null) continue;
+        let measured;
+        try {
+          measured = await measureRound(ctx, scenario.name, state.contender, started, round, rounds);
+          state.result.rounds.push(measured);
+        } catch (err) {
+          fail(state, err);
+          continue;
+        }
+        // A server that wedged during the run may have answered correctly every request it did
+        // finish: only a request after the run tells.
+        try {
+          await checkOneRequest(state.contender, started.server.url, `after round ${round}`);
+        } catch (err) {
+          measured.valid = false;
+          measured.invalidReason = [measured.invalidReason, `the server stopped answering (${describeError(err)})`].filter(Boolean).join('; ');
+          fail(state, new Error('not measured further: it stopped answering'));
+          continue;
+        }
+        if (!started.server.alive()) fail(state, new Error(`${state.contender.id} exited during round ${round}`));
+      }
+    }
+
+    for (const state of states) {
+      if (state.started === null || !state.started.server.alive()) continue;
+      const memory = processMemory(state.started.server.pid);
+      state.result.memory.afterRssBytes = memory?.rssBytes ?? null;
+      state.result.memory.peakRssBytes = memory?.peakRssBytes ?? null;
+    }
+  } finally {
+    progress.phase(`${scenario.name} · stopping`);
+    await Promise.all(states.map((state) => state.started?.server.stop()));
+    progress.clear();
+  }
+
+  const results = states.map((state) => ({ ...state.result, summary: summarise(state.result.rounds) }));
+  return {
+    name: scenario.name,
+    measures: scenario.measures,
+    contenders: results,
+    ratios: ratiosOf(results),
+    hasErrors: results.some((c) => c.error !== null || c.rounds.some((r) => !r.valid) || c.summary === null),
+  };
+}

@@ -1,0 +1,20 @@
+import { benchClient } from '../support/bench_config.js';
+import { basicAuthorization, formPost, tokenResponse, verifyAccessTokenResponse, type ActiveScenario } from './scenario.js';
+
+export const clientCredentialsRs256: ActiveScenario = {
+  kind: 'active',
+  name: 'client_credentials_rs256',
+  measures: 'The client_credentials request with an RSA-2048 key: RS256 signing costs several times ES256.',
+  server: 'tessera',
+  stores: ['memory', 'redis'],
+  signing: 'RS256',
+  plan: {
+    request: formPost(
+      '/connect/token',
+      { grant_type: 'client_credentials', scope: benchClient.scope },
+      basicAuthorization(benchClient.clientId, benchClient.secret),
+    ),
+    expect: tokenResponse,
+    verify: verifyAccessTokenResponse('RS256', benchClient.scope),
+  },
+};

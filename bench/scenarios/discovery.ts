@@ -1,0 +1,14 @@
+import { get, verifyJsonMember, type ActiveScenario } from './scenario.js';
+
+export const discovery: ActiveScenario = {
+  kind: 'active',
+  name: 'discovery',
+  measures: 'GET /.well-known/openid-configuration: a prebuilt body from the uWS thread, no worker hop.',
+  server: 'tessera',
+  stores: [],
+  plan: {
+    request: get('/.well-known/openid-configuration'),
+    expect: { status: 200, bodyPrefix: '{"issuer":"' },
+    verify: verifyJsonMember('token_endpoint'),
+  },
+};

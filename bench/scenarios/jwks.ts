@@ -1,0 +1,14 @@
+import { get, verifyJsonMember, type ActiveScenario } from './scenario.js';
+
+export const jwks: ActiveScenario = {
+  kind: 'active',
+  name: 'jwks',
+  measures: 'GET /.well-known/openid-configuration/jwks: a prebuilt body from the uWS thread, no worker hop.',
+  server: 'tessera',
+  stores: [],
+  plan: {
+    request: get('/.well-known/openid-configuration/jwks'),
+    expect: { status: 200, bodyPrefix: '{"keys":[{' },
+    verify: verifyJsonMember('keys'),
+  },
+};

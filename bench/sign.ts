@@ -1,0 +1,128 @@
+/**
+ * ES256 signing per core: node:crypto `sign` with `dsaEncoding: 'ieee-p1363'` (what Tessera's
+ * workers do, workers/tokens/jwt_signer.ts) against jose's `SignJWT` (WebCrypto), 2 s each.
+ * The gateway's choice of node:crypto on the hot path cites these figures.
+ *
+ *   npm run bench -- sign          (or: node --import tsx bench/sign.ts)
+ */
+import { generateKeyPairSync, randomUUID, sign, type JsonWebKey } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
+import { calculateJwkThumbprint, importJWK, SignJWT, type JWK } from 'jose';
+import { JwtSigner } from '../workers/tokens/jwt_signer.js';
+
+export interface SignCase {
+  name: string;
+  signatures: number;
+  seconds: number;
+  /** Wall-clock rate. */
+  perSecond: number;
+  /** Process CPU time used (all threads: WebCrypto signs on the libuv pool). */
+  cpuSeconds: number;
+  /** Signatures per CPU-second: the per-core figure. */
+  perCpuSecond: number;
+}
+
+export interface SignResults {
+  durationS: number;
+  cases: SignCase[];
+  /** node:crypto sign per CPU-second ÷ jose SignJWT's best per CPU-second (either concurrency). */
+  nodeCryptoOverJose: number | null;
+}
+
+function payloadAt(now: number): Record<string, unknown> {
+  return {
+    iss: 'http://127.0.0.1:5000',
+    nbf: now,
+    iat: now,
+    exp: now + 3600,
+    aud: 'urn:api1',
+    scope: 'api1',
+    client_id: 'm2m',
+    sub: 'm2m',
+    jti: randomUUID(),
+  };
+}
+
+function finish(name: string, signatures: number, startedAt: number, cpuAt: NodeJS.CpuUsage): SignCase {
+  const seconds = (performance.now() - startedAt) / 1000;
+  const cpu = process.cpuUsage(cpuAt);
+  const cpuSeconds = (cpu.user + cpu.system) / 1e6;
+  return {
+    name,
+    signatures,
+    seconds,
+    perSecond: signatures / seconds,
+    cpuSeconds,
+    perCpuSecond: cpuSeconds > 0 ? signatures / cpuSeconds : 0,
+  };
+}
+
+function measureSync(name: string, durationS: number, signOnce: () => void): SignCase {
+  for (let i = 0; i < 200; i++) signOnce();
+  const cpuAt = process.cpuUsage();
+  const startedAt = performance.now();
+  const until = startedAt + durationS * 1000;
+  let signatures = 0;
+  while (performance.now() < until) {
+    for (let i = 0; i < 64; i++) signOnce();
+    signatures += 64;
+  }
+  return finish(name, signatures, startedAt, cpuAt);
+}
+
+async function measureAsync(name: string, durationS: number, inFlight: number, signOnce: () => Promise<unknown>): Promise<SignCase> {
+  for (let i = 0; i < 200; i++) await signOnce();
+  const cpuAt = process.cpuUsage();
+  const startedAt = performance.now();
+  const until = startedAt + durationS * 1000;
+  let signatures = 0;
+  const loop = async (): Promise<void> => {
+    while (performance.now() < until) {
+      await signOnce();
+      signatures++;
+    }
+  };
+  await Promise.all(Array.from({ length: inFlight }, loop));
+  return finish(name, signatures, startedAt, cpuAt);
+}
+
+export async function runSignBench(durationS = 2, log: (line: string) => void = console.log): Promise<SignResults> {
+  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const exported = privateKey.export({ format: 'jwk' }) as JsonWebKey as JWK;
+  const kid = await calculateJwkThumbprint(exported);
+  const jwk: JWK = { ...exported, kid, alg: 'ES256' };
+  const now = Math.floor(Date.now() / 1000);
+  const header = Buffer.from(JSON.stringify({ alg: 'ES256', typ: 'at+jwt', kid })).toString('base64url');
+  const signingInput = Buffer.from(`${header}.${Buffer.from(JSON.stringify(payloadAt(now))).toString('base64url')}`);
+  const signOptions = { key: privateKey, dsaEncoding: 'ieee-p1363' as const };
+  const signer = new JwtSigner({ kid, alg: 'ES256', jwk });
+  const joseKey = await importJWK(jwk, 'ES256');
+
+  const cases: SignCase[] = [];
+  const run = async (next: () => SignCase | Promise<SignCase>): Promise<void> => {
+    const result = await next();
+    cases.push(result);
+    log(`  ${result.name.padEnd(52)} ${Math.round(result.perSecond).toLocaleString('en-US').padStart(8)}/s  ${Math.round(result.perCpuSecond).toLocaleString('en-US').padStart(8)}/CPU-s`);
+  };
+  await run(() => measureSync("node:crypto sign('sha256', ieee-p1363)", durationS, () => sign('sha256', signingInput, signOptions)));
+  await run(() => measureSync('node:crypto full JWT (workers JwtSigner.sign)', durationS, () => signer.sign(payloadAt(now), 'at+jwt')));
+  await run(() =>
+    measureAsync('jose SignJWT (one at a time)', durationS, 1, () =>
+      new SignJWT(payloadAt(now)).setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid }).sign(joseKey),
+    ),
+  );
+  await run(() =>
+    measureAsync('jose SignJWT (64 in flight)', durationS, 64, () =>
+      new SignJWT(payloadAt(now)).setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid }).sign(joseKey),
+    ),
+  );
+  const nodeBest = cases[0]?.perCpuSecond ?? 0;
+  const joseBest = Math.max(0, ...cases.filter((c) => c.name.startsWith('jose')).map((c) => c.perCpuSecond));
+  return { durationS, cases, nodeCryptoOverJose: joseBest > 0 ? nodeBest / joseBest : null };
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  console.log('ES256 signatures, 2 s each:');
+  const results = await runSignBench();
+  if (results.nodeCryptoOverJose !== null) console.log(`node:crypto sign: ${results.nodeCryptoOverJose.toFixed(1)}x jose SignJWT's best, per CPU-second`);
+}

@@ -1,0 +1,55 @@
+/**
+ * The small IPC contract between the bench runner and the server processes it starts
+ * (`gateway_process.ts`, `ceiling_process.ts`, `peers/oidc_provider_process.ts`).
+ */
+
+/** Child → runner, once, when the server accepts connections. */
+export interface ReadyMessage {
+  type: 'ready';
+  url: string;
+  /** Free-form facts worth recording (versions, grant types). */
+  detail: Record<string, unknown>;
+}
+
+/** Runner → child: stop gracefully and exit. */
+export interface StopMessage {
+  type: 'stop';
+}
+
+export function isReadyMessage(message: unknown): message is ReadyMessage {
+  return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === 'ready';
+}
+
+/** Tells the runner this server is up. Outside the runner (no IPC channel) it prints the URL. */
+export function announceReady(url: string, detail: Record<string, unknown> = {}): void {
+  const message: ReadyMessage = { type: 'ready', url, detail };
+  if (process.send !== undefined) process.send(message);
+  else console.log(`listening on ${url}`);
+}
+
+/**
+ * Stops the server when the runner asks, when the runner goes away (IPC disconnect) or on
+ * SIGTERM/SIGINT, then exits: a process that exits normally also writes its `--cpu-prof`.
+ */
+export function stopOnRequest(stop: () => Promise<void>): void {
+  let stopping = false;
+  const stopAndExit = (): void => {
+    if (stopping) return;
+    stopping = true;
+    const force = setTimeout(() => process.exit(1), 10_000);
+    force.unref();
+    stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        console.error(err);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('message', (message: unknown) => {
+    if (typeof message === 'object' && message !== null && (message as { type?: unknown }).type === 'stop') stopAndExit();
+  });
+  process.on('disconnect', stopAndExit);
+  process.on('SIGTERM', stopAndExit);
+  process.on('SIGINT', stopAndExit);
+}

@@ -1,0 +1,119 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { isReadyMessage, type StopMessage } from './child_protocol.js';
+
+export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface ChildServer {
+  readonly name: string;
+  readonly pid: number;
+  readonly url: string;
+  readonly detail: Record<string, unknown>;
+  /** The last lines the process wrote (stdout and stderr), for diagnostics. */
+  output(): string;
+  /** Whether it is still running. */
+  alive(): boolean;
+  stop(): Promise<void>;
+}
+
+export interface StartChildOptions {
+  name: string;
+  /** A TypeScript entry under bench/, run with `node --import tsx`. */
+  entry: string;
+  args?: readonly string[];
+  env?: Record<string, string>;
+  nodeArgs?: readonly string[];
+  readyTimeoutMs?: number;
+}
+
+const started = new Set<ChildProcess>();
+let exitHookInstalled = false;
+
+function killStartedAtExit(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  // 'exit' handlers run synchronously: a kill of each child we started is all there is time for.
+  process.on('exit', () => {
+    for (const child of started) child.kill('SIGKILL');
+  });
+}
+
+/** Keeps the tail of a child's output without letting the pipe fill up and block it. */
+class OutputTail {
+  private lines: string[] = [];
+  private partial = '';
+  constructor(private readonly maxLines: number) {}
+  push(chunk: Buffer): void {
+    const text = this.partial + chunk.toString('utf8');
+    const parts = text.split('\n');
+    this.partial = parts.pop() ?? '';
+    this.lines.push(...parts);
+    if (this.lines.length > this.maxLines) this.lines = this.lines.slice(-this.maxLines);
+  }
+  text(): string {
+    return [...this.lines, this.partial].filter((line) => line.length > 0).join('\n');
+  }
+}
+
+/**
+ * Starts a server process that announces itself with a `ready` IPC message (child_protocol.ts),
+ * and resolves once it has. Rejects, with the process's output, when it exits or stays silent.
+ */
+export function startChild(options: StartChildOptions): Promise<ChildServer> {
+  killStartedAtExit();
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', options.entry, ...(options.args ?? [])], {
+    cwd: repoRoot,
+    env: { ...process.env, NODE_ENV: 'production', ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  started.add(child);
+  const tail = new OutputTail(200);
+  child.stdout?.on('data', (chunk: Buffer) => tail.push(chunk));
+  child.stderr?.on('data', (chunk: Buffer) => tail.push(chunk));
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      started.delete(child);
+      resolve();
+    }),
+  );
+
+  return new Promise((resolve, reject) => {
+    const timeoutMs = options.readyTimeoutMs ?? 60_000;
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${options.name} did not start within ${timeoutMs} ms\n${tail.text()}`));
+    }, timeoutMs);
+    const onExit = (code: number | null, signal: NodeJS.Signals | null): void => {
+      clearTimeout(timer);
+      reject(new Error(`${options.name} exited during start-up (${code ?? signal})\n${tail.text()}`));
+    };
+    child.once('exit', onExit);
+    child.on('message', (message: unknown) => {
+      if (!isReadyMessage(message)) return;
+      clearTimeout(timer);
+      child.off('exit', onExit);
+      const pid = child.pid as number;
+      let stopping: Promise<void> | undefined;
+      resolve({
+        name: options.name,
+        pid,
+        url: message.url,
+        detail: message.detail,
+        output: () => tail.text(),
+        alive: () => child.exitCode === null && child.signalCode === null,
+        stop() {
+          stopping ??= (async () => {
+            if (child.exitCode !== null || child.signalCode !== null) return;
+            const stop: StopMessage = { type: 'stop' };
+            if (child.connected) child.send(stop);
+            else child.kill('SIGTERM');
+            const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+            await exited;
+            clearTimeout(killer);
+          })();
+          return stopping;
+        },
+      });
+    });
+  });
+}
