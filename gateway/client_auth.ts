@@ -22,6 +22,9 @@ export type ClientAuthResult =
       clientId: string | undefined;
     };
 
+const rememberMs = 60_000;
+const maxRememberedHeaders = 10_000;
+
 // Compared against when the client is unknown, so an unknown id costs the same as a wrong secret.
 const dummySecrets: readonly StoredSecret[] = [{ hash: Buffer.alloc(32), expiresAt: 0 }];
 
@@ -32,6 +35,13 @@ const dummySecrets: readonly StoredSecret[] = [{ hash: Buffer.alloc(32), expires
  * length can neither leak nor make the comparison throw.
  */
 export class ClientAuthenticator {
+  /**
+   * Authorization headers that authenticated recently, to the client and until when. A header is
+   * only remembered after it proved the secret, so a hit reveals nothing a caller did not already
+   * know; it spares the hot path the Base64, form decoding and SHA-256 of repeat callers.
+   */
+  private readonly verifiedHeaders = new Map<string, { result: ClientAuthResult & { ok: true }; until: number }>();
+
   constructor(
     private readonly clients: ReadonlyMap<string, RegisteredClient>,
     private readonly now: () => number = Date.now,
@@ -39,13 +49,19 @@ export class ClientAuthenticator {
 
   authenticate(authorization: string, params: FormParams): ClientAuthResult {
     if (authorization.length > 0) {
+      const known = this.verifiedHeaders.get(authorization);
+      if (known !== undefined && known.until > this.now() && params.client_secret === undefined && (params.client_id === undefined || params.client_id === known.result.client.clientId)) {
+        return known.result;
+      }
       const basic = decodeBasicAuthorization(authorization);
       if (basic === undefined || basic === null) return fail('invalid_client', true, undefined);
       if (params.client_secret !== undefined) return fail('multiple_methods', true, basic.clientId);
       if (params.client_id !== undefined && params.client_id !== basic.clientId) {
         return fail('multiple_methods', true, basic.clientId);
       }
-      return this.verifySecret(basic.clientId, basic.clientSecret, 'client_secret_basic', true);
+      const result = this.verifySecret(basic.clientId, basic.clientSecret, 'client_secret_basic', true);
+      if (result.ok) this.remember(authorization, result);
+      return result;
     }
     const clientId = params.client_id;
     if (clientId === undefined) return fail('invalid_client', false, undefined);
@@ -54,6 +70,14 @@ export class ClientAuthenticator {
     const client = this.clients.get(clientId);
     if (client === undefined || !client.enabled || client.requireSecret) return fail('invalid_client', false, clientId);
     return { ok: true, client, method: 'none' };
+  }
+
+  private remember(authorization: string, result: ClientAuthResult & { ok: true }): void {
+    if (this.verifiedHeaders.size >= maxRememberedHeaders) this.verifiedHeaders.clear();
+    const now = this.now();
+    // Never past the expiry of the secret that matched (any of the client's, to stay simple).
+    const secretsEnd = Math.min(...result.client.secrets.map((s) => s.expiresAt).filter((t) => t > now), Number.POSITIVE_INFINITY);
+    this.verifiedHeaders.set(authorization, { result, until: Math.min(now + rememberMs, secretsEnd) });
   }
 
   private verifySecret(clientId: string, secret: string, method: ClientAuthMethod, header: boolean): ClientAuthResult {

@@ -1,4 +1,4 @@
-import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /**
  * Prometheus metrics of one gateway. Its own registry, not prom-client's global one, so that
@@ -10,7 +10,15 @@ export class GatewayMetrics {
   // Children cached per status: a label lookup per request would cost more than the increment.
   private readonly byStatus = new Map<number, Counter.Internal>();
 
+  private readonly batchSizes: Histogram;
+
   constructor(inFlight: () => number) {
+    this.batchSizes = new Histogram({
+      name: 'tessera_worker_batch_size',
+      help: 'Requests per task sent to the worker pool.',
+      buckets: [1, 2, 4, 8, 16, 32, 64],
+      registers: [this.registry],
+    });
     collectDefaultMetrics({ register: this.registry, prefix: 'tessera_' });
     this.tokenResponses = new Counter({
       name: 'tessera_token_responses_total',
@@ -27,6 +35,10 @@ export class GatewayMetrics {
       },
     });
   }
+
+  readonly observeBatch = (size: number): void => {
+    this.batchSizes.observe(size);
+  };
 
   readonly countTokenResponse = (status: number): void => {
     let child = this.byStatus.get(status);

@@ -116,8 +116,10 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     pool = await newPool(validators);
     let grantTypes = grantTypesOf(internalGrantTypes, validators);
 
-    const dispatcher = new WorkerDispatcher(pool, { threads, maxQueue: config.workers.maxQueue, logger });
-    const metrics = new GatewayMetrics(() => dispatcher.pending);
+    // The dispatcher and the metrics refer to each other: in-flight count one way, batch sizes the other.
+    let metrics: GatewayMetrics | undefined;
+    const dispatcher = new WorkerDispatcher(pool, { threads, maxQueue: config.workers.maxQueue, logger, onBatch: (size) => metrics?.observeBatch(size) });
+    metrics = new GatewayMetrics(() => dispatcher.pending);
     const clients = registerClients(config.clients);
     // One authenticator and one throttle for every endpoint that authenticates clients.
     const clientAuthentication = {

@@ -12,6 +12,8 @@ export interface DispatcherOptions {
   maxBatch?: number;
   /** Batches in flight per thread before new requests wait for one to come back. */
   batchesPerThread?: number;
+  /** Told the size of every batch sent (metrics). */
+  onBatch?: (size: number) => void;
   logger: Logger;
 }
 
@@ -118,6 +120,7 @@ export class WorkerDispatcher {
 
   private runBatch(exchanges: Sink[], items: TokenTaskItem[]): void {
     this.batchesInFlight++;
+    this.options.onBatch?.(items.length);
     const task = packMessage(items);
     this.pool.run(Piscina.move(task)).then(
       (packed: Uint8Array) => {

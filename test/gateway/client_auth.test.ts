@@ -102,3 +102,28 @@ t.test('refuses a malformed or non-Basic Authorization header', async (t) => {
     t.equal(!r.ok && r.usedAuthorizationHeader, true);
   }
 });
+
+t.test('a remembered Basic header stops working when its secret expires', async (t) => {
+  let clock = Date.parse('2026-01-01T00:00:00Z');
+  const expiring = new ClientAuthenticator(
+    registerClients([client({ clientId: 'exp', clientSecrets: [{ value: sha('s'), expiration: '2026-01-01T00:00:30Z' }] })]),
+    () => clock,
+  );
+  t.equal(expiring.authenticate(basic('exp', 's'), params({})).ok, true);
+  clock += 10_000;
+  t.equal(expiring.authenticate(basic('exp', 's'), params({})).ok, true, 'still valid, from memory');
+  clock += 25_000;
+  t.equal(expiring.authenticate(basic('exp', 's'), params({})).ok, false, 'past the expiry the header is checked again and refused');
+});
+
+t.test('a remembered Basic header still refuses a second authentication method', async (t) => {
+  t.equal(auth.authenticate(basic('m2m', 'secret'), params({})).ok, true);
+  const r = auth.authenticate(basic('m2m', 'secret'), params({ client_secret: 'secret' }));
+  t.equal(!r.ok && r.failure, 'multiple_methods');
+  const r2 = auth.authenticate(basic('m2m', 'secret'), params({ client_id: 'other' }));
+  t.equal(!r2.ok && r2.failure, 'multiple_methods');
+});
+
+t.test('a failed Basic header is never remembered', async (t) => {
+  for (let i = 0; i < 3; i++) t.equal(auth.authenticate(basic('m2m', 'wrong'), params({})).ok, false);
+});

@@ -35,6 +35,8 @@ export class ScopeRules {
   private readonly api = new Set<string>();
   private readonly audiencesByScope = new Map<string, string[]>();
   private readonly defaults = new WeakMap<RegisteredClient, Map<ScopePolicy, GrantedScopes>>();
+  // Clients send the same few scope strings again and again; a valid one is resolved once.
+  private readonly resolved = new WeakMap<RegisteredClient, Map<ScopePolicy, Map<string, GrantedScopes>>>();
 
   constructor(config: Pick<TesseraConfig, 'identityResources' | 'apiScopes' | 'apiResources'>) {
     for (const r of config.identityResources) this.identity.add(r.name);
@@ -63,6 +65,19 @@ export class ScopeRules {
    */
   resolve(client: RegisteredClient, requested: string | undefined, policy: ScopePolicy): GrantedScopes {
     if (requested === undefined) return this.defaultsFor(client, policy);
+    let byPolicy = this.resolved.get(client);
+    if (byPolicy === undefined) this.resolved.set(client, (byPolicy = new Map()));
+    let byScope = byPolicy.get(policy);
+    if (byScope === undefined) byPolicy.set(policy, (byScope = new Map()));
+    const known = byScope.get(requested);
+    if (known !== undefined) return known;
+    const granted = this.resolveUncached(client, requested, policy);
+    if (byScope.size >= 64) byScope.clear();
+    byScope.set(requested, granted);
+    return granted;
+  }
+
+  private resolveUncached(client: RegisteredClient, requested: string, policy: ScopePolicy): GrantedScopes {
     const wanted = new Set<string>();
     for (const scope of requested.split(' ')) {
       if (scope.length === 0) continue;

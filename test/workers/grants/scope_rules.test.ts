@@ -71,3 +71,11 @@ t.test('refuses a client-only grant when no allowed scope fits it', async (t) =>
 t.test('lists every registered scope for discovery', async (t) => {
   t.same(rules.supportedScopes(), ['openid', 'profile', 'api1', 'api2', 'api3', 'offline_access']);
 });
+
+t.test('resolves a repeated scope string once and keeps refusing an invalid one', async (t) => {
+  const first = rules.resolve(m2m, 'api1 api2', clientOnlyPolicy);
+  t.equal(rules.resolve(m2m, 'api1 api2', clientOnlyPolicy), first, 'the same frozen result');
+  t.equal(rules.resolve(m2m, 'api1 api2', userPolicy).scope, 'api2 api1', 'per policy');
+  for (let i = 0; i < 2; i++) t.equal(scopeError(() => rules.resolve(m2m, 'nope', clientOnlyPolicy)), 'invalid_scope: A requested scope is not registered.');
+  t.equal(scopeError(() => rules.resolve(m2m, 'openid', clientOnlyPolicy)), 'invalid_scope: A requested scope is not allowed for this grant type.');
+});
