@@ -1,7 +1,6 @@
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { TesseraConfig } from '../config/schema.js';
 import type { RegisteredClient } from '../../workers/protocol/client_model.js';
-import { Endpoint } from '../../workers/protocol/token_task.js';
 import type { ScopeRules } from '../../workers/grants/scope_rules.js';
 import type { Store } from '../../workers/store/store.js';
 import { isStoreUnavailable } from '../../workers/store/store.js';
@@ -13,6 +12,7 @@ import { authorizationResponseUrl, validateAuthorizeRequest, type AuthorizeReque
 import { createPageRoute, errorPage, type PageRequest } from './page_form.js';
 import type { PageSecrets, Session } from './session.js';
 import { renderPage } from './templates.js';
+import { signIn } from './sign_in.js';
 
 export const authorizePath = '/connect/authorize';
 const loginPath = '/connect/authorize/login';
@@ -116,28 +116,14 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
       }
       const request = validated(page.exchange, page.form.request ?? '');
       if (request === undefined) return;
-      const { username, password } = page.form;
-      if (username === undefined || password === undefined) {
-        showLogin(page, request, 400, 'Enter your username and password.', username);
-        return;
-      }
-      const params = Object.assign(Object.create(null) as Record<string, string>, { username, password, scope: request.scopes.scope });
-      if (request.acr.values.length > 0) params.acr_values = request.acr.values.join(' ');
-      deps.dispatcher.call([Endpoint.Login, 'login', request.client.clientId, params]).then(([status, body]) => {
-        if (status === 200) {
-          const user = JSON.parse(body) as { subject: string; claims: Session['claims'] };
-          const session = secrets.newSession(user.subject, user.claims, username);
-          showConsent(page, request, session, [secrets.sessionCookie(session)]);
-        } else if (status === 429) {
-          showLogin(page, request, 429, 'Too many failed attempts. Try again later.', username);
-        } else if (status === 400 && body.includes('"invalid_grant"')) {
-          showLogin(page, request, 400, 'The username or password is incorrect.', username);
-        } else if (status === 400) {
-          errorPage(page.exchange, 400, 'This sign-in is not allowed for the application.');
-        } else {
-          errorPage(page.exchange, 503, 'The service is temporarily unavailable. Try again in a moment.');
-        }
-      });
+      signIn(deps.dispatcher, secrets, { clientId: request.client.clientId, form: page.form, scope: request.scopes.scope, acrValues: request.acr.values }).then(
+        (outcome) => {
+          if (outcome.kind === 'signed_in') showConsent(page, request, outcome.session, [outcome.cookie]);
+          else if (outcome.kind === 'retry') showLogin(page, request, outcome.status, outcome.message, page.form.username);
+          else errorPage(page.exchange, outcome.status, outcome.message);
+        },
+        () => errorPage(page.exchange, 500, 'The server could not complete the request.'),
+      );
     }),
   );
 

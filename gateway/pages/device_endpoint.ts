@@ -1,7 +1,6 @@
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { TesseraConfig } from '../config/schema.js';
 import type { RegisteredClient } from '../../workers/protocol/client_model.js';
-import { Endpoint } from '../../workers/protocol/token_task.js';
 import { FailureThrottle, type ThrottleState } from '../../workers/grants/failure_throttle.js';
 import { isStoreUnavailable, type Store } from '../../workers/store/store.js';
 import { normalizeUserCode, userCodeKey, type DeviceCodeRecord, type UserCodeRecord } from '../../workers/tokens/device_code_record.js';
@@ -10,6 +9,7 @@ import { devicePagePath } from '../device_authorization_endpoint.js';
 import { createPageRoute, errorPage, type PageRequest } from './page_form.js';
 import { readCookie, csrfCookieName, type PageSecrets, type Session } from './session.js';
 import { renderPage } from './templates.js';
+import { signIn } from './sign_in.js';
 
 const loginPath = `${devicePagePath}/login`;
 const consentPath = `${devicePagePath}/consent`;
@@ -131,6 +131,22 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
     });
   };
 
+  // The sign-in and consent forms carry the user code: check the form, then the code (throttled).
+  const withDevice = (page: PageRequest, run: (device: PendingDevice) => Promise<void>): void => {
+    if (!secrets.checkCsrf(page.cookies, page.form.csrf_token)) {
+      showEntry(page, 400, 'The form has expired. Enter the code again.');
+      return;
+    }
+    guard(page, async () => {
+      const device = await findDevice(page, page.form.request);
+      if (device === 'blocked' || device === undefined) {
+        showEntry(page, device === 'blocked' ? 429 : 400, device === 'blocked' ? tooManyCodes : invalidCode);
+        return;
+      }
+      await run(device);
+    });
+  };
+
   app.any(
     devicePagePath,
     createPageRoute(['get', 'post'], (page) => {
@@ -151,36 +167,11 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
   app.any(
     loginPath,
     createPageRoute(['post'], (page) => {
-      if (!secrets.checkCsrf(page.cookies, page.form.csrf_token)) {
-        showEntry(page, 400, 'The form has expired. Enter the code again.');
-        return;
-      }
-      guard(page, async () => {
-        const device = await findDevice(page, page.form.request);
-        if (device === 'blocked' || device === undefined) {
-          showEntry(page, device === 'blocked' ? 429 : 400, device === 'blocked' ? tooManyCodes : invalidCode);
-          return;
-        }
-        const { username, password } = page.form;
-        if (username === undefined || password === undefined) {
-          showLogin(page, device, 400, 'Enter your username and password.', username);
-          return;
-        }
-        const params = Object.assign(Object.create(null) as Record<string, string>, { username, password, scope: device.record.scopes.join(' ') });
-        const [status, body] = await deps.dispatcher.call([Endpoint.Login, 'login', device.client.clientId, params]);
-        if (status === 200) {
-          const user = JSON.parse(body) as { subject: string; claims: Session['claims'] };
-          const session = secrets.newSession(user.subject, user.claims, username);
-          showConsent(page, device, session, [secrets.sessionCookie(session)]);
-        } else if (status === 429) {
-          showLogin(page, device, 429, 'Too many failed attempts. Try again later.', username);
-        } else if (status === 400 && body.includes('"invalid_grant"')) {
-          showLogin(page, device, 400, 'The username or password is incorrect.', username);
-        } else if (status === 400) {
-          errorPage(page.exchange, 400, 'This sign-in is not allowed for the device.');
-        } else {
-          errorPage(page.exchange, 503, 'The service is temporarily unavailable. Try again in a moment.');
-        }
+      withDevice(page, async (device) => {
+        const outcome = await signIn(deps.dispatcher, secrets, { clientId: device.client.clientId, form: page.form, scope: device.record.scopes.join(' ') });
+        if (outcome.kind === 'signed_in') showConsent(page, device, outcome.session, [outcome.cookie]);
+        else if (outcome.kind === 'retry') showLogin(page, device, outcome.status, outcome.message, page.form.username);
+        else errorPage(page.exchange, outcome.status, outcome.message);
       });
     }),
   );
@@ -188,16 +179,7 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
   app.any(
     consentPath,
     createPageRoute(['post'], (page) => {
-      if (!secrets.checkCsrf(page.cookies, page.form.csrf_token)) {
-        showEntry(page, 400, 'The form has expired. Enter the code again.');
-        return;
-      }
-      guard(page, async () => {
-        const device = await findDevice(page, page.form.request);
-        if (device === 'blocked' || device === undefined) {
-          showEntry(page, device === 'blocked' ? 429 : 400, device === 'blocked' ? tooManyCodes : invalidCode);
-          return;
-        }
+      withDevice(page, async (device) => {
         const session = secrets.readSession(page.cookies);
         if (session === undefined) {
           showLogin(page, device);
