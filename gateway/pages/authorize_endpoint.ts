@@ -48,6 +48,15 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
     return undefined;
   };
 
+  // The login and consent forms carry the original query: check the form, then the request again.
+  const submittedRequest = (page: PageRequest): AuthorizeRequest | undefined => {
+    if (!secrets.checkCsrf(page.cookies, page.form.csrf_token)) {
+      errorPage(page.exchange, 400, 'The form has expired. Go back to the application and start again.');
+      return undefined;
+    }
+    return validated(page.exchange, page.form.request ?? '');
+  };
+
   const showLogin = (page: PageRequest, request: AuthorizeRequest, status = 200, error?: string, username?: string): void => {
     const csrf = secrets.csrfToken(page.cookies);
     page.exchange.sendPage(
@@ -110,11 +119,7 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
   app.any(
     loginPath,
     createPageRoute(['post'], (page) => {
-      if (!secrets.checkCsrf(page.cookies, page.form.csrf_token)) {
-        errorPage(page.exchange, 400, 'The form has expired. Go back to the application and start again.');
-        return;
-      }
-      const request = validated(page.exchange, page.form.request ?? '');
+      const request = submittedRequest(page);
       if (request === undefined) return;
       signIn(deps.dispatcher, secrets, { clientId: request.client.clientId, form: page.form, scope: request.scopes.scope, acrValues: request.acr.values }).then(
         (outcome) => {
@@ -130,11 +135,7 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
   app.any(
     consentPath,
     createPageRoute(['post'], (page) => {
-      if (!secrets.checkCsrf(page.cookies, page.form.csrf_token)) {
-        errorPage(page.exchange, 400, 'The form has expired. Go back to the application and start again.');
-        return;
-      }
-      const request = validated(page.exchange, page.form.request ?? '');
+      const request = submittedRequest(page);
       if (request === undefined) return;
       const session = usableSession({ ...request, prompt: new Set() }, page.cookies);
       if (session === undefined) {
