@@ -3,11 +3,15 @@
  * workers do, workers/tokens/jwt_signer.ts) against jose's `SignJWT` (WebCrypto), 2 s each.
  * The gateway's choice of node:crypto on the hot path cites these figures.
  *
+ * Then verification of the same tokens: node:crypto `verify` against jose's `jwtVerify` over a
+ * local JWK set, which is what workers/tokens/token_validator.ts runs for introspection,
+ * revocation, delegation and token exchange.
+ *
  *   npm run bench -- sign          (or: node --import tsx bench/sign.ts)
  */
-import { generateKeyPairSync, randomUUID, sign, type JsonWebKey } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, randomUUID, sign, verify, type JsonWebKey } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
-import { calculateJwkThumbprint, importJWK, SignJWT, type JWK } from 'jose';
+import { calculateJwkThumbprint, createLocalJWKSet, importJWK, jwtVerify, SignJWT, type JWK } from 'jose';
 import { JwtSigner } from '../workers/tokens/jwt_signer.js';
 
 export interface SignCase {
@@ -27,6 +31,10 @@ export interface SignResults {
   cases: SignCase[];
   /** node:crypto sign per CPU-second ÷ jose SignJWT's best per CPU-second (either concurrency). */
   nodeCryptoOverJose: number | null;
+  /** Verification cases (`signatures` counts verifications). */
+  verifyCases?: SignCase[];
+  /** node:crypto verify per CPU-second ÷ jose jwtVerify's best per CPU-second. */
+  nodeCryptoVerifyOverJose?: number | null;
 }
 
 function payloadAt(now: number): Record<string, unknown> {
@@ -118,11 +126,44 @@ export async function runSignBench(durationS = 2, log: (line: string) => void = 
   );
   const nodeBest = cases[0]?.perCpuSecond ?? 0;
   const joseBest = Math.max(0, ...cases.filter((c) => c.name.startsWith('jose')).map((c) => c.perCpuSecond));
-  return { durationS, cases, nodeCryptoOverJose: joseBest > 0 ? nodeBest / joseBest : null };
+
+  // Verification of one of those tokens.
+  const token = signer.sign(payloadAt(now), 'at+jwt');
+  const [h, p, signature] = token.split('.') as [string, string, string];
+  const input = Buffer.from(`${h}.${p}`);
+  const signatureBytes = Buffer.from(signature, 'base64url');
+  const publicKey = createPublicKey(privateKey);
+  const verifyOptions = { key: publicKey, dsaEncoding: 'ieee-p1363' as const };
+  const { d: _private, ...publicJwk } = jwk;
+  const keySet = createLocalJWKSet({ keys: [publicJwk] });
+  const verifyCases: SignCase[] = [];
+  const runVerify = async (next: () => SignCase | Promise<SignCase>): Promise<void> => {
+    const result = await next();
+    verifyCases.push(result);
+    log(`  ${result.name.padEnd(52)} ${Math.round(result.perSecond).toLocaleString('en-US').padStart(8)}/s  ${Math.round(result.perCpuSecond).toLocaleString('en-US').padStart(8)}/CPU-s`);
+  };
+  log('ES256 verification:');
+  await runVerify(() =>
+    measureSync("node:crypto verify('sha256', ieee-p1363)", durationS, () => {
+      if (!verify('sha256', input, verifyOptions, signatureBytes)) throw new Error('signature does not verify');
+    }),
+  );
+  await runVerify(() => measureAsync('jose jwtVerify, local JWK set (one at a time)', durationS, 1, () => jwtVerify(token, keySet, { typ: 'at+jwt' })));
+  await runVerify(() => measureAsync('jose jwtVerify, local JWK set (64 in flight)', durationS, 64, () => jwtVerify(token, keySet, { typ: 'at+jwt' })));
+  const nodeVerify = verifyCases[0]?.perCpuSecond ?? 0;
+  const joseVerify = Math.max(0, ...verifyCases.slice(1).map((c) => c.perCpuSecond));
+  return {
+    durationS,
+    cases,
+    nodeCryptoOverJose: joseBest > 0 ? nodeBest / joseBest : null,
+    verifyCases,
+    nodeCryptoVerifyOverJose: joseVerify > 0 ? nodeVerify / joseVerify : null,
+  };
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   console.log('ES256 signatures, 2 s each:');
   const results = await runSignBench();
   if (results.nodeCryptoOverJose !== null) console.log(`node:crypto sign: ${results.nodeCryptoOverJose.toFixed(1)}x jose SignJWT's best, per CPU-second`);
+  if (results.nodeCryptoVerifyOverJose != null) console.log(`node:crypto verify: ${results.nodeCryptoVerifyOverJose.toFixed(1)}x jose jwtVerify's best, per CPU-second`);
 }

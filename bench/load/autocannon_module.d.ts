@@ -1,10 +1,12 @@
 // The part of autocannon 9's programmatic API the bench uses (the package ships no types).
 declare module 'autocannon' {
-  interface AutocannonRequest {
+  export interface AutocannonRequest {
     method?: string;
     path?: string;
     headers?: Record<string, string>;
     body?: string;
+    /** Called before each request; returns the request to send (autocannon rebuilds it each time). */
+    setupRequest?: (request: AutocannonRequest, context: Record<string, unknown>) => AutocannonRequest;
     onResponse?: (status: number, body: string, context: Record<string, unknown>, headers: Record<string, string>) => void;
   }
   interface AutocannonOptions {
@@ -31,6 +33,9 @@ declare module 'autocannon' {
     non2xx: number;
     mismatches: number;
   }
-  function autocannon(options: AutocannonOptions): Promise<AutocannonResult>;
+  interface AutocannonInstance extends PromiseLike<AutocannonResult> {
+    stop(): void;
+  }
+  function autocannon(options: AutocannonOptions): AutocannonInstance;
   export default autocannon;
 }

@@ -1,6 +1,8 @@
 import { spawn, spawnSync } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { LoadGenerator, LoadOptions, LoadResult, LoadRun } from './load_generator.js';
+import type { KindCount, LoadGenerator, LoadOptions, LoadResult, LoadRun } from './load_generator.js';
 
 const checkScript = fileURLToPath(new URL('./check.lua', import.meta.url));
 
@@ -11,6 +13,33 @@ interface WrkJson {
   latency_us: { p50: number; p90: number; p99: number; max: number; mean: number };
   non2xx: number;
   unexpected: number;
+  kinds: KindCount[];
+  exhausted: string | null;
+}
+
+let specSequence = 0;
+
+/** The request spec check.lua reads (its header describes the format). */
+function writeSpec(options: LoadOptions): string {
+  const lines: string[] = [];
+  const clean = (text: string, what: string): string => {
+    if (/[\t\r\n]/.test(text)) throw new Error(`${what} must not contain tabs or line breaks: ${JSON.stringify(text.slice(0, 80))}`);
+    return text;
+  };
+  for (const kind of options.kinds) {
+    const { request, expect } = kind;
+    if (!/^\w+$/.test(kind.name)) throw new Error(`kind name "${kind.name}" must be letters, digits and _`);
+    lines.push(['kind', kind.name, String(kind.weight), request.method, clean(request.path, 'path')].join('\t'));
+    for (const [name, value] of Object.entries(request.headers)) lines.push(['header', clean(name, 'header'), clean(value, 'header')].join('\t'));
+    if (request.body !== undefined) lines.push(['body', clean(request.body, 'body')].join('\t'));
+    lines.push(['expect', String(expect.status), clean(expect.bodyPrefix, 'prefix')].join('\t'));
+    for (const text of expect.contains ?? []) lines.push(['contains', clean(text, 'contains')].join('\t'));
+    for (const text of expect.lacks ?? []) lines.push(['lacks', clean(text, 'lacks')].join('\t'));
+    if (kind.feed !== undefined) lines.push(['feed', kind.feed.mode, clean(kind.feed.file, 'feed file'), String(kind.feed.start), String(kind.feed.count)].join('\t'));
+  }
+  const file = path.join(options.workDir, `wrk-spec-${process.pid}-${++specSequence}.tsv`);
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  return file;
 }
 
 /** The installed wrk's version line, or null when there is no wrk on the PATH. */
@@ -29,9 +58,13 @@ export function createWrk(version: string, threads: number): LoadGenerator {
     version,
     threads,
     start(options: LoadOptions): LoadRun {
-      const { request, expect } = options;
+      if (options.kinds.length === 0) throw new Error('a run needs at least one kind of request');
+      const spec = writeSpec(options);
+      const wrkThreads = Math.min(threads, options.connections);
+      // In a mix every request names its own path; the URL only tells wrk where to connect.
+      const first = options.kinds[0] as LoadOptions['kinds'][number];
       const args = [
-        `-t${Math.min(threads, options.connections)}`,
+        `-t${wrkThreads}`,
         `-c${options.connections}`,
         `-d${options.durationS}s`,
         // A token request unanswered for 2 s under this load is a failure, and a server that hangs
@@ -40,20 +73,11 @@ export function createWrk(version: string, threads: number): LoadGenerator {
         '2s',
         '-s',
         checkScript,
-        options.baseUrl + request.path,
+        options.baseUrl + first.request.path,
       ];
       const child = spawn('wrk', args, {
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: {
-          ...process.env,
-          BENCH_METHOD: request.method,
-          BENCH_BODY: request.body ?? '',
-          BENCH_HEADERS: Object.entries(request.headers)
-            .map(([name, value]) => `${name}: ${value}`)
-            .join('\n'),
-          BENCH_EXPECT_STATUS: String(expect.status),
-          BENCH_EXPECT_PREFIX: expect.bodyPrefix,
-        },
+        env: { ...process.env, BENCH_SPEC: spec, BENCH_THREADS: String(wrkThreads) },
       });
       let stdout = '';
       let stderr = '';
@@ -66,6 +90,7 @@ export function createWrk(version: string, threads: number): LoadGenerator {
       const done = new Promise<LoadResult>((resolve, reject) => {
         child.once('error', reject);
         child.once('close', (code) => {
+          rmSync(spec, { force: true });
           const json = /^BENCH_RESULT (.*)$/m.exec(stdout)?.[1];
           if (code !== 0 || json === undefined) {
             reject(new Error(`wrk failed (exit ${code}): ${stderr.trim() || stdout.trim()}`));
@@ -89,6 +114,8 @@ export function createWrk(version: string, threads: number): LoadGenerator {
             unexpected: raw.unexpected,
             errors: { connect: raw.errors.connect, read: raw.errors.read, write: raw.errors.write, timeout: raw.errors.timeout },
             badSample: sample === '' ? null : sample,
+            kinds: raw.kinds,
+            exhausted: raw.exhausted,
           });
         });
       });

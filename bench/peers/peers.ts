@@ -1,5 +1,5 @@
 /** The peers Tessera is measured against, one entry per peer scenario. */
-import { basicAuthorization, formPost, tokenResponse, verifyAccessTokenResponse, type PeerDefinition } from '../scenarios/scenario.js';
+import { basicAuthorization, formPost, tokenExpectation, tokenResponse, verifyAccessTokenResponse, type PeerDefinition } from '../scenarios/scenario.js';
 
 /** The client `oidc_provider_process.ts` registers: the same credentials and scope as Tessera's. */
 export const peerClient = { clientId: 'm2m', secret: 'secret', resource: 'urn:api1', scope: 'api1' } as const;
@@ -20,6 +20,46 @@ export const oidcProviderClientCredentials: PeerDefinition = {
   },
 };
 
-// The refresh_token peer joins here with Tessera's refresh grant: mode 'refresh_token' in
-// oidc_provider_process.ts, and a plan whose request carries a refresh token obtained at start-up
-// (with rotation off, so that one token can be replayed under load).
+/** The account the peer's pre-issued refresh tokens belong to. */
+const peerSubject = 'bench-user-1';
+
+/**
+ * node-oidc-provider, refresh_token with rotation → RFC 9068 JWT signed ES256 and a new refresh
+ * token, client_secret_basic. Each request presents a refresh token the peer saved through its
+ * own models before the run (peers/oidc_provider_process.ts), one use each.
+ */
+export const oidcProviderRefreshToken: PeerDefinition = {
+  name: 'node-oidc-provider',
+  mode: 'refresh_token',
+  signing: 'ES256',
+  expectedRps: 2_500,
+  workload: () =>
+    Promise.resolve([
+      {
+        name: 'refresh_token',
+        weight: 1,
+        request: formPost('/token', { grant_type: 'refresh_token', refresh_token: '' }, basicAuthorization(peerClient.clientId, peerClient.secret)),
+        expect: tokenExpectation({ refreshToken: true, idToken: false }),
+        verify: verifyAccessTokenResponse('ES256', peerClient.scope, {
+          refreshToken: true,
+          idToken: false,
+          claims: (payload) => (payload.sub === peerSubject ? null : `JWT sub ${String(payload.sub)}`),
+        }),
+        supply: {
+          mode: 'once',
+          async make(count, server) {
+            const items = await server.seed({
+              type: 'refresh_token',
+              count,
+              clientId: peerClient.clientId,
+              subject: peerSubject,
+              scopes: ['offline_access', peerClient.scope],
+              claims: {},
+              lifetimeS: 3600,
+            });
+            return items.map((item) => new URLSearchParams({ grant_type: 'refresh_token', refresh_token: item.refresh_token as string }).toString());
+          },
+        },
+      },
+    ]),
+};

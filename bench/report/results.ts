@@ -29,6 +29,10 @@ export interface RoundResult {
   /** Share of machine CPU time stolen by the hypervisor during the measured run. */
   stealPercent: number | null;
   warmup: { rps: number; invalidReason: string | null };
+  /** Tessera: mean requests per task sent to the worker pool in the measured window (/metrics). */
+  batch: number | null;
+  /** Items (refresh tokens, codes) made for the measured run, when its requests consume them. */
+  itemsMade: number | null;
 }
 
 /** Medians over the valid rounds. */
@@ -52,12 +56,22 @@ export interface MemoryFigures {
 
 export type ContenderKind = 'tessera' | 'peer' | 'ceiling';
 
+/** One kind of request a contender was sent (its share, and whether a supply fed it). */
+export interface KindDescription {
+  name: string;
+  weight: number;
+  supply: 'once' | 'cycle' | null;
+  method: string;
+  path: string;
+}
+
 export interface ContenderResult {
   id: string;
   label: string;
   kind: ContenderKind;
   store: StoreKind | null;
   detail: Record<string, unknown>;
+  kinds: KindDescription[];
   rounds: RoundResult[];
   summary: Summary | null;
   memory: MemoryFigures;
@@ -81,6 +95,8 @@ export interface ScenarioResult {
   measures: string;
   contenders: ContenderResult[];
   ratios: RatioResult[];
+  /** Figures measured beside the scenario (e.g. the password hash's cost). */
+  notes: string[];
   /** True when any contender had an error or an invalid round. */
   hasErrors: boolean;
 }

@@ -74,6 +74,35 @@ export function formatRatio(ratio: RatioResult, contenders: readonly ContenderRe
   return `${name(ratio.tessera)} ÷ ${name(ratio.peer)}: **${ratio.rps.toFixed(1)}x** req/s${rounds}${cpu}`;
 }
 
+function median(values: readonly number[]): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? (sorted[middle] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+}
+
+/** Per contender: its mix as answered, the worker batch size, the items made per run. */
+function contenderDetails(contender: ContenderResult): string[] {
+  const out: string[] = [];
+  const valid = contender.rounds.filter((r) => r.valid);
+  const label = contenderLabel(contender);
+  if ((contender.kinds ?? []).length > 1 && valid.length > 0) {
+    const total = new Map<string, number>();
+    for (const round of valid) for (const kind of round.load.kinds) total.set(kind.name, (total.get(kind.name) ?? 0) + kind.matched);
+    const sum = [...total.values()].reduce((a, b) => a + b, 0);
+    const weights = contender.kinds.reduce((a, k) => a + k.weight, 0);
+    const shares = contender.kinds.map(
+      (k) => `${k.name} ${((100 * (total.get(k.name) ?? 0)) / Math.max(1, sum)).toFixed(1)}% (asked ${((100 * k.weight) / weights).toFixed(0)}%)`,
+    );
+    out.push(`${label}: answers per kind, each checked against its kind: ${shares.join(', ')}`);
+  }
+  const batch = median(valid.map((r) => r.batch).filter((b): b is number => b !== null && b !== undefined));
+  if (batch !== null) out.push(`${label}: ${batch.toFixed(1)} requests per worker task on average (tessera_worker_batch_size)`);
+  const made = median(valid.map((r) => r.itemsMade).filter((m): m is number => m !== null && m !== undefined));
+  if (made !== null) out.push(`${label}: ${formatInteger(made)} single-use items made for each measured run`);
+  return out;
+}
+
 export const tableHeader =
   '| contender | req/s (median) | each round | p50 ms | p90 ms | p99 ms | max ms | non-2xx | errors | server CPU | server µs/req | Redis µs/req | load gen CPU | other processes | steal | RSS MiB idle → after (peak) |\n' +
   '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
@@ -84,6 +113,8 @@ export function formatScenario(scenario: ScenarioResult): string {
     lines.push('');
     for (const ratio of scenario.ratios) lines.push(`- ${formatRatio(ratio, scenario.contenders)}`);
   }
+  const details = [...(scenario.notes ?? []), ...scenario.contenders.flatMap(contenderDetails)];
+  if (details.length > 0) lines.push('', ...details.map((d) => `- ${d}`));
   const busiest = Math.max(0, ...scenario.contenders.flatMap((c) => c.rounds.map((r) => r.cpu.otherCores ?? 0)));
   if (busiest >= 0.2) {
     lines.push(

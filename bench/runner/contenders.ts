@@ -2,9 +2,11 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ContenderKind } from '../report/results.js';
-import type { ActiveScenario, PeerDefinition, RequestPlan, StoreKind } from '../scenarios/scenario.js';
+import type { LoadRequest } from '../load/load_generator.js';
+import type { ActiveScenario, PeerDefinition, RequestKind, RequestPlan, ServerAccess, StoreKind } from '../scenarios/scenario.js';
 import { buildBenchConfig } from '../support/bench_config.js';
-import { startChild, type ChildServer } from '../support/child_server.js';
+import { repoRoot, startChild, type ChildServer } from '../support/child_server.js';
+import { seedTessera, type SeededItem } from '../support/seed.js';
 import { freePort } from '../support/free_port.js';
 import type { RunContext } from './context.js';
 
@@ -16,6 +18,8 @@ export interface StartedContender {
   server: ChildServer;
   /** redis-server, whose CPU is the store's share of a Tessera-on-Redis request. */
   storePid: number | null;
+  /** What a scenario's preparation may do with this server. */
+  access: ServerAccess;
 }
 
 /** One server a scenario measures: Tessera on one store, a peer, or the ceiling endpoint. */
@@ -24,8 +28,39 @@ export interface Contender {
   label: string;
   kind: ContenderKind;
   store: StoreKind | null;
-  plan: RequestPlan;
+  /** A guess of its req/s, to size the first supply of a run. */
+  expectedRps: number;
   start(): Promise<StartedContender>;
+  /** The kinds of request it is sent, built once it runs. */
+  requestKinds(access: ServerAccess): Promise<RequestKind[]>;
+}
+
+/** One fixed request as a workload of one kind. */
+function fixedKind(name: string, plan: RequestPlan): RequestKind[] {
+  return [{ name: name.replace(/\W+/g, '_'), weight: 1, ...plan }];
+}
+
+function kindsOf(name: string, plan: RequestPlan | undefined, workload: ((server: ServerAccess) => Promise<RequestKind[]>) | undefined) {
+  return async (access: ServerAccess): Promise<RequestKind[]> => {
+    if (workload !== undefined) return workload(access);
+    if (plan === undefined) throw new Error(`${name} has neither a plan nor a workload`);
+    return fixedKind(name, plan);
+  };
+}
+
+/** Sends one request and returns the JSON object answered (status 200 only). */
+async function call(url: string, request: LoadRequest): Promise<Record<string, unknown>> {
+  const response = await fetch(url + request.path, {
+    method: request.method,
+    headers: request.headers,
+    ...(request.body === undefined ? {} : { body: request.body }),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await response.text();
+  if (response.status !== 200) throw new Error(`${request.method} ${request.path}: status ${response.status}: ${text.slice(0, 200)}`);
+  const value: unknown = JSON.parse(text);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`${request.method} ${request.path}: not a JSON object`);
+  return value as Record<string, unknown>;
 }
 
 /** Where `--cpu-prof` writes a contender's profiles: one folder each, a file per thread inside. */
@@ -45,9 +80,12 @@ function tesseraContender(scenario: ActiveScenario, store: StoreKind | null, ctx
     label: store === null ? 'Tessera' : `Tessera (${store})`,
     kind: 'tessera',
     store,
-    plan: scenario.plan,
+    expectedRps: scenario.expectedRps ?? 20_000,
+    requestKinds: kindsOf(scenario.name, scenario.plan, scenario.workload),
     async start() {
       const redis = store === 'redis' ? await ctx.ensureRedis() : null;
+      // Scenarios with a workload may seed the store: the gateway loads the bench seed grant.
+      const seeding = scenario.workload !== undefined;
       const port = await freePort();
       const config = buildBenchConfig({
         port,
@@ -56,8 +94,9 @@ function tesseraContender(scenario: ActiveScenario, store: StoreKind | null, ctx
         keyPrefix: `bench:${scenario.name}:${port}:`,
         key: await ctx.key(scenario.signing ?? 'ES256'),
         threads: ctx.options.threads,
+        seeding,
       });
-      scenario.configure?.(config);
+      scenario.configure?.(config, { gatewayRoot: ctx.options.gatewayRoot === undefined ? repoRoot : path.resolve(ctx.options.gatewayRoot) });
       const configFile = path.join(ctx.tmp, `${scenario.name}-${id.replace(/\W+/g, '_')}.json`);
       writeFileSync(configFile, JSON.stringify(config, null, 2));
       const server = await startChild({
@@ -65,8 +104,14 @@ function tesseraContender(scenario: ActiveScenario, store: StoreKind | null, ctx
         entry: gatewayEntry,
         args: [configFile, ctx.target.kind, ...(ctx.options.gatewayRoot === undefined ? [] : [path.resolve(ctx.options.gatewayRoot)])],
         nodeArgs: profileArgs(ctx, scenario.name, id),
+        ...(seeding ? { env: { BENCH_SEED_GRANT: '1' } } : {}),
       });
-      return { server, storePid: redis?.pid ?? null };
+      const access: ServerAccess = {
+        url: server.url,
+        call: (request) => call(server.url, request),
+        seed: (request) => seedTessera(server.url, request),
+      };
+      return { server, storePid: redis?.pid ?? null, access };
     },
   };
 }
@@ -77,7 +122,8 @@ function peerContender(scenario: ActiveScenario, peer: PeerDefinition, ctx: RunC
     label: peer.name,
     kind: 'peer',
     store: null,
-    plan: peer.plan,
+    expectedRps: peer.expectedRps ?? 2_000,
+    requestKinds: kindsOf(scenario.name, peer.plan, peer.workload),
     async start() {
       const key = await ctx.key(peer.signing);
       const server = await startChild({
@@ -86,7 +132,13 @@ function peerContender(scenario: ActiveScenario, peer: PeerDefinition, ctx: RunC
         args: [peer.mode, key.file, String(await freePort())],
         nodeArgs: profileArgs(ctx, scenario.name, peer.name),
       });
-      return { server, storePid: null };
+      const access: ServerAccess = {
+        url: server.url,
+        call: (request) => call(server.url, request),
+        // Its own models save what it issues (peers/oidc_provider_process.ts).
+        seed: async (request) => (await server.ask(request)) as SeededItem[],
+      };
+      return { server, storePid: null, access };
     },
   };
 }
@@ -97,10 +149,16 @@ function ceilingContender(scenario: ActiveScenario, ctx: RunContext): Contender 
     label: 'uWS trivial POST',
     kind: 'ceiling',
     store: null,
-    plan: scenario.plan,
+    expectedRps: scenario.expectedRps ?? 50_000,
+    requestKinds: kindsOf(scenario.name, scenario.plan, scenario.workload),
     async start() {
       const server = await startChild({ name: 'uws-ceiling', entry: ceilingEntry, nodeArgs: profileArgs(ctx, scenario.name, 'uws-ceiling') });
-      return { server, storePid: null };
+      const access: ServerAccess = {
+        url: server.url,
+        call: (request) => call(server.url, request),
+        seed: () => Promise.reject(new Error('the ceiling endpoint has no store')),
+      };
+      return { server, storePid: null, access };
     },
   };
 }

@@ -1,8 +1,10 @@
 import { invalidReason, type LoadOptions, type LoadResult } from '../load/load_generator.js';
 import type { RoundResult } from '../report/results.js';
 import { CpuWindow, type CpuFigure } from '../support/cpu_window.js';
+import { meanBatch, readBatchCounter } from '../support/metrics.js';
 import { profileFolder, type Contender, type StartedContender } from './contenders.js';
 import type { RunContext } from './context.js';
+import type { RunLoad, Workload } from './workload.js';
 
 const sampleEveryMs = 250;
 
@@ -14,32 +16,69 @@ function usPerRequest(figure: CpuFigure | null, load: LoadResult): number | null
   return figure === null || load.rps <= 0 ? null : (figure.cores * 1e6) / load.rps;
 }
 
+/** What a contender carries from round to round. */
+export interface ContenderProgress {
+  /** req/s of its last valid measured run, to size the next supplies. */
+  lastRps: number | null;
+}
+
+/** Runs the load once with `feed`, and gives the feed back whatever happens. */
+async function runWith(feed: RunLoad, start: (kinds: LoadOptions['kinds']) => Promise<LoadResult>): Promise<LoadResult> {
+  let result: LoadResult | null = null;
+  try {
+    result = await start(feed.kinds);
+    return result;
+  } finally {
+    feed.finish(result);
+  }
+}
+
 /**
  * One round of one contender: a warm-up run, then the measured run with the CPU time of the
- * server, its store and the load generator sampled over the same window.
+ * server, its store and the load generator sampled over the same window. Requests that consume
+ * items (refresh tokens, codes) get them made before each run, sized from the rate so far.
  */
 export async function measureRound(
   ctx: RunContext,
   scenario: string,
   contender: Contender,
   started: StartedContender,
+  workload: Workload,
+  state: ContenderProgress,
   round: number,
   rounds: number,
 ): Promise<RoundResult> {
   const { generator, options, progress } = ctx;
   const base = `${scenario} · ${contender.label} · round ${round}/${rounds}`;
-  const load: Omit<LoadOptions, 'durationS'> = {
+  const load: Omit<LoadOptions, 'durationS' | 'kinds'> = {
     baseUrl: started.server.url,
-    request: contender.plan.request,
-    expect: contender.plan.expect,
     connections: options.connections,
+    workDir: ctx.tmp,
   };
 
+  const warmRate = state.lastRps ?? contender.expectedRps;
+  if (workload.consumes) progress.phase(`${base} · preparing the warm-up's requests`);
+  const warmFeed = await workload.forRun(options.warmupS, warmRate);
   progress.phase(`${base} · warm-up ${options.warmupS} s`);
-  const warm = await generator.start({ ...load, durationS: options.warmupS }).done;
+  const warm = await runWith(warmFeed, (kinds) => generator.start({ ...load, kinds, durationS: options.warmupS }).done);
 
-  progress.phase(`${base} · measuring ${options.durationS} s`);
-  const run = generator.start({ ...load, durationS: options.durationS });
+  // Items for the measured run. A first warm-up often runs below what the same process reaches
+  // once warm, so until a run was measured the scenario's guess is a floor; a warm-up that ran
+  // out of items reports too low a rate (wrk divides by the whole duration).
+  const rate =
+    warm.exhausted !== null
+      ? Math.max(warmRate, warm.rps) * 2
+      : state.lastRps === null
+        ? Math.max(warm.rps * 1.3, contender.expectedRps)
+        : Math.max(warm.rps, state.lastRps) * 1.15;
+  if (workload.consumes) progress.phase(`${base} · preparing the measured run's requests`);
+  const preparing = performance.now();
+  const feed = await workload.forRun(options.durationS, rate);
+  const made = feed.made > 0 ? ` (${feed.made.toLocaleString('en-US')} single-use items made in ${((performance.now() - preparing) / 1000).toFixed(1)} s)` : '';
+  const batchBefore = contender.kind === 'tessera' ? await readBatchCounter(started.server.url) : null;
+
+  progress.phase(`${base} · measuring ${options.durationS} s${made}`);
+  const run = generator.start({ ...load, kinds: feed.kinds, durationS: options.durationS });
   const pids = new Map([
     ['server', started.server.pid],
     ['loadgen', run.pid],
@@ -63,11 +102,12 @@ export async function measureRound(
   }, sampleEveryMs);
   let result: LoadResult;
   try {
-    result = await run.done;
+    result = await runWith(feed, () => run.done);
   } finally {
     clearInterval(timer);
   }
   window.sample();
+  const batch = contender.kind === 'tessera' ? meanBatch(batchBefore, await readBatchCounter(started.server.url)) : null;
   if (ctx.profileDir !== null) {
     const folder = profileFolder(scenario, contender.id);
     const windows = ctx.profileWindows.get(folder) ?? [];
@@ -78,7 +118,8 @@ export async function measureRound(
   const server = window.figure('server');
   const store = window.figure('store');
   const steal = window.stealFraction();
-  const reason = invalidReason(result);
+  const reason = invalidReason(result, options.connections);
+  if (reason === null) state.lastRps = result.rps;
   return {
     round,
     load: result,
@@ -93,6 +134,9 @@ export async function measureRound(
       otherCores: window.otherCores(),
     },
     stealPercent: steal === null ? null : steal * 100,
-    warmup: { rps: warm.rps, invalidReason: invalidReason(warm) },
+    // A warm-up that ran out of items only stopped early: not a fault of the server.
+    warmup: { rps: warm.rps, invalidReason: invalidReason({ ...warm, exhausted: null }, options.connections) },
+    batch,
+    itemsMade: workload.consumes ? feed.made : null,
   };
 }

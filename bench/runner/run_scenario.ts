@@ -1,14 +1,18 @@
 import type { ContenderResult, RatioResult, RoundResult, ScenarioResult, Summary } from '../report/results.js';
+import { meets } from '../load/load_generator.js';
 import type { ActiveScenario } from '../scenarios/scenario.js';
 import { processMemory } from '../support/proc_stats.js';
 import { contendersOf, type Contender, type StartedContender } from './contenders.js';
 import type { RunContext } from './context.js';
-import { measureRound } from './measure.js';
+import { measureRound, type ContenderProgress } from './measure.js';
 import { median, medianOrNull } from './stats.js';
+import { Workload } from './workload.js';
 
 interface ContenderState {
   contender: Contender;
   started: StartedContender | null;
+  workload: Workload | null;
+  progress: ContenderProgress;
   result: ContenderResult;
 }
 
@@ -19,27 +23,29 @@ function describeError(err: unknown): string {
 }
 
 /**
- * One request checked in depth: before the load (a misconfigured server must not produce figures)
- * and after each round (nor must one that hung).
+ * One request of each kind checked in depth: before the load (a misconfigured server must not
+ * produce figures) and after each round (nor must one that hung).
  */
-async function checkOneRequest(contender: Contender, url: string, when: string): Promise<void> {
-  const { request, expect, verify } = contender.plan;
-  let response: Response;
-  try {
-    response = await fetch(url + request.path, {
-      method: request.method,
-      headers: request.headers,
-      ...(request.body === undefined ? {} : { body: request.body }),
-      signal: AbortSignal.timeout(5000),
-    });
-  } catch (err) {
-    throw new Error(`${when}: no answer within 5 s (${describeError(err)})`);
-  }
-  const body = await response.text();
-  const problem = verify(response.status, body);
-  if (problem !== null) throw new Error(`${when}: ${problem}`);
-  if (response.status !== expect.status || !body.startsWith(expect.bodyPrefix)) {
-    throw new Error(`${when}: the response does not meet the load check (status ${expect.status}, body starting ${expect.bodyPrefix})`);
+async function checkRequests(workload: Workload, url: string, when: string): Promise<void> {
+  for (const { kind, request } of await workload.checks()) {
+    const label = workload.kinds.length > 1 ? `${when}, ${kind.name}` : when;
+    let response: Response;
+    try {
+      response = await fetch(url + request.path, {
+        method: request.method,
+        headers: request.headers,
+        ...(request.body === undefined ? {} : { body: request.body }),
+        signal: AbortSignal.timeout(5000),
+      });
+    } catch (err) {
+      throw new Error(`${label}: no answer within 5 s (${describeError(err)})`);
+    }
+    const body = await response.text();
+    const problem = kind.verify(response.status, body);
+    if (problem !== null) throw new Error(`${label}: ${problem}`);
+    if (!meets(kind.expect, response.status, body)) {
+      throw new Error(`${label}: the response does not meet the load check (status ${kind.expect.status}, body starting ${kind.expect.bodyPrefix})`);
+    }
   }
 }
 
@@ -101,15 +107,23 @@ export async function runScenario(scenario: ActiveScenario, ctx: RunContext): Pr
     return null;
   }
   const rounds = ctx.options.rounds ?? (contenders.length > 1 ? 2 : 1);
+  let notes: string[] = [];
+  if (scenario.notes !== undefined) {
+    progress.phase(`${scenario.name} · measuring what goes beside the table`);
+    notes = await scenario.notes();
+  }
   const states: ContenderState[] = contenders.map((contender) => ({
     contender,
     started: null,
+    workload: null,
+    progress: { lastRps: null },
     result: {
       id: contender.id,
       label: contender.label,
       kind: contender.kind,
       store: contender.store,
       detail: {},
+      kinds: [],
       rounds: [],
       summary: null,
       memory: { idleRssBytes: null, afterRssBytes: null, peakRssBytes: null },
@@ -130,7 +144,21 @@ export async function runScenario(scenario: ActiveScenario, ctx: RunContext): Pr
         state.result.detail = state.started.server.detail;
         await sleep(500);
         state.result.memory.idleRssBytes = processMemory(state.started.server.pid)?.rssBytes ?? null;
-        await checkOneRequest(state.contender, state.started.server.url, 'preflight');
+        progress.phase(`${scenario.name} · preparing ${state.contender.label}`);
+        const kinds = await state.contender.requestKinds(state.started.access);
+        state.result.kinds = kinds.map((kind) => ({
+          name: kind.name,
+          weight: kind.weight,
+          supply: kind.supply?.mode ?? null,
+          method: kind.request.method,
+          path: kind.request.path,
+        }));
+        state.workload = await Workload.prepare(kinds, state.started.access, {
+          dir: ctx.tmp,
+          label: `${scenario.name}-${state.contender.id}`,
+          connections: ctx.options.connections,
+        });
+        await checkRequests(state.workload, state.started.server.url, 'preflight');
       } catch (err) {
         fail(state, err);
       }
@@ -139,10 +167,11 @@ export async function runScenario(scenario: ActiveScenario, ctx: RunContext): Pr
     for (let round = 1; round <= rounds; round++) {
       for (const state of states) {
         const started = state.started;
-        if (started === null || state.result.error !== null) continue;
+        const workload = state.workload;
+        if (started === null || workload === null || state.result.error !== null) continue;
         let measured;
         try {
-          measured = await measureRound(ctx, scenario.name, state.contender, started, round, rounds);
+          measured = await measureRound(ctx, scenario.name, state.contender, started, workload, state.progress, round, rounds);
           state.result.rounds.push(measured);
         } catch (err) {
           fail(state, err);
@@ -151,7 +180,7 @@ export async function runScenario(scenario: ActiveScenario, ctx: RunContext): Pr
         // A server that wedged during the run may have answered correctly every request it did
         // finish: only a request after the run tells.
         try {
-          await checkOneRequest(state.contender, started.server.url, `after round ${round}`);
+          await checkRequests(workload, started.server.url, `after round ${round}`);
         } catch (err) {
           measured.valid = false;
           measured.invalidReason = [measured.invalidReason, `the server stopped answering (${describeError(err)})`].filter(Boolean).join('; ');
@@ -170,6 +199,7 @@ export async function runScenario(scenario: ActiveScenario, ctx: RunContext): Pr
     }
   } finally {
     progress.phase(`${scenario.name} · stopping`);
+    for (const state of states) state.workload?.close();
     await Promise.all(states.map((state) => state.started?.server.stop()));
     progress.clear();
   }
@@ -180,6 +210,7 @@ export async function runScenario(scenario: ActiveScenario, ctx: RunContext): Pr
     measures: scenario.measures,
     contenders: results,
     ratios: ratiosOf(results),
+    notes,
     hasErrors: results.some((c) => c.error !== null || c.rounds.some((r) => !r.valid) || c.summary === null),
   };
 }

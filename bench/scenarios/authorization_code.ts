@@ -1,9 +1,18 @@
-import type { PendingScenario } from './scenario.js';
+import { addClients } from '../support/bench_config.js';
+import { authorizationCodeKind } from './kinds.js';
+import type { ActiveScenario } from './scenario.js';
 
-export const authorizationCode: PendingScenario = {
-  kind: 'pending',
+export const authorizationCode: ActiveScenario = {
+  kind: 'active',
   name: 'authorization_code',
-  measures: 'Code redemption with PKCE: an atomic consume in the store, access + ID + refresh token.',
-  pending:
-    'the authorization_code grant landed after this bench was scoped; each request needs a fresh code (login, consent, PKCE), so its scenario needs a step that mints codes ahead of the load',
+  measures:
+    'POST /connect/token, grant_type=authorization_code with PKCE S256 (web, Basic), scope "openid api1 offline_access": each request redeems a code never used before (seeded into the store before each run as the authorize endpoint stores them, each with its own verifier); answers an ES256 access token, an ID token and a refresh token, the code consumed and the refresh token stored in one atomic step.',
+  server: 'tessera',
+  stores: ['memory', 'redis'],
+  signing: 'ES256',
+  expectedRps: 6_000,
+  configure(config) {
+    addClients(config, 'web');
+  },
+  workload: () => Promise.resolve([authorizationCodeKind()]),
 };

@@ -1,9 +1,19 @@
-import type { PendingScenario } from './scenario.js';
+import { addClients } from '../support/bench_config.js';
+import { devicePollKind } from './kinds.js';
+import type { ActiveScenario } from './scenario.js';
 
-export const deviceCode: PendingScenario = {
-  kind: 'pending',
+/** Pending device codes polled in turn: at 30k req/s each comes round every 3 s (interval 1 s). */
+const poolSize = 90_000;
+
+export const deviceCode: ActiveScenario = {
+  kind: 'active',
   name: 'device_code',
-  measures: 'Device-flow polling (RFC 8628): pending answers and approved-code redemption.',
-  pending:
-    'the device_code grant landed after this bench was scoped; its scenario needs a step that approves device codes before the load',
+  measures:
+    'POST /connect/token, grant_type=device_code (tv, public client) polling device codes whose user has not approved yet: the answer expected is 400 authorization_pending (RFC 8628 §3.5), the steady state of the device flow. Each poll reads the code and its poll state and writes the poll state (the interval check that answers slow_down); 90,000 seeded codes are polled in turn, so none is polled twice within its 1 s interval.',
+  server: 'tessera',
+  stores: ['memory', 'redis'],
+  configure(config) {
+    addClients(config, 'tv');
+  },
+  workload: () => Promise.resolve([devicePollKind(poolSize)]),
 };

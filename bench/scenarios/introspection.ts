@@ -1,9 +1,15 @@
-import type { PendingScenario } from './scenario.js';
+import { addIntrospectionSecret } from '../support/bench_config.js';
+import { introspectionKind } from './kinds.js';
+import type { ActiveScenario } from './scenario.js';
 
-export const introspection: PendingScenario = {
-  kind: 'pending',
+export const introspection: ActiveScenario = {
+  kind: 'active',
   name: 'introspection',
-  measures: 'POST /connect/introspect (RFC 7662) by an API resource, deny-list lookup in the store.',
-  pending:
-    'the introspection endpoint landed after this bench was scoped; its scenario needs a step that issues the token to introspect before the load',
+  measures:
+    'POST /connect/introspect (RFC 7662) by the API resource urn:api1 (Basic) of a valid access token issued for it (one client_credentials token, obtained before the load): signature, expiry and the store\'s deny list checked in a worker, answered {"active":true,…} with the token\'s claims.',
+  server: 'tessera',
+  stores: ['memory', 'redis'],
+  signing: 'ES256',
+  configure: addIntrospectionSecret,
+  workload: async (server) => [await introspectionKind(server)],
 };

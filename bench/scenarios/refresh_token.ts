@@ -1,9 +1,20 @@
-import type { PendingScenario } from './scenario.js';
+import { oidcProviderRefreshToken } from '../peers/peers.js';
+import { addClients } from '../support/bench_config.js';
+import { refreshTokenKind } from './kinds.js';
+import type { ActiveScenario } from './scenario.js';
 
-export const refreshToken: PendingScenario = {
-  kind: 'pending',
+export const refreshToken: ActiveScenario = {
+  kind: 'active',
   name: 'refresh_token',
-  measures: 'POST /connect/token, grant_type=refresh_token with one-time rotation in the store; against node-oidc-provider.',
-  pending:
-    'the refresh_token grant landed after this bench was scoped; its scenario needs a step that obtains refresh tokens before the load (one-time rotation voids a replayed token) and the node-oidc-provider refresh_token peer',
+  measures:
+    'POST /connect/token, grant_type=refresh_token with rotation (ro.client, Basic, oneTimeOnly): each request presents a refresh token never used before (seeded into the store before each run as the password grant stores them) and gets an ES256 access token and the successor; read, access-token record and atomic rotate in the store. Against node-oidc-provider rotating its own pre-issued refresh tokens.',
+  server: 'tessera',
+  stores: ['memory', 'redis'],
+  signing: 'ES256',
+  expectedRps: 7_000,
+  configure(config) {
+    addClients(config, 'ro');
+  },
+  workload: () => Promise.resolve([refreshTokenKind()]),
+  peers: [oidcProviderRefreshToken],
 };

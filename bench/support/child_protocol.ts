@@ -16,6 +16,38 @@ export interface StopMessage {
   type: 'stop';
 }
 
+/** Runner → child: a request (e.g. seeding) that the child answers with a {@link ReplyMessage}. */
+export interface AskMessage {
+  type: 'ask';
+  id: number;
+  request: unknown;
+}
+
+/** Child → runner: the answer to the {@link AskMessage} with the same id. */
+export interface ReplyMessage {
+  type: 'reply';
+  id: number;
+  ok: boolean;
+  value?: unknown;
+  error?: string;
+}
+
+export function isReplyMessage(message: unknown): message is ReplyMessage {
+  return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === 'reply';
+}
+
+/** Answers the runner's requests with `handler` (a child that takes requests calls this once). */
+export function answerRequests(handler: (request: unknown) => Promise<unknown>): void {
+  process.on('message', (message: unknown) => {
+    if (typeof message !== 'object' || message === null || (message as { type?: unknown }).type !== 'ask') return;
+    const { id, request } = message as AskMessage;
+    handler(request).then(
+      (value) => process.send?.({ type: 'reply', id, ok: true, value } satisfies ReplyMessage),
+      (err: unknown) => process.send?.({ type: 'reply', id, ok: false, error: err instanceof Error ? (err.stack ?? err.message) : String(err) } satisfies ReplyMessage),
+    );
+  });
+}
+
 export function isReadyMessage(message: unknown): message is ReadyMessage {
   return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === 'ready';
 }

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { isReadyMessage, type StopMessage } from './child_protocol.js';
+import { isReadyMessage, isReplyMessage, type AskMessage, type StopMessage } from './child_protocol.js';
 
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -13,6 +13,8 @@ export interface ChildServer {
   output(): string;
   /** Whether it is still running. */
   alive(): boolean;
+  /** Sends a request over IPC (child_protocol.ts `answerRequests`) and resolves its answer. */
+  ask(request: unknown, timeoutMs?: number): Promise<unknown>;
   stop(): Promise<void>;
 }
 
@@ -77,6 +79,36 @@ export function startChild(options: StartChildOptions): Promise<ChildServer> {
     }),
   );
 
+  let askSequence = 0;
+  const asked = new Map<number, { resolve: (value: unknown) => void; reject: (err: Error) => void; timer: NodeJS.Timeout }>();
+  child.on('message', (message: unknown) => {
+    if (!isReplyMessage(message)) return;
+    const waiting = asked.get(message.id);
+    if (waiting === undefined) return;
+    asked.delete(message.id);
+    clearTimeout(waiting.timer);
+    if (message.ok) waiting.resolve(message.value);
+    else waiting.reject(new Error(`${options.name}: ${message.error ?? 'request failed'}`));
+  });
+  child.once('exit', () => {
+    for (const waiting of asked.values()) {
+      clearTimeout(waiting.timer);
+      waiting.reject(new Error(`${options.name} exited`));
+    }
+    asked.clear();
+  });
+  const ask = (request: unknown, timeoutMs = 120_000): Promise<unknown> =>
+    new Promise((resolve, reject) => {
+      const id = ++askSequence;
+      const timer = setTimeout(() => {
+        asked.delete(id);
+        reject(new Error(`${options.name} did not answer within ${timeoutMs} ms`));
+      }, timeoutMs);
+      asked.set(id, { resolve, reject, timer });
+      const message: AskMessage = { type: 'ask', id, request };
+      child.send(message);
+    });
+
   return new Promise((resolve, reject) => {
     const timeoutMs = options.readyTimeoutMs ?? 60_000;
     const timer = setTimeout(() => {
@@ -101,6 +133,7 @@ export function startChild(options: StartChildOptions): Promise<ChildServer> {
         detail: message.detail,
         output: () => tail.text(),
         alive: () => child.exitCode === null && child.signalCode === null,
+        ask,
         stop() {
           stopping ??= (async () => {
             if (child.exitCode !== null || child.signalCode !== null) return;

@@ -1,0 +1,33 @@
+/**
+ * What one password verification costs on this machine: the bench user's hash (argon2id at the
+ * cost new hashes get) verified one at a time with @node-rs/argon2, as the workers verify it.
+ */
+import { verify } from '@node-rs/argon2';
+import { benchUser } from './bench_config.js';
+
+export interface HashCost {
+  params: string;
+  verifies: number;
+  /** Wall milliseconds per verify. */
+  wallMs: number;
+  /** CPU milliseconds per verify (this process, all threads). */
+  cpuMs: number;
+}
+
+export async function measureHashCost(verifies = 20): Promise<HashCost> {
+  const params = /^\$argon2id\$v=19\$(m=\d+,t=\d+,p=\d+)\$/.exec(benchUser.passwordHash)?.[1] ?? '?';
+  if (!(await verify(benchUser.passwordHash, benchUser.password))) throw new Error('the bench user hash does not verify its password');
+  const cpu = process.cpuUsage();
+  const start = performance.now();
+  for (let i = 0; i < verifies; i++) await verify(benchUser.passwordHash, benchUser.password);
+  const wallMs = (performance.now() - start) / verifies;
+  const used = process.cpuUsage(cpu);
+  return { params, verifies, wallMs, cpuMs: (used.user + used.system) / 1000 / verifies };
+}
+
+export function describeHashCost(cost: HashCost, cores: number): string {
+  return (
+    `Hash cost: argon2id ${cost.params} (the bench user's hash): ${cost.wallMs.toFixed(1)} ms per verify one at a time on this machine ` +
+    `(${cost.cpuMs.toFixed(1)} ms CPU, ${cost.verifies} verifies), so ${cores} cores verify at most about ${Math.round((cores * 1000) / cost.cpuMs)} passwords/s`
+  );
+}

@@ -1,0 +1,35 @@
+/** Reads the gateway's worker batch histogram from its Prometheus endpoint (gateway/metrics.ts). */
+
+export interface BatchCounter {
+  /** Requests sent to the worker pool. */
+  sum: number;
+  /** Tasks (batches) sent. */
+  count: number;
+}
+
+function metric(text: string, name: string): number | null {
+  const match = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text);
+  if (match?.[1] === undefined) return null;
+  const value = Number(match[1]);
+  return Number.isFinite(value) ? value : null;
+}
+
+/** `tessera_worker_batch_size` sum and count, or null when /metrics does not answer them. */
+export async function readBatchCounter(baseUrl: string): Promise<BatchCounter | null> {
+  try {
+    const response = await fetch(`${baseUrl}/metrics`, { signal: AbortSignal.timeout(5000) });
+    if (response.status !== 200) return null;
+    const text = await response.text();
+    const sum = metric(text, 'tessera_worker_batch_size_sum');
+    const count = metric(text, 'tessera_worker_batch_size_count');
+    return sum === null || count === null ? null : { sum, count };
+  } catch {
+    return null;
+  }
+}
+
+/** Mean batch size between two readings. */
+export function meanBatch(before: BatchCounter | null, after: BatchCounter | null): number | null {
+  if (before === null || after === null || after.count <= before.count) return null;
+  return (after.sum - before.sum) / (after.count - before.count);
+}
