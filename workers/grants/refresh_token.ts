@@ -46,11 +46,15 @@ export const refreshTokenGrant: GrantHandler = {
     const accessToken = signAccessToken(request, services, grant, now);
     // OIDC Core §12.2: same sub, aud and auth_time; no nonce.
     const idToken = signIdToken(request, services, grant, record.openId, accessToken, now);
-    // Before the rotation: a family revocation that races it still finds this access token.
-    await recordIssuedAccessToken(store, record.family, accessToken, now);
+    // Sent before the rotation, without waiting for it: one connection keeps the order, so a
+    // family revocation that races the rotation still finds this access token.
+    const recorded = recordIssuedAccessToken(store, record.family, accessToken, now);
+    // Awaited below; a handler now keeps a failure from counting as unhandled meanwhile.
+    recorded.catch(() => {});
     const expiresAt = refreshExpiry(client.config, record.absoluteExpiresAt, now);
 
     if (client.config.refreshTokenUsage === 'reUse') {
+      await recorded;
       if (expiresAt !== record.expiresAt) {
         try {
           await store.set(handle.key, { ...record, expiresAt }, expiresAt - now);
@@ -65,7 +69,10 @@ export const refreshTokenGrant: GrantHandler = {
     const successor = newRefreshHandle(record.family);
     let rotated;
     try {
-      rotated = await store.rotate<RefreshTokenRecord, RefreshTokenRecord>(handle.key, successor.key, { ...record, expiresAt }, expiresAt - now);
+      const rotation = store.rotate<RefreshTokenRecord, RefreshTokenRecord>(handle.key, successor.key, { ...record, expiresAt }, expiresAt - now);
+      rotation.catch(() => {});
+      await recorded;
+      rotated = await rotation;
     } catch (err) {
       // A rotation whose answer was late may still have happened: then the successor exists and
       // is this client's, and answering 503 would lose it (the retry would count as reuse).

@@ -234,6 +234,8 @@ export class RedisStore implements Store {
     const connectionOptions: RedisOptions = {
       lazyConnect: true,
       commandTimeout: this.#commandTimeoutMs,
+      // Commands issued in one event-loop turn (a batch of grants) go out in one write.
+      enableAutoPipelining: true,
       connectTimeout: options.connectTimeoutMs ?? Math.max(1000, 4 * this.#commandTimeoutMs),
       // Fail, never queue: see "Failure" above. Start-up waits for `ready` in #whenReady instead.
       enableOfflineQueue: false,
