@@ -7,8 +7,8 @@ import t, { type Test } from 'tap';
 import { Redis } from 'ioredis';
 import * as oidc from 'openid-client';
 import { createRemoteJWKSet, decodeJwt, jwtVerify } from 'jose';
-import { sha256Secret, startTestGateway, type TestGateway } from '../helpers/test_gateway.js';
-import { addPasswordFixtures, passwordFixtures } from '../helpers/password_users.js';
+import { startTestGateway, type TestGateway } from '../helpers/test_gateway.js';
+import { addPasswordFixtures, offlineUserClient, passwordFixtures } from '../helpers/password_users.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis_server.js';
 import { formPost, releaseAtOnce, type RawAnswer } from '../helpers/release_at_once.js';
 
@@ -19,14 +19,7 @@ const inactive = { active: false };
 // would then see an honest 503 instead of invalid_grant. The outage tests wait this long once.
 const commandTimeoutMs = 1000;
 
-const userClient = (clientId: string, extra: Record<string, unknown> = {}) => ({
-  clientId,
-  clientSecrets: [{ value: sha256Secret('secret') }],
-  allowedGrantTypes: ['password', 'refresh_token'],
-  allowedScopes: ['api1', 'api2', 'offline_access'],
-  allowOfflineAccess: true,
-  ...extra,
-});
+const userClient = offlineUserClient;
 
 function patchFor(store: Record<string, unknown>) {
   return (raw: Record<string, unknown>) => {

@@ -9,24 +9,16 @@ import * as oidc from 'openid-client';
 import { importJWK, SignJWT } from 'jose';
 import { generateSigningKey } from '../../gateway/key_loader.js';
 import { sha256Secret, startTestGateway } from '../helpers/test_gateway.js';
-import { addPasswordFixtures, passwordFixtures } from '../helpers/password_users.js';
+import { addPasswordFixtures, basicAuth, offlineUserClient, passwordFixtures } from '../helpers/password_users.js';
 
 const fixtures = await passwordFixtures();
 const form = 'application/x-www-form-urlencoded';
 const inactive = '{"active":false}';
 const invalidClient = '{"error":"invalid_client","error_description":"Client authentication failed."}';
 const rejectedRefresh = '{"error":"invalid_grant","error_description":"The refresh token is invalid, expired or revoked."}';
-const basic = (id: string, secret: string) =>
-  `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
+const basic = basicAuth;
 
-const userClient = (clientId: string, extra: Record<string, unknown> = {}) => ({
-  clientId,
-  clientSecrets: [{ value: sha256Secret('secret') }],
-  allowedGrantTypes: ['password', 'refresh_token'],
-  allowedScopes: ['api1', 'api2', 'offline_access'],
-  allowOfflineAccess: true,
-  ...extra,
-});
+const userClient = offlineUserClient;
 
 interface Answer {
   status: number;

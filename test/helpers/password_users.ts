@@ -45,3 +45,20 @@ export function addPasswordFixtures(raw: Record<string, unknown>, fixtures: Awai
   raw.users = fixtures.users;
   (raw.clients as unknown[]).push(...fixtures.clients);
 }
+
+/** A confidential client of the password grant that may refresh (secret `secret`). */
+export function offlineUserClient(clientId: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    clientId,
+    clientSecrets: [{ value: sha256Secret('secret') }],
+    allowedGrantTypes: ['password', 'refresh_token'],
+    allowedScopes: ['api1', 'api2', 'offline_access'],
+    allowOfflineAccess: true,
+    ...extra,
+  };
+}
+
+/** `Authorization: Basic` with both parts form-encoded first (RFC 6749 §2.3.1). */
+export function basicAuth(id: string, secret: string): string {
+  return `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
+}
