@@ -188,7 +188,8 @@ export class MemoryStore implements Store {
       this.#counters.set(name, counter);
     }
     counter.count += 1;
-    return { count: counter.count, resetInMs: Math.ceil(counter.expiresAt - now) };
+    // min: with a fractional clock, (now + window) - now can come out a hair above the window.
+    return { count: counter.count, resetInMs: Math.min(window, Math.ceil(counter.expiresAt - now)) };
   }
 
   async resetCounter(name: string): Promise<void> {
