@@ -17,7 +17,9 @@ export interface IntrospectionEndpointDeps extends ClientAuthenticationDeps {
 
 const bodies = {
   missingToken: errorBody('invalid_request', 'The token parameter is missing.'),
+  invalidClient: errorBody('invalid_client', 'Client authentication failed.'),
   publicClient: errorBody('invalid_client', 'Client authentication failed.'),
+  tooManyFailures: errorBody('temporarily_unavailable', 'Too many failed attempts. Retry later.'),
 } as const;
 
 /**
@@ -38,8 +40,15 @@ export function createIntrospectionEndpoint(deps: IntrospectionEndpointDeps): (r
     const basic = authorization.length > 0 ? decodeBasicAuthorization(authorization) : undefined;
     const resourceSecrets = basic ? resources.get(basic.clientId) : undefined;
     if (basic && resourceSecrets !== undefined) {
+      // Resource secrets are guessed like client secrets: the same per-id throttle applies.
+      const throttled = deps.throttle.stateOf(basic.clientId);
+      if (throttled.blocked) {
+        exchange.sendJson(429, bodies.tooManyFailures, { retryAfter: throttled.retryAfterSeconds });
+        return;
+      }
       if (params.client_secret !== undefined || !matchesStoredSecret(basic.clientSecret, resourceSecrets, now())) {
-        exchange.sendJson(401, errorBody('invalid_client', 'Client authentication failed.'), challenge);
+        deps.throttle.recordFailure(basic.clientId);
+        exchange.sendJson(401, bodies.invalidClient, challenge);
         return;
       }
       caller = ['resource', basic.clientId];

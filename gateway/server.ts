@@ -121,13 +121,15 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     const dispatcher = new WorkerDispatcher(pool, { threads, maxQueue: config.workers.maxQueue, logger, onBatch: (size) => metrics?.observeBatch(size) });
     metrics = new GatewayMetrics(() => dispatcher.pending);
     const clients = registerClients(config.clients);
+    const resourceNames = new Set(config.apiResources.map((r) => r.name));
     // One authenticator and one throttle for every endpoint that authenticates clients.
     const clientAuthentication = {
       issuer: config.issuer,
       authenticator: new ClientAuthenticator(clients),
       throttle: new ClientAuthThrottle(
         new FailureThrottle(store, 'client', config.throttling.clientAuthentication),
-        (clientId) => clients.has(clientId),
+        // API resources authenticate at introspection and are throttled the same way.
+        (id) => clients.has(id) || resourceNames.has(id),
         logger,
       ),
     };

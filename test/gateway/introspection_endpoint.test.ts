@@ -3,12 +3,10 @@
 // workers/endpoints/introspection.ts).
 import t, { type Test } from 'tap';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import path from 'node:path';
 import * as oidc from 'openid-client';
 import { decodeJwt, importJWK, SignJWT, type JWTPayload } from 'jose';
 import { generateSigningKey } from '../../gateway/key_loader.js';
-import { sha256Secret, startTestGateway } from '../helpers/test_gateway.js';
+import { sha256Secret, startTestGateway, writeSigningKey } from '../helpers/test_gateway.js';
 import { addPasswordFixtures, basicAuth, offlineUserClient, passwordFixtures } from '../helpers/password_users.js';
 
 const fixtures = await passwordFixtures();
@@ -26,14 +24,11 @@ interface Answer {
 }
 
 t.test('introspection endpoint', async (t) => {
-  // A configured key, so that the test can sign tokens the gateway accepts (an expired one).
-  const signingKey = await generateSigningKey('ES256');
-  const keyFile = path.join(t.testdir(), 'signing-key.jwk.json');
-  writeFileSync(keyFile, JSON.stringify(signingKey.jwk));
+  const { key: signingKey, signing } = await writeSigningKey(t);
   const gw = await startTestGateway(t, {
     patch: (raw) => {
       addPasswordFixtures(raw, fixtures);
-      raw.signing = { algorithm: 'ES256', keys: [{ file: keyFile }] };
+      raw.signing = signing;
       raw.throttling = { clientAuthentication: { maxFailures: 1000, windowSeconds: 60 } };
       raw.apiResources = [
         { name: 'urn:api1', scopes: ['api1'], secrets: [{ value: sha256Secret('api1-secret') }] },

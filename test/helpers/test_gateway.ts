@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -9,6 +9,8 @@ import { validateConfig, type LoadedConfig } from '../../gateway/config/load.js'
 import { startGateway, type RunningGateway, type StartOptions } from '../../gateway/server.js';
 import { listValidatorFiles, peekGrantTypes } from '../../gateway/validator_loader.js';
 import { freePort } from './free_port.js';
+import { generateSigningKey } from '../../gateway/key_loader.js';
+import type { SigningKeyMaterial } from '../../workers/tokens/signing_key.js';
 
 export const sha256Secret = (secret: string): string => createHash('sha256').update(secret, 'utf8').digest('base64');
 
@@ -150,4 +152,15 @@ export async function startTestGateway(t: Test, options: TestGatewayOptions = {}
     config,
     tokenUrl: `${gateway.url}/connect/token`,
   };
+}
+
+/**
+ * A configured ES256 key written into the test's folder, so a test can sign tokens the gateway
+ * accepts (an expired one, say). Put `signing` into the config patch.
+ */
+export async function writeSigningKey(t: Test): Promise<{ key: SigningKeyMaterial; signing: { algorithm: 'ES256'; keys: { file: string }[] } }> {
+  const key = await generateSigningKey('ES256');
+  const file = path.join(t.testdir(), 'signing-key.jwk.json');
+  writeFileSync(file, JSON.stringify(key.jwk));
+  return { key, signing: { algorithm: 'ES256', keys: [{ file }] } };
 }

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { decodeJwt } from 'jose';
-import { startTestGateway, type TestGateway } from '../../helpers/test_gateway.js';
-import { addPasswordFixtures, passwordFixtures } from '../../helpers/password_users.js';
+import { sha256Secret, startTestGateway, type TestGateway } from '../../helpers/test_gateway.js';
+import { addPasswordFixtures, basicAuth, passwordFixtures } from '../../helpers/password_users.js';
 import { startRedisServer } from '../../helpers/redis_server.js';
 
 const fixtures = await passwordFixtures();
@@ -151,6 +151,7 @@ async function throttleSuite(t: Test, store: 'memory' | 'redis') {
       addPasswordFixtures(raw, fixtures);
       raw.throttling = { password: { maxFailures: 3, windowSeconds: 2 }, clientAuthentication: { maxFailures: 4, windowSeconds: 2 } };
       if (redisUrl !== undefined) raw.store = { type: 'redis', url: redisUrl };
+      raw.apiResources = [{ name: 'urn:api1', scopes: ['api1'], secrets: [{ value: sha256Secret('api-secret') }] }];
     },
   });
 
@@ -195,6 +196,24 @@ async function throttleSuite(t: Test, store: 'memory' | 'redis') {
     t.equal((await grant(gw, { username: 'carol', password: 'pässwörd ✓ 密码' }, 'ro')).status, 200, 'other clients are unaffected');
     await new Promise((r) => setTimeout(r, 2100));
     t.equal((await tryClient('secret')).status, 200, 'the block ends with the window');
+  });
+  t.test('blocks an API resource at introspection after repeated wrong secrets', async (t) => {
+    const introspect = async (secret: string) => {
+      const res = await fetch(`${gw.url}/connect/introspect`, {
+        method: 'POST',
+        headers: { authorization: basicAuth('urn:api1', secret), 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'token=x',
+      });
+      return { status: res.status, retryAfter: res.headers.get('retry-after'), body: await res.text() };
+    };
+    const ok = await introspect('api-secret');
+    t.equal(ok.body, '{"active":false}', `the right secret works: ${ok.status} ${ok.body}`);
+    for (let i = 0; i < 4; i++) t.equal((await introspect('wrong')).status, 401, `failure ${i + 1}`);
+    await new Promise((r) => setTimeout(r, 50));
+    const blocked = await introspect('api-secret');
+    t.equal(blocked.status, 429, 'the right secret is refused while blocked');
+    t.equal(blocked.body, '{"error":"temporarily_unavailable","error_description":"Too many failed attempts. Retry later."}');
+    t.ok(Number(blocked.retryAfter) >= 1);
   });
 }
 
