@@ -2,7 +2,7 @@
  * The peer: node-oidc-provider in its own process, configured as close to Tessera's hot path as
  * it allows. Plain `node:http` + Koa as its README shows.
  *
- *   node --import tsx bench/peers/oidc_provider_process.ts <mode> <private-jwk-file> <port>
+ *   node --import tsx bench/peers/oidc_provider_process.ts <mode> <private-jwk-file> <port> [redis-url]
  *
  * Modes (one per peer scenario):
  * - `client_credentials`: `client_secret_basic`, RFC 8707 resource indicators with a default
@@ -16,7 +16,9 @@
  *   Refresh tokens are opaque and live in the adapter, so this mode needs one that keeps them:
  *   the bundled memory adapter is an LRU of 1,000 entries and would evict pre-issued tokens, so
  *   a plain in-process Map (`MapAdapter`) holds them. A Map costs less per request than Tessera's
- *   Redis round trips, so this choice favours the peer.
+ *   Redis round trips, so this choice favours the peer. Given a Redis URL, the peer keeps them in
+ *   Redis instead (`redis_adapter.ts`), as a deployment of several instances must: the like-for-
+ *   like comparison with Tessera on Redis.
  */
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -25,8 +27,10 @@ import Provider from 'oidc-provider';
 import { announceReady, answerRequests, stopOnRequest } from '../support/child_protocol.js';
 import type { SeedRequest, SeededItem } from '../support/seed.js';
 import { peerClient } from './peers.js';
+import { redisAdapter } from './redis_adapter.js';
 
-type Mode = (jwk: Record<string, unknown>) => Record<string, unknown>;
+type Mode = (jwk: Record<string, unknown>, adapter: AdapterClass) => Record<string, unknown>;
+type AdapterClass = new (name: string) => object;
 
 interface Stored {
   payload: Record<string, unknown>;
@@ -141,8 +145,8 @@ const modes: Record<string, Mode> = {
     // Keeps start-up quiet: the bench never serves interactive flows.
     cookies: { keys: ['bench-cookie-key-not-secret'] },
   }),
-  refresh_token: (jwk) => ({
-    adapter: MapAdapter,
+  refresh_token: (jwk, adapter) => ({
+    adapter,
     clients: [
       {
         client_id: peerClient.clientId,
@@ -188,9 +192,8 @@ async function seedRefreshTokens(models: ProviderModels, request: SeedRequest): 
   if (request.type !== 'refresh_token') throw new Error(`this peer seeds refresh tokens, not ${request.type}`);
   const client = await models.Client.find(peerClient.clientId);
   if (client === undefined) throw new Error(`no client ${peerClient.clientId}`);
-  const items: SeededItem[] = [];
   const authTime = Math.floor(Date.now() / 1000);
-  for (let i = 0; i < request.count; i++) {
+  const seedOne = async (): Promise<SeededItem> => {
     const grant = new models.Grant({ accountId: request.subject, clientId: peerClient.clientId });
     grant.addOIDCScope('offline_access');
     grant.addResourceScope(peerClient.resource, peerClient.scope);
@@ -205,12 +208,20 @@ async function seedRefreshTokens(models: ProviderModels, request: SeedRequest): 
       authTime,
       expiresWithSession: false,
     });
-    items.push({ refresh_token: await token.save() });
+    return { refresh_token: await token.save() };
+  };
+  // In parallel chunks: on the Redis adapter one token is several round trips.
+  const items: SeededItem[] = [];
+  for (let done = 0; done < request.count; done += seedChunk) {
+    const chunk = Math.min(seedChunk, request.count - done);
+    items.push(...(await Promise.all(Array.from({ length: chunk }, seedOne))));
   }
   return items;
 }
 
-const [mode = '', keyFile = '', portArg = '0'] = process.argv.slice(2);
+const seedChunk = 256;
+
+const [mode = '', keyFile = '', portArg = '0', redisUrl] = process.argv.slice(2);
 const configure = modes[mode];
 if (configure === undefined) {
   console.error(`unknown peer mode "${mode}" (known: ${Object.keys(modes).join(', ')})`);
@@ -223,7 +234,8 @@ await new Promise<void>((resolve) => server.listen(Number(portArg), '127.0.0.1',
 const address = server.address();
 const port = typeof address === 'object' && address !== null ? address.port : 0;
 const issuer = `http://127.0.0.1:${port}`;
-const provider = new Provider(issuer, configure(jwk));
+const adapter = redisUrl === undefined ? MapAdapter : redisAdapter(redisUrl, `bench:peer:${port}:`);
+const provider = new Provider(issuer, configure(jwk, adapter));
 provider.on('server_error', (_ctx, err) => console.error('oidc-provider server_error', err));
 answerRequests(async (request) => seedRefreshTokens(provider as unknown as ProviderModels, request as SeedRequest));
 server.on('request', provider.callback());
@@ -233,4 +245,4 @@ stopOnRequest(async () => {
   server.closeAllConnections();
   await new Promise<void>((resolve) => server.close(() => resolve()));
 });
-announceReady(issuer, { name: 'node-oidc-provider', version, mode });
+announceReady(issuer, { name: 'node-oidc-provider', version, mode, adapter: redisUrl === undefined ? 'map' : 'redis' });

@@ -31,6 +31,7 @@ const peerSubject = 'bench-user-1';
 export const oidcProviderRefreshToken: PeerDefinition = {
   name: 'node-oidc-provider',
   mode: 'refresh_token',
+  store: 'memory',
   signing: 'ES256',
   expectedRps: 2_500,
   workload: () =>
@@ -63,3 +64,6 @@ export const oidcProviderRefreshToken: PeerDefinition = {
       },
     ]),
 };
+
+/** The same on Redis (peers/redis_adapter.ts), as several instances of it would be deployed. */
+export const oidcProviderRefreshTokenOnRedis: PeerDefinition = { ...oidcProviderRefreshToken, store: 'redis' };

@@ -6,6 +6,7 @@ import type { LatencyMs, LoadResult } from '../load/load_generator.js';
 import type { StoreKind } from '../scenarios/scenario.js';
 import type { GitInfo } from '../support/git_info.js';
 import type { MachineInfo } from '../support/machine.js';
+import type { RssTrend } from '../support/rss_trend.js';
 import type { SignResults } from '../sign.js';
 
 export interface CpuFigures {
@@ -31,6 +32,8 @@ export interface RoundResult {
   warmup: { rps: number; invalidReason: string | null };
   /** Tessera: mean requests per task sent to the worker pool in the measured window (/metrics). */
   batch: number | null;
+  /** The server's RSS sampled once a second through the measured run (absent in older files). */
+  rss?: RssTrend | null;
   /** Items (refresh tokens, codes) made for the measured run, when its requests consume them. */
   itemsMade: number | null;
 }

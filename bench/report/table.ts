@@ -1,5 +1,6 @@
 /** The console report: one Markdown table per scenario (pasteable into bench/README.md). */
 import { errorCount } from '../load/load_generator.js';
+import { formatRssTrend } from '../support/rss_trend.js';
 import type { BenchResults, ContenderResult, RatioResult, ScenarioResult } from './results.js';
 
 const dash = '–';
@@ -26,8 +27,9 @@ function formatMiB(bytes: number | null): string {
 }
 
 export function contenderLabel(contender: ContenderResult): string {
-  const version = contender.kind === 'peer' && typeof contender.detail.version === 'string' ? ` ${contender.detail.version}` : '';
-  return `${contender.label}${version}`;
+  if (contender.kind !== 'peer') return contender.label;
+  const version = typeof contender.detail.version === 'string' ? ` ${contender.detail.version}` : '';
+  return `${contender.label}${version}${contender.store === null ? '' : ` (${contender.store})`}`;
 }
 
 function row(contender: ContenderResult): string {
@@ -100,6 +102,9 @@ function contenderDetails(contender: ContenderResult): string[] {
   if (batch !== null) out.push(`${label}: ${batch.toFixed(1)} requests per worker task on average (tessera_worker_batch_size)`);
   const made = median(valid.map((r) => r.itemsMade).filter((m): m is number => m !== null && m !== undefined));
   if (made !== null) out.push(`${label}: ${formatInteger(made)} single-use items made for each measured run`);
+  // Runs too short to judge keep their samples in the results file only.
+  const trends = contender.rounds.flatMap((r) => (r.rss === undefined || r.rss === null || r.rss.flat === null ? [] : [`round ${r.round}: ${formatRssTrend(r.rss)}`]));
+  if (trends.length > 0) out.push(`${label}: RSS through the measured run, ${trends.join('; ')}`);
   return out;
 }
 
@@ -124,10 +129,11 @@ export function formatScenario(scenario: ScenarioResult): string {
   }
   const problems: string[] = [];
   for (const contender of scenario.contenders) {
-    if (contender.error !== null) problems.push(`${contender.label}: ${contender.error}`);
+    const label = contenderLabel(contender);
+    if (contender.error !== null) problems.push(`${label}: ${contender.error}`);
     for (const round of contender.rounds) {
-      if (!round.valid) problems.push(`${contender.label} round ${round.round}: ${round.invalidReason} — NOT COUNTED`);
-      if (round.warmup.invalidReason !== null) problems.push(`${contender.label} round ${round.round} warm-up: ${round.warmup.invalidReason}`);
+      if (!round.valid) problems.push(`${label} round ${round.round}: ${round.invalidReason} — NOT COUNTED`);
+      if (round.warmup.invalidReason !== null) problems.push(`${label} round ${round.round} warm-up: ${round.warmup.invalidReason}`);
     }
   }
   if (problems.length > 0) {

@@ -117,20 +117,23 @@ function tesseraContender(scenario: ActiveScenario, store: StoreKind | null, ctx
 }
 
 function peerContender(scenario: ActiveScenario, peer: PeerDefinition, ctx: RunContext): Contender {
+  const store = peer.store ?? null;
+  const id = store === null ? peer.name : `${peer.name}/${store}`;
   return {
-    id: peer.name,
+    id,
     label: peer.name,
     kind: 'peer',
-    store: null,
+    store,
     expectedRps: peer.expectedRps ?? 2_000,
     requestKinds: kindsOf(scenario.name, peer.plan, peer.workload),
     async start() {
       const key = await ctx.key(peer.signing);
+      const redis = store === 'redis' ? await ctx.ensureRedis() : null;
       const server = await startChild({
-        name: peer.name,
+        name: id,
         entry: peerEntry,
-        args: [peer.mode, key.file, String(await freePort())],
-        nodeArgs: profileArgs(ctx, scenario.name, peer.name),
+        args: [peer.mode, key.file, String(await freePort()), ...(redis === null ? [] : [redis.url])],
+        nodeArgs: profileArgs(ctx, scenario.name, id),
       });
       const access: ServerAccess = {
         url: server.url,
@@ -138,7 +141,7 @@ function peerContender(scenario: ActiveScenario, peer: PeerDefinition, ctx: RunC
         // Its own models save what it issues (peers/oidc_provider_process.ts).
         seed: async (request) => (await server.ask(request)) as SeededItem[],
       };
-      return { server, storePid: null, access };
+      return { server, storePid: redis?.pid ?? null, access };
     },
   };
 }
@@ -173,5 +176,7 @@ export function contendersOf(scenario: ActiveScenario, ctx: RunContext): Contend
   const stores: (StoreKind | null)[] =
     scenario.stores.length === 0 ? [null] : scenario.stores.filter((store) => wanted === undefined || wanted.includes(store));
   if (stores.length === 0) return [];
-  return [...stores.map((store) => tesseraContender(scenario, store, ctx)), ...(scenario.peers ?? []).map((peer) => peerContender(scenario, peer, ctx))];
+  // A peer on a store runs when Tessera on that store does.
+  const peers = (scenario.peers ?? []).filter((peer) => peer.store === undefined || stores.includes(peer.store));
+  return [...stores.map((store) => tesseraContender(scenario, store, ctx)), ...peers.map((peer) => peerContender(scenario, peer, ctx))];
 }

@@ -1,12 +1,16 @@
 import { invalidReason, type LoadOptions, type LoadResult } from '../load/load_generator.js';
 import type { RoundResult } from '../report/results.js';
 import { CpuWindow, type CpuFigure } from '../support/cpu_window.js';
+import { processMemory } from '../support/proc_stats.js';
+import { rssTrend, type RssSample } from '../support/rss_trend.js';
 import { meanBatch, readBatchCounter } from '../support/metrics.js';
 import { profileFolder, type Contender, type StartedContender } from './contenders.js';
 import type { RunContext } from './context.js';
 import type { RunLoad, Workload } from './workload.js';
 
 const sampleEveryMs = 250;
+/** The server's RSS is read every fourth CPU sample: once a second. */
+const rssEverySamples = 4;
 
 function percent(figure: CpuFigure | null): string {
   return figure === null ? '–' : `${Math.round(figure.cores * 100)}%`;
@@ -90,8 +94,16 @@ export async function measureRound(
   window.sample();
   const startedAt = performance.now();
   const startUs = Number(process.hrtime.bigint() / 1000n);
+  const rss: RssSample[] = [];
+  const sampleRss = (): void => {
+    const memory = processMemory(started.server.pid);
+    if (memory !== null) rss.push({ atS: (performance.now() - startedAt) / 1000, bytes: memory.rssBytes });
+  };
+  sampleRss();
+  let ticks = 0;
   const timer = setInterval(() => {
     window.sample();
+    if (++ticks % rssEverySamples === 0) sampleRss();
     const steal = window.stealFraction();
     const others = window.otherCores();
     progress.update(
@@ -107,6 +119,7 @@ export async function measureRound(
     clearInterval(timer);
   }
   window.sample();
+  sampleRss();
   const batch = contender.kind === 'tessera' ? meanBatch(batchBefore, await readBatchCounter(started.server.url)) : null;
   if (ctx.profileDir !== null) {
     const folder = profileFolder(scenario, contender.id);
@@ -137,6 +150,7 @@ export async function measureRound(
     // A warm-up that ran out of items only stopped early: not a fault of the server.
     warmup: { rps: warm.rps, invalidReason: invalidReason({ ...warm, exhausted: null }, options.connections) },
     batch,
+    rss: rssTrend(rss),
     itemsMade: workload.consumes ? feed.made : null,
   };
 }

@@ -31,7 +31,8 @@ With no scenario, runs every current scenario and the sign micro-bench.
 
 Options:
   --duration S         measured seconds per contender and round (10; --quick: 3)
-  --warmup S           warm-up seconds before each measured run (2; --quick: 1)
+  --warmup S           warm-up seconds before each measured run (10; --quick: 1); node-oidc-provider
+                       needs about that long to reach its steady rate
   --connections N      concurrent connections (64)
   --rounds N           rounds per contender, interleaved (2 when a scenario has a peer or
                        several stores, else 1; --quick: 1)
@@ -92,7 +93,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
   return {
     names: positionals,
     durationS: positiveNumber('duration', values.duration, quick ? 3 : 10),
-    warmupS: positiveNumber('warmup', values.warmup, quick ? 1 : 2),
+    warmupS: positiveNumber('warmup', values.warmup, quick ? 1 : 10),
     connections: positiveNumber('connections', values.connections, 64, true),
     rounds: values.rounds === undefined ? (quick ? 1 : undefined) : positiveNumber('rounds', values.rounds, 1, true),
     quick,

@@ -1,4 +1,4 @@
-import { oidcProviderRefreshToken } from '../peers/peers.js';
+import { oidcProviderRefreshToken, oidcProviderRefreshTokenOnRedis } from '../peers/peers.js';
 import { addClients } from '../support/bench_config.js';
 import { refreshTokenKind } from './kinds.js';
 import type { ActiveScenario } from './scenario.js';
@@ -7,7 +7,7 @@ export const refreshToken: ActiveScenario = {
   kind: 'active',
   name: 'refresh_token',
   measures:
-    'POST /connect/token, grant_type=refresh_token with rotation (ro.client, Basic, oneTimeOnly): each request presents a refresh token never used before (seeded into the store before each run as the password grant stores them) and gets an ES256 access token and the successor; read, access-token record and atomic rotate in the store. Against node-oidc-provider rotating its own pre-issued refresh tokens.',
+    'POST /connect/token, grant_type=refresh_token with rotation (ro.client, Basic, oneTimeOnly): each request presents a refresh token never used before (seeded into the store before each run as the password grant stores them) and gets an ES256 access token and the successor; read, access-token record and atomic rotate in the store. Against node-oidc-provider rotating its own pre-issued refresh tokens, kept in a Map in its heap and in Redis.',
   server: 'tessera',
   stores: ['memory', 'redis'],
   signing: 'ES256',
@@ -16,5 +16,5 @@ export const refreshToken: ActiveScenario = {
     addClients(config, 'ro');
   },
   workload: () => Promise.resolve([refreshTokenKind()]),
-  peers: [oidcProviderRefreshToken],
+  peers: [oidcProviderRefreshToken, oidcProviderRefreshTokenOnRedis],
 };

@@ -61,6 +61,11 @@ export interface PeerDefinition {
   workload?: (server: ServerAccess) => Promise<RequestKind[]>;
   /** A guess of its req/s, to size the first supply [2,000]. */
   expectedRps?: number;
+  /**
+   * Where its adapter keeps what it issues, when the scenario's requests need it: `memory` (a Map
+   * in its own heap) or `redis` (the bench's redis-server, whose CPU is then counted as for Tessera).
+   */
+  store?: StoreKind;
 }
 
 /** Context for {@link ActiveScenario.configure}. */
