@@ -31,8 +31,8 @@ With no scenario, runs every current scenario and the sign micro-bench.
 
 Options:
   --duration S         measured seconds per contender and round (10; --quick: 3)
-  --warmup S           warm-up seconds before each measured run (10; --quick: 1); node-oidc-provider
-                       needs about that long to reach its steady rate
+  --warmup S           warm-up seconds before each measured run (10; --quick: 1); gives
+                       node-oidc-provider's JIT time to settle
   --connections N      concurrent connections (64)
   --rounds N           rounds per contender, interleaved (2 when a scenario has a peer or
                        several stores, else 1; --quick: 1)

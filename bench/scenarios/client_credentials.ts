@@ -1,6 +1,6 @@
 import { oidcProviderClientCredentials } from '../peers/peers.js';
-import { benchClient } from '../support/bench_config.js';
-import { basicAuthorization, formPost, tokenResponse, verifyAccessTokenResponse, type ActiveScenario } from './scenario.js';
+import { clientCredentialsPlan } from './kinds.js';
+import type { ActiveScenario } from './scenario.js';
 
 export const clientCredentials: ActiveScenario = {
   kind: 'active',
@@ -11,14 +11,6 @@ export const clientCredentials: ActiveScenario = {
   // The grant reads and writes no store; Redis is measured to show its configuration costs nothing here.
   stores: ['memory', 'redis'],
   signing: 'ES256',
-  plan: {
-    request: formPost(
-      '/connect/token',
-      { grant_type: 'client_credentials', scope: benchClient.scope },
-      basicAuthorization(benchClient.clientId, benchClient.secret),
-    ),
-    expect: tokenResponse,
-    verify: verifyAccessTokenResponse('ES256', benchClient.scope),
-  },
+  plan: clientCredentialsPlan('ES256'),
   peers: [oidcProviderClientCredentials],
 };

@@ -1,5 +1,5 @@
-import { benchClient } from '../support/bench_config.js';
-import { basicAuthorization, formPost, tokenResponse, verifyAccessTokenResponse, type ActiveScenario } from './scenario.js';
+import { clientCredentialsPlan } from './kinds.js';
+import type { ActiveScenario } from './scenario.js';
 
 export const clientCredentialsRs256: ActiveScenario = {
   kind: 'active',
@@ -8,13 +8,5 @@ export const clientCredentialsRs256: ActiveScenario = {
   server: 'tessera',
   stores: ['memory', 'redis'],
   signing: 'RS256',
-  plan: {
-    request: formPost(
-      '/connect/token',
-      { grant_type: 'client_credentials', scope: benchClient.scope },
-      basicAuthorization(benchClient.clientId, benchClient.secret),
-    ),
-    expect: tokenResponse,
-    verify: verifyAccessTokenResponse('RS256', benchClient.scope),
-  },
+  plan: clientCredentialsPlan('RS256'),
 };

@@ -6,14 +6,17 @@
 import { randomBytes } from 'node:crypto';
 import type { Expectation } from '../load/load_generator.js';
 import { benchClient, benchClients, benchUser, introspectingResource } from '../support/bench_config.js';
+import type { BenchAlgorithm } from '../support/keys.js';
 import type { ClaimValue } from '../support/seed.js';
 import {
   basicAuthorization,
   formPost,
   parseJson,
   tokenExpectation,
+  tokenResponse,
   verifyAccessTokenResponse,
   type RequestKind,
+  type RequestPlan,
   type ServerAccess,
 } from './scenario.js';
 
@@ -31,15 +34,18 @@ function userClaims(): Record<string, ClaimValue> {
 const subjectIs = (subject: string) => (payload: Record<string, unknown>): string | null =>
   payload.sub === subject ? null : `JWT sub ${String(payload.sub)}, expected ${subject}`;
 
-/** client_credentials as the `client_credentials` scenario sends it: m2m, Basic, scope api1. */
-export function clientCredentialsKind(weight = 1): RequestKind {
+/** client_credentials as its scenarios send it: m2m, Basic, scope api1, signed with `alg`. */
+export function clientCredentialsPlan(alg: BenchAlgorithm = 'ES256'): RequestPlan {
   return {
-    name: 'client_credentials',
-    weight,
     request: formPost(tokenPath, { grant_type: 'client_credentials', scope: benchClient.scope }, basicAuthorization(benchClient.clientId, benchClient.secret)),
-    expect: tokenExpectation({ refreshToken: false, idToken: false }),
-    verify: verifyAccessTokenResponse('ES256', benchClient.scope, { refreshToken: false, idToken: false }),
+    expect: tokenResponse,
+    verify: verifyAccessTokenResponse(alg, benchClient.scope, { refreshToken: false, idToken: false }),
   };
+}
+
+/** The same as one kind of a mix, where the expectation also tells the kinds of answer apart. */
+export function clientCredentialsKind(weight = 1): RequestKind {
+  return { name: 'client_credentials', weight, ...clientCredentialsPlan(), expect: tokenExpectation({ refreshToken: false, idToken: false }) };
 }
 
 /** The scopes of a password sign-in that wants a refresh token. */

@@ -32,7 +32,7 @@ export interface RssTrend {
 }
 
 export const flatBoundMiBPerMin = 10;
-/** Shorter runs are reported but not judged: a third of them spans too few collections. */
+/** Shorter runs keep their samples but are not judged: a third of them spans too few collections. */
 export const minimumJudgedSpanS = 20;
 
 const mib = 1024 ** 2;
