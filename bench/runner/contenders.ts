@@ -8,6 +8,7 @@ import { buildBenchConfig } from '../support/bench_config.js';
 import { repoRoot, startChild, type ChildServer } from '../support/child_server.js';
 import { seedTessera, type SeededItem } from '../support/seed.js';
 import { freePort } from '../support/free_port.js';
+import { publishedKeySet, type KeySet } from '../support/token_signatures.js';
 import type { RunContext } from './context.js';
 
 const gatewayEntry = fileURLToPath(new URL('../gateway_process.ts', import.meta.url));
@@ -20,6 +21,8 @@ export interface StartedContender {
   storePid: number | null;
   /** What a scenario's preparation may do with this server. */
   access: ServerAccess;
+  /** Its published signing keys, which the depth checks verify tokens with; null: it signs nothing. */
+  keys: KeySet | null;
 }
 
 /** One server a scenario measures: Tessera on one store, a peer, or the ceiling endpoint. */
@@ -61,6 +64,16 @@ async function call(url: string, request: LoadRequest): Promise<Record<string, u
   const value: unknown = JSON.parse(text);
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`${request.method} ${request.path}: not a JSON object`);
   return value as Record<string, unknown>;
+}
+
+/** A started server's published keys; a server whose keys cannot be read is stopped again. */
+async function keysOf(server: ChildServer): Promise<KeySet> {
+  try {
+    return await publishedKeySet(server.url);
+  } catch (err) {
+    await server.stop();
+    throw new Error(`${server.url}: no published signing keys (${err instanceof Error ? err.message : String(err)})`);
+  }
 }
 
 /** Where `--cpu-prof` writes a contender's profiles: one folder each, a file per thread inside. */
@@ -111,7 +124,7 @@ function tesseraContender(scenario: ActiveScenario, store: StoreKind | null, ctx
         call: (request) => call(server.url, request),
         seed: (request) => seedTessera(server.url, request),
       };
-      return { server, storePid: redis?.pid ?? null, access };
+      return { server, storePid: redis?.pid ?? null, access, keys: await keysOf(server) };
     },
   };
 }
@@ -141,7 +154,7 @@ function peerContender(scenario: ActiveScenario, peer: PeerDefinition, ctx: RunC
         // Its own models save what it issues (peers/oidc_provider_process.ts).
         seed: async (request) => (await server.ask(request)) as SeededItem[],
       };
-      return { server, storePid: redis?.pid ?? null, access };
+      return { server, storePid: redis?.pid ?? null, access, keys: await keysOf(server) };
     },
   };
 }
@@ -161,7 +174,8 @@ function ceilingContender(scenario: ActiveScenario, ctx: RunContext): Contender 
         call: (request) => call(server.url, request),
         seed: () => Promise.reject(new Error('the ceiling endpoint has no store')),
       };
-      return { server, storePid: null, access };
+      // Its fixed answer is token-shaped, not signed.
+      return { server, storePid: null, access, keys: null };
     },
   };
 }

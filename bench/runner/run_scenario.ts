@@ -2,6 +2,7 @@ import type { ContenderResult, RatioResult, RoundResult, ScenarioResult, Summary
 import { meets } from '../load/load_generator.js';
 import type { ActiveScenario } from '../scenarios/scenario.js';
 import { processMemory } from '../support/proc_stats.js';
+import { tokenSignatureProblem, type KeySet } from '../support/token_signatures.js';
 import { contendersOf, type Contender, type StartedContender } from './contenders.js';
 import type { RunContext } from './context.js';
 import { measureRound, type ContenderProgress } from './measure.js';
@@ -24,9 +25,10 @@ function describeError(err: unknown): string {
 
 /**
  * One request of each kind checked in depth: before the load (a misconfigured server must not
- * produce figures) and after each round (nor must one that hung).
+ * produce figures) and after each round (nor must one that hung). Here, unlike under load, the
+ * signatures of the tokens are verified too, against the keys the server publishes.
  */
-async function checkRequests(workload: Workload, url: string, when: string): Promise<void> {
+async function checkRequests(workload: Workload, url: string, keys: KeySet | null, when: string): Promise<void> {
   for (const { kind, request } of await workload.checks()) {
     const label = workload.kinds.length > 1 ? `${when}, ${kind.name}` : when;
     let response: Response;
@@ -41,7 +43,7 @@ async function checkRequests(workload: Workload, url: string, when: string): Pro
       throw new Error(`${label}: no answer within 5 s (${describeError(err)})`);
     }
     const body = await response.text();
-    const problem = kind.verify(response.status, body);
+    const problem = kind.verify(response.status, body) ?? (keys === null ? null : await tokenSignatureProblem(body, keys));
     if (problem !== null) throw new Error(`${label}: ${problem}`);
     if (!meets(kind.expect, response.status, body)) {
       throw new Error(`${label}: the response does not meet the load check (status ${kind.expect.status}, body starting ${kind.expect.bodyPrefix})`);
@@ -158,7 +160,7 @@ export async function runScenario(scenario: ActiveScenario, ctx: RunContext): Pr
           label: `${scenario.name}-${state.contender.id}`,
           connections: ctx.options.connections,
         });
-        await checkRequests(state.workload, state.started.server.url, 'preflight');
+        await checkRequests(state.workload, state.started.server.url, state.started.keys, 'preflight');
       } catch (err) {
         fail(state, err);
       }
@@ -180,7 +182,7 @@ export async function runScenario(scenario: ActiveScenario, ctx: RunContext): Pr
         // A server that wedged during the run may have answered correctly every request it did
         // finish: only a request after the run tells.
         try {
-          await checkRequests(workload, started.server.url, `after round ${round}`);
+          await checkRequests(workload, started.server.url, started.keys, `after round ${round}`);
         } catch (err) {
           measured.valid = false;
           measured.invalidReason = [measured.invalidReason, `the server stopped answering (${describeError(err)})`].filter(Boolean).join('; ');
