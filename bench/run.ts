@@ -12,6 +12,7 @@ import { renderChart } from './report/chart.js';
 import { formatProfiles, summariseProfiles } from './report/cpu_profile.js';
 import { writeResults, type BenchResults, type ScenarioResult } from './report/results.js';
 import { formatScenario, formatSettings } from './report/table.js';
+import { formatThroughputBound, throughputBound } from './report/throughput_bound.js';
 import { RunContext } from './runner/context.js';
 import { parseOptions, usage, UsageError, type BenchOptions } from './runner/options.js';
 import { Progress } from './runner/progress.js';
@@ -142,6 +143,8 @@ async function main(): Promise<number> {
     await ctx.close();
   }
   results.finishedAt = new Date().toISOString();
+  results.bound = throughputBound(results);
+  if (results.bound !== null) console.log(`${formatThroughputBound(results.bound)}\n`);
 
   if (everything && results.pending.length > 0) console.log(`Pending scenarios: ${results.pending.map((p) => p.name).join(', ')} (\`npm run bench -- <name>\` says why)\n`);
   if (options.save) {

@@ -1,4 +1,5 @@
 /** The results file, `bench/results/<timestamp>.json`: one per run, meant to be committed. */
+import type { ThroughputBound } from './throughput_bound.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
@@ -135,6 +136,8 @@ export interface BenchResults {
   scenarios: ScenarioResult[];
   pending: { name: string; reason: string }[];
   sign: SignResults | null;
+  /** Set when the run measured client_credentials, ceiling and sign (report/throughput_bound.ts). */
+  bound?: ThroughputBound | null;
 }
 
 export const resultsDir = new URL('../results/', import.meta.url);

@@ -1,0 +1,80 @@
+import type { BenchResults, ContenderResult } from './results.js';
+
+/** The name of the sign micro-bench case that is one bare ES256 signature. */
+export const bareSignCase = "node:crypto sign('sha256', ieee-p1363)";
+
+/**
+ * The most `client_credentials` requests per second this machine can serve with the load
+ * generator on the same cores, for ANY design that signs one ES256 token per request in Node and
+ * answers HTTP no cheaper than a bare uWebSockets.js endpoint: every core busy with nothing but
+ * the signature, the bare HTTP exchange and the load generator's own share. All three costs are
+ * measured in the same run (the `sign` micro-bench, the `ceiling` scenario, the load generator's
+ * CPU in Tessera's `client_credentials` runs), so the bound moves with the machine.
+ */
+export interface ThroughputBound {
+  cores: number;
+  /** One bare ES256 signature, µs of CPU. */
+  signUs: number;
+  /** The ceiling endpoint's server CPU per request. */
+  httpUs: number;
+  /** The load generator's CPU per request against Tessera. */
+  loadgenUs: number;
+  boundRps: number;
+  tesseraRps: number;
+  peerRps: number | null;
+}
+
+function summaryOf(results: BenchResults, scenario: string, pick: (c: ContenderResult) => boolean): ContenderResult['summary'] {
+  const found = results.scenarios.find((s) => s.name === scenario)?.contenders.find((c) => pick(c) && c.summary !== null);
+  return found?.summary ?? null;
+}
+
+/** Null unless the run measured `client_credentials`, `ceiling` and `sign`, each validly. */
+export function throughputBound(results: BenchResults): ThroughputBound | null {
+  const sign = results.sign?.cases.find((c) => c.name === bareSignCase);
+  const ceiling = summaryOf(results, 'ceiling', (c) => c.kind === 'ceiling');
+  // The faster of Tessera's stores: the bound is compared with its best.
+  const tessera = results.scenarios
+    .find((s) => s.name === 'client_credentials')
+    ?.contenders.filter((c) => c.kind === 'tessera' && c.summary !== null)
+    .map((c) => c.summary!)
+    .sort((a, b) => b.rps - a.rps)[0];
+  const peer = summaryOf(results, 'client_credentials', (c) => c.kind === 'peer');
+  if (sign === undefined || sign.perCpuSecond <= 0 || ceiling?.serverUsPerRequest == null || tessera?.loadgenCores == null) return null;
+  const signUs = 1e6 / sign.perCpuSecond;
+  const httpUs = ceiling.serverUsPerRequest;
+  const loadgenUs = (tessera.loadgenCores * 1e6) / tessera.rps;
+  const cores = results.machine.cores;
+  return {
+    cores,
+    signUs,
+    httpUs,
+    loadgenUs,
+    boundRps: (cores * 1e6) / (signUs + httpUs + loadgenUs),
+    tesseraRps: tessera.rps,
+    peerRps: peer?.rps ?? null,
+  };
+}
+
+const us = (value: number): string => `${value.toFixed(1)} µs`;
+const rps = (value: number): string => Math.round(value).toLocaleString('en-US');
+const share = (value: number, of: number): string => `${Math.round((100 * value) / of)}% of it`;
+
+export function formatThroughputBound(bound: ThroughputBound): string {
+  const lines = [
+    '### Bound (client_credentials, from this run)',
+    '',
+    `Any design that signs each token with one ES256 signature in Node and answers HTTP, with the load generator on the same ${bound.cores} cores, spends at least ` +
+      `${us(bound.signUs)} (signature) + ${us(bound.httpUs)} (bare uWS POST) + ${us(bound.loadgenUs)} (load generator) of CPU per request: ` +
+      `at most **${rps(bound.boundRps)} req/s** on this machine, with every core busy and nothing else.`,
+    `- Tessera: ${rps(bound.tesseraRps)} req/s, ${share(bound.tesseraRps, bound.boundRps)}.`,
+  ];
+  if (bound.peerRps !== null) {
+    const tenfold = 10 * bound.peerRps;
+    lines.push(
+      `- 10x node-oidc-provider (${rps(bound.peerRps)} req/s) is ${rps(tenfold)} req/s, ${share(tenfold, bound.boundRps)}` +
+        (tenfold > bound.boundRps ? ': beyond what any such design can reach here.' : '.'),
+    );
+  }
+  return lines.join('\n');
+}
