@@ -7,7 +7,7 @@ export const refreshToken: ActiveScenario = {
   kind: 'active',
   name: 'refresh_token',
   measures:
-    'POST /connect/token, grant_type=refresh_token with rotation (ro.client, Basic, oneTimeOnly): each request presents a refresh token never used before (seeded into the store before each run as the password grant stores them) and gets an ES256 access token and the successor; read, access-token record and atomic rotate in the store. Against node-oidc-provider rotating its own pre-issued refresh tokens, kept in a Map in its heap and in Redis.',
+    'POST /connect/token, grant_type=refresh_token with rotation (ro.client, Basic, oneTimeOnly): each request presents a refresh token never used before (seeded into the store before each run as the password grant stores them) and gets an ES256 access token and the successor; two store commands: a read, and the atomic rotate that also records the access token. Against node-oidc-provider rotating its own pre-issued refresh tokens, kept in a Map in its heap and in Redis.',
   server: 'tessera',
   stores: ['memory', 'redis'],
   signing: 'ES256',

@@ -1,7 +1,7 @@
 import { OAuthError } from '../protocol/oauth_errors.js';
 import { newRefreshHandle, parseRefreshHandle } from '../tokens/refresh_token_handle.js';
 import { refreshExpiry, type RefreshTokenRecord } from '../tokens/refresh_token_record.js';
-import { recordIssuedAccessToken, revokeRefreshFamily } from '../tokens/token_revocation.js';
+import { issuedAccessTokenRecord, recordIssuedAccessToken, revokeRefreshFamily } from '../tokens/token_revocation.js';
 import { FamilyRevokedError, isStoreUnavailable, type Store, type StoreKey } from '../store/store.js';
 import type { GrantHandler } from './grant_handler.js';
 import { userPolicy, type GrantedScopes, type ScopeRules } from './scope_rules.js';
@@ -46,15 +46,11 @@ export const refreshTokenGrant: GrantHandler = {
     const accessToken = signAccessToken(request, services, grant, now);
     // OIDC Core §12.2: same sub, aud and auth_time; no nonce.
     const idToken = signIdToken(request, services, grant, record.openId, accessToken, now);
-    // Sent before the rotation, without waiting for it: one connection keeps the order, so a
-    // family revocation that races the rotation still finds this access token.
-    const recorded = recordIssuedAccessToken(store, record.family, accessToken, now);
-    // Awaited below; a handler now keeps a failure from counting as unhandled meanwhile.
-    recorded.catch(() => {});
     const expiresAt = refreshExpiry(client.config, record.absoluteExpiresAt, now);
 
     if (client.config.refreshTokenUsage === 'reUse') {
-      await recorded;
+      // Before the sliding expiry moves, so a family revocation racing this refresh finds it.
+      await recordIssuedAccessToken(store, record.family, accessToken, now);
       if (expiresAt !== record.expiresAt) {
         try {
           await store.set(handle.key, { ...record, expiresAt }, expiresAt - now);
@@ -69,10 +65,15 @@ export const refreshTokenGrant: GrantHandler = {
     const successor = newRefreshHandle(record.family);
     let rotated;
     try {
-      const rotation = store.rotate<RefreshTokenRecord, RefreshTokenRecord>(handle.key, successor.key, { ...record, expiresAt }, expiresAt - now);
-      rotation.catch(() => {});
-      await recorded;
-      rotated = await rotation;
+      // The access token is recorded in the rotation's own atomic step: a family revocation
+      // either comes first and refuses the rotation, or comes after and finds the token.
+      rotated = await store.rotate<RefreshTokenRecord, RefreshTokenRecord>(
+        handle.key,
+        successor.key,
+        { ...record, expiresAt },
+        expiresAt - now,
+        issuedAccessTokenRecord(record.family, accessToken, now),
+      );
     } catch (err) {
       // A rotation whose answer was late may still have happened: then the successor exists and
       // is this client's, and answering 503 would lose it (the retry would count as reuse).

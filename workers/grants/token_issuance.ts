@@ -1,7 +1,7 @@
 import { buildAccessTokenClaims, type ClaimValue } from '../tokens/access_token.js';
 import { newFamilyId, newRefreshHandle } from '../tokens/refresh_token_handle.js';
 import { refreshExpiry, type RefreshTokenRecord } from '../tokens/refresh_token_record.js';
-import { recordIssuedAccessToken, revokeRefreshFamily, type IssuedAccessToken } from '../tokens/token_revocation.js';
+import { issuedAccessTokenRecord, revokeRefreshFamily, type IssuedAccessToken } from '../tokens/token_revocation.js';
 import type { StoreKey } from '../store/store.js';
 import type { OAuthError } from '../protocol/oauth_errors.js';
 import type { GrantRequest, GrantServices, TokenResponse } from './grant_handler.js';
@@ -104,8 +104,11 @@ export async function issueTokens(request: GrantRequest, services: GrantServices
   if (!wantsRefresh && redeem === undefined) return tokenResponse(request, accessToken, grant.scopes.scope, undefined, idToken);
 
   const family = redeem?.family ?? newFamilyId();
-  // Recorded before anything is committed, so that a revocation racing this issuance finds it.
-  await recordIssuedAccessToken(store, family, accessToken, now);
+  const issued = issuedAccessTokenRecord(family, accessToken, now);
+  // A redemption that starts a refresh family records the access token in its rotation's atomic
+  // step; otherwise it is recorded before anything is committed, so that a revocation racing
+  // this issuance finds it.
+  if ((redeem === undefined || !wantsRefresh) && issued !== undefined) await store.set(issued.key, issued.value, issued.ttlMs);
   let refresh: { handle: string; key: StoreKey; record: RefreshTokenRecord } | undefined;
   if (wantsRefresh) {
     const handle = newRefreshHandle(family);
@@ -129,7 +132,7 @@ export async function issueTokens(request: GrantRequest, services: GrantServices
     const outcome =
       refresh === undefined
         ? await store.consume(redeem.key)
-        : await store.rotate(redeem.key, refresh.key, refresh.record, refresh.record.expiresAt - now);
+        : await store.rotate(redeem.key, refresh.key, refresh.record, refresh.record.expiresAt - now, issued);
     if (outcome.status === 'replayed' && redeem.revokeOnReplay !== false) {
       await revokeRefreshFamily(store, family, client.absoluteRefreshTokenLifetime * 1000, now);
       services.logger.warn({ clientId: request.client.clientId }, 'single-use grant redeemed twice: its tokens are revoked');

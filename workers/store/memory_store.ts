@@ -17,7 +17,7 @@ import {
   assertRotatable,
   toTtlMs,
 } from './store.js';
-import type { ConsumeResult, CounterResult, RecordKind, Store, StoreKey } from './store.js';
+import type { CompanionRecord, ConsumeResult, CounterResult, RecordKind, Store, StoreKey } from './store.js';
 
 export interface MemoryStoreOptions {
   /**
@@ -113,18 +113,22 @@ export class MemoryStore implements Store {
     return this.#consume<T>(toRecordKey(key));
   }
 
-  async rotate<T, U>(oldKey: StoreKey, newKey: StoreKey, newValue: U, ttlMs: number): Promise<ConsumeResult<T>> {
+  async rotate<T, U, V = unknown>(oldKey: StoreKey, newKey: StoreKey, newValue: U, ttlMs: number, companion?: CompanionRecord<V>): Promise<ConsumeResult<T>> {
     this.#assertOpen();
-    assertRotatable(oldKey, newKey);
+    assertRotatable(oldKey, newKey, companion);
     const ttl = toTtlMs(ttlMs);
     const oldRecordKey = toRecordKey(oldKey);
     const newRecordKey = toRecordKey(newKey);
     // Pack before touching state: a value msgpack refuses must leave nothing half done.
     const bytes = packRecord(newValue);
+    const companionWrite = companion === undefined ? undefined : { key: toRecordKey(companion.key), family: companion.key.family, bytes: packRecord(companion.value), ttl: toTtlMs(companion.ttlMs) };
     // A revoked family: the refresh token is simply invalid (see Store.rotate).
     if (newKey.family !== undefined && this.#isRevoked(newKey.family)) return { status: 'missing' };
     const result = this.#consume<T>(oldRecordKey);
-    if (result.status === 'consumed') this.#write(newRecordKey, newKey.family, bytes, ttl);
+    if (result.status === 'consumed') {
+      this.#write(newRecordKey, newKey.family, bytes, ttl);
+      if (companionWrite !== undefined) this.#write(companionWrite.key, companionWrite.family, companionWrite.bytes, companionWrite.ttl);
+    }
     return result;
   }
 

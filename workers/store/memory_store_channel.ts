@@ -21,7 +21,7 @@
  */
 import { BroadcastChannel, threadId } from 'node:worker_threads';
 import { FamilyRevokedError, StoreUnavailableError, isStoreUnavailable } from './store.js';
-import type { ConsumeResult, CounterResult, RecordKind, Store, StoreKey } from './store.js';
+import type { CompanionRecord, ConsumeResult, CounterResult, RecordKind, Store, StoreKey } from './store.js';
 // For the TSDoc links only.
 import type { MemoryStore } from './memory_store.js';
 
@@ -128,7 +128,7 @@ function familyOf(request: ChannelRequest): string | undefined {
 
 function dispatch(store: Store, op: StoreOp, args: unknown[]): Promise<unknown> {
   // Arguments come from our own ChannelStore in the same process; the store validates values.
-  const a = args as [never, never, never, never];
+  const a = args as [never, never, never, never, never];
   switch (op) {
     case 'set':
       return store.set(a[0] as StoreKey, a[1], a[2] as number);
@@ -139,7 +139,7 @@ function dispatch(store: Store, op: StoreOp, args: unknown[]): Promise<unknown> 
     case 'consume':
       return store.consume(a[0] as StoreKey);
     case 'rotate':
-      return store.rotate(a[0] as StoreKey, a[1] as StoreKey, a[2], a[3] as number);
+      return store.rotate(a[0] as StoreKey, a[1] as StoreKey, a[2], a[3] as number, a[4] as CompanionRecord<unknown> | undefined);
     case 'revokeFamily':
       return store.revokeFamily(a[0] as string, a[1] as number);
     case 'isFamilyRevoked':
@@ -259,8 +259,8 @@ export class ChannelStore implements Store {
     return this.#call('consume', [key]);
   }
 
-  rotate<T, U>(oldKey: StoreKey, newKey: StoreKey, newValue: U, ttlMs: number): Promise<ConsumeResult<T>> {
-    return this.#call('rotate', [oldKey, newKey, newValue, ttlMs]);
+  rotate<T, U, V = unknown>(oldKey: StoreKey, newKey: StoreKey, newValue: U, ttlMs: number, companion?: CompanionRecord<V>): Promise<ConsumeResult<T>> {
+    return this.#call('rotate', companion === undefined ? [oldKey, newKey, newValue, ttlMs] : [oldKey, newKey, newValue, ttlMs, companion]);
   }
 
   revokeFamily(family: string, ttlMs: number): Promise<number> {

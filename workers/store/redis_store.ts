@@ -12,6 +12,7 @@
  * | `<p>{<family>}:<kind>:<id>` | string | a record of a family |
  * | `<p>{<family>}:members` | set | the keys of the family's records; TTL of its longest-lived member |
  * | `<p>{<family>}:revoked` | string | revocation marker; refuses later writes into the family |
+ * | `<p>{<family>}~<name>:…` | | a sub-family (`subFamily`): the three rows above for its own records, in its family's slot |
  * | `<p>ctr:<name>` | string | a fixed-window counter; TTL = the rest of the window |
  *
  * `<id>` is base64url(SHA-256(handle)) (SPEC §5: never the handle itself). The `{<family>}` hash
@@ -44,9 +45,10 @@ import {
   StoreUnavailableError,
   assertFamilyName,
   assertRotatable,
+  slotFamily,
   toTtlMs,
 } from './store.js';
-import type { ConsumeResult, CounterResult, RecordKind, Store, StoreKey } from './store.js';
+import type { CompanionRecord, ConsumeResult, CounterResult, RecordKind, Store, StoreKey } from './store.js';
 
 interface RedisStoreCommonOptions {
   /** Prepended to every key. Default `tessera:`. */
@@ -108,8 +110,9 @@ if not current then return {0} end
 if string.byte(current, 1) ~= ${liveHeader} then return {2, current} end
 redis.call('SETRANGE', KEYS[1], 0, string.char(${consumedHeader}))
 return {1, current}`,
-  // KEYS: old, new [, members, revoked]. ARGV: bytes, ttl. Reply as tesseraConsume; the
-  // successor is written first so that a refused write (OOM) leaves the old record live.
+  // KEYS: old, new [, members, revoked [, companion, companion's members]]. ARGV: bytes, ttl
+  // [, companion bytes, companion ttl]. Reply as tesseraConsume; the writes come before the
+  // consume so that a refused write (OOM) leaves the old record live.
   tesseraRotate: `
 if KEYS[4] and redis.call('EXISTS', KEYS[4]) == 1 then return {0} end
 local current = redis.call('GET', KEYS[1])
@@ -120,6 +123,12 @@ redis.call('SET', KEYS[2], ARGV[1], 'PX', ttl)
 if KEYS[3] then
   redis.call('SADD', KEYS[3], KEYS[2])
   if redis.call('PTTL', KEYS[3]) < ttl then redis.call('PEXPIRE', KEYS[3], ttl) end
+end
+if KEYS[5] then
+  local companionTtl = tonumber(ARGV[4])
+  redis.call('SET', KEYS[5], ARGV[3], 'PX', companionTtl)
+  redis.call('SADD', KEYS[6], KEYS[5])
+  if redis.call('PTTL', KEYS[6]) < companionTtl then redis.call('PEXPIRE', KEYS[6], companionTtl) end
 end
 redis.call('SETRANGE', KEYS[1], 0, string.char(${consumedHeader}))
 return {1, current}`,
@@ -187,6 +196,15 @@ function toStoreError(err: unknown, op: string): unknown {
   // Connection refused or reset, "Command timed out", MaxRetriesPerRequestError,
   // ClusterAllFailedError, "Stream isn't writeable…", "Connection is closed.".
   return new StoreUnavailableError(`${op}: ${err.message}`, { cause: err });
+}
+
+/**
+ * How a family names its keys: `{family}`, or `{family}~name` for a sub-family, whose hash tag is
+ * then its family's (Redis Cluster hashes only what is inside the first braces).
+ */
+function familyTag(family: string): string {
+  const slot = slotFamily(family);
+  return `{${slot}}${family.slice(slot.length)}`;
 }
 
 /** Reads the `{status [, bytes]}` reply of the write, consume and rotate scripts. */
@@ -315,16 +333,21 @@ export class RedisStore implements Store {
     return toConsumeResult<T>(reply);
   }
 
-  async rotate<T, U>(oldKey: StoreKey, newKey: StoreKey, newValue: U, ttlMs: number): Promise<ConsumeResult<T>> {
-    assertRotatable(oldKey, newKey);
+  async rotate<T, U, V = unknown>(oldKey: StoreKey, newKey: StoreKey, newValue: U, ttlMs: number, companion?: CompanionRecord<V>): Promise<ConsumeResult<T>> {
+    assertRotatable(oldKey, newKey, companion);
     if (this.#isCluster && newKey.family === undefined) {
       throw new Error('rotate on Redis Cluster needs both keys in one family (one hash slot)');
     }
     const ttl = toTtlMs(ttlMs);
     const keys = [this.#recordKey(oldKey), this.#recordKey(newKey)];
+    const args: ScriptArg[] = [packRecordWithHeader(newValue, headerBytes), ttl];
     if (newKey.family !== undefined) keys.push(this.#membersKey(newKey.family), this.#revokedKey(newKey.family));
-    const bytes = packRecordWithHeader(newValue, headerBytes);
-    const reply = await this.#run('rotate', (c) => this.#script(c, 'tesseraRotate', keys, [bytes, ttl]));
+    if (companion !== undefined) {
+      // assertRotatable: a companion has a family whenever the successor has one.
+      keys.push(this.#recordKey(companion.key), this.#membersKey(companion.key.family as string));
+      args.push(packRecordWithHeader(companion.value, headerBytes), toTtlMs(companion.ttlMs));
+    }
+    const reply = await this.#run('rotate', (c) => this.#script(c, 'tesseraRotate', keys, args));
     return toConsumeResult<T>(reply);
   }
 
@@ -341,7 +364,7 @@ export class RedisStore implements Store {
     assertFamilyName(family);
     const membersKey = this.#membersKey(family);
     const members = await this.#run('familyRecords', (c) => c.smembers(membersKey));
-    const marker = `{${family}}:${kind}:`;
+    const marker = `${familyTag(family)}:${kind}:`;
     const keys = members.filter((m) => m.startsWith(this.#prefix) && m.includes(marker));
     if (keys.length === 0) return [];
     const values = await this.#run('familyRecords', (c) => c.mgetBuffer(...keys));
@@ -403,15 +426,15 @@ export class RedisStore implements Store {
   #recordKey(key: StoreKey): string {
     if (key.family === undefined) return `${this.#prefix}${key.kind}:${key.id}`;
     assertFamilyName(key.family);
-    return `${this.#prefix}{${key.family}}:${key.kind}:${key.id}`;
+    return `${this.#prefix}${familyTag(key.family)}:${key.kind}:${key.id}`;
   }
 
   #membersKey(family: string): string {
-    return `${this.#prefix}{${family}}:members`;
+    return `${this.#prefix}${familyTag(family)}:members`;
   }
 
   #revokedKey(family: string): string {
-    return `${this.#prefix}{${family}}:revoked`;
+    return `${this.#prefix}${familyTag(family)}:revoked`;
   }
 
   #counterKey(name: string): string {

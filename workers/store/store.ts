@@ -6,7 +6,9 @@
  * Keys are never raw handles: callers pass `id` = base64url(SHA-256(handle)) (see `hashHandle`).
  * A `family` groups records that are revoked together (a refresh-token family, the tokens issued
  * from one authorization code); on Redis every key of a family shares the hash tag `{family}` so
- * that family operations stay atomic on a cluster.
+ * that family operations stay atomic on a cluster. A sub-family `<family>~<name>` (see
+ * {@link subFamily}) has its own records, members and revocation, but shares its family's hash
+ * tag, so one atomic step can write into both (a rotation's {@link CompanionRecord}).
  *
  * Rules both implementations keep (the conformance suite in `test/workers/store/` checks each):
  * - Every record carries a TTL in milliseconds (a positive number; fractions round up). There is
@@ -37,6 +39,18 @@ export interface StoreKey {
   id: string;
   /** Family the record belongs to; omitted for standalone records. */
   family?: string;
+}
+
+/**
+ * A record written in the same atomic step as a rotation, and only when the rotation wins
+ * (`consumed`). Its key must be in the successor's family or in one of its sub-families.
+ * Unlike `set`, it does not consult its own family's revocation: it exists because the
+ * successor's family accepted the rotation.
+ */
+export interface CompanionRecord<V> {
+  readonly key: StoreKey;
+  readonly value: V;
+  readonly ttlMs: number;
 }
 
 /** What an atomic consume found. */
@@ -93,8 +107,12 @@ export interface Store {
    * Both keys must be standalone or belong to the same family (one Redis Cluster slot); otherwise
    * this throws a plain `Error`. On Redis Cluster two standalone keys live in different slots, so
    * there a rotation needs a family.
+   *
+   * A `companion` is written with the successor, in the same step (see {@link CompanionRecord}):
+   * a refresh records the access token it issued this way, so that a revocation of the family
+   * either refuses the rotation or finds the token, never neither.
    */
-  rotate<T, U>(oldKey: StoreKey, newKey: StoreKey, newValue: U, ttlMs: number): Promise<ConsumeResult<T>>;
+  rotate<T, U, V = unknown>(oldKey: StoreKey, newKey: StoreKey, newValue: U, ttlMs: number, companion?: CompanionRecord<V>): Promise<ConsumeResult<T>>;
   /**
    * Deletes every record of the family and remembers the revocation for `ttlMs`, so that a record
    * written into it later is refused. Returns how many records were removed (consumed records
@@ -183,16 +201,47 @@ export function assertFamilyName(family: string): void {
   }
 }
 
+/** Separates a family from the name of one of its sub-families; family ids never contain it. */
+const subFamilySeparator = '~';
+
+/** The sub-family `name` of `family`: its own records and revocation, in the family's slot. */
+export function subFamily(family: string, name: string): string {
+  return `${family}${subFamilySeparator}${name}`;
+}
+
 /**
- * The precondition of {@link Store.rotate}: one atomic step needs both keys in one place (one
- * Redis Cluster slot), so they are both standalone or both in the same family.
+ * The family whose hash tag a family's keys carry: the family itself, or for a sub-family the
+ * family it belongs to.
  * @internal
  */
-export function assertRotatable(oldKey: StoreKey, newKey: StoreKey): void {
+export function slotFamily(family: string): string {
+  const at = family.indexOf(subFamilySeparator);
+  return at === -1 ? family : family.slice(0, at);
+}
+
+/**
+ * The precondition of {@link Store.rotate}: one atomic step needs every key in one place (one
+ * Redis Cluster slot), so old and new are both standalone or both in the same family, and a
+ * companion is in that family or one of its sub-families.
+ * @internal
+ */
+export function assertRotatable(oldKey: StoreKey, newKey: StoreKey, companion?: CompanionRecord<unknown>): void {
   if ((oldKey.family ?? null) !== (newKey.family ?? null)) {
     throw new Error('rotate needs both keys standalone or in the same family');
   }
   if (oldKey.kind === newKey.kind && oldKey.id === newKey.id) {
     throw new Error('rotate needs two different keys');
   }
+  if (companion === undefined) return;
+  const family = companion.key.family;
+  if (newKey.family === undefined || family === undefined || slotFamily(family) !== slotFamily(newKey.family)) {
+    throw new Error("rotate's companion record must be in the successor's family or one of its sub-families");
+  }
+  if (sameKey(companion.key, oldKey) || sameKey(companion.key, newKey)) {
+    throw new Error("rotate's companion record needs a key of its own");
+  }
+}
+
+function sameKey(a: StoreKey, b: StoreKey): boolean {
+  return a.kind === b.kind && a.id === b.id && a.family === b.family;
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hashHandle } from '../store/handle.js';
-import type { RecordKind, StoreKey } from '../store/store.js';
+import { subFamily, type RecordKind, type StoreKey } from '../store/store.js';
 
 const familyBytes = 16;
 const secretBytes = 32;
@@ -42,7 +42,10 @@ export function parseFamilyHandle(kind: RecordKind, handle: string): FamilyHandl
 export const newRefreshHandle = (family: string): FamilyHandle => newFamilyHandle('rt', family);
 export const parseRefreshHandle = (handle: string): FamilyHandle | undefined => parseFamilyHandle('rt', handle);
 
-/** Access tokens issued in a family are recorded beside it, in a family revoking it leaves intact. */
+/**
+ * Access tokens issued in a family are recorded beside it, in a sub-family: revoking the family
+ * leaves them for the revocation to list and deny, and a rotation can write one in the same step.
+ */
 export function issuedTokensFamily(family: string): string {
-  return `${family}~at`;
+  return subFamily(family, 'at');
 }

@@ -1,4 +1,4 @@
-import type { Store } from '../store/store.js';
+import type { CompanionRecord, Store } from '../store/store.js';
 import { issuedTokensFamily } from './refresh_token_handle.js';
 import { revokedJtiKey } from './token_validator.js';
 
@@ -10,13 +10,23 @@ export interface IssuedAccessToken {
 }
 
 /**
- * Remembers an access token of a family so that revoking the family can deny it. Written before
- * the family's state changes (rotation), so a revocation that wins the race still finds it.
+ * The record that remembers an access token of a family, so that revoking the family can deny it;
+ * `undefined` for a token that has already expired. A rotation writes it as its companion, in the
+ * same atomic step (see `Store.rotate`).
+ */
+export function issuedAccessTokenRecord(family: string, token: IssuedAccessToken, nowMs: number): CompanionRecord<IssuedAccessToken> | undefined {
+  const ttlMs = token.exp * 1000 - nowMs;
+  if (ttlMs <= 0) return undefined;
+  return { key: { kind: 'at', id: token.jti, family: issuedTokensFamily(family) }, value: { jti: token.jti, exp: token.exp }, ttlMs };
+}
+
+/**
+ * Remembers an access token of a family on its own, for issuances that write no rotation. Written
+ * before the family's state changes, so a revocation that wins the race still finds it.
  */
 export async function recordIssuedAccessToken(store: Store, family: string, token: IssuedAccessToken, nowMs: number): Promise<void> {
-  const ttl = token.exp * 1000 - nowMs;
-  if (ttl <= 0) return;
-  await store.set({ kind: 'at', id: token.jti, family: issuedTokensFamily(family) }, token, ttl);
+  const record = issuedAccessTokenRecord(family, token, nowMs);
+  if (record !== undefined) await store.set(record.key, record.value, record.ttlMs);
 }
 
 /** Puts a JWT access token on the deny list until it would have expired (SPEC §5). */

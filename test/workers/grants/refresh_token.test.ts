@@ -18,7 +18,7 @@ import { MemoryStore } from '../../../workers/store/memory_store.js';
 import { StoreUnavailableError } from '../../../workers/store/store.js';
 import { IdTokenBuilder } from '../../../workers/tokens/id_token.js';
 import { JwtSigner } from '../../../workers/tokens/jwt_signer.js';
-import { parseRefreshHandle } from '../../../workers/tokens/refresh_token_handle.js';
+import { issuedTokensFamily, parseRefreshHandle } from '../../../workers/tokens/refresh_token_handle.js';
 import type { RefreshTokenRecord } from '../../../workers/tokens/refresh_token_record.js';
 
 const issuer = 'https://tessera.test';
@@ -325,6 +325,27 @@ t.test('rotation', async (t) => {
     t.equal(refreshed.scope, 'openid api1 api2 offline_access');
     t.equal(refreshed.expires_in, 3600);
   });
+});
+
+t.test('issued access tokens', async (t) => {
+  for (const clientId of ['rotating', 'reusing']) {
+    t.test(`${clientId}: each refresh lists its access token in the family by id and expiry, never the token itself`, async (t) => {
+      const h = harness(t);
+      const issued = await h.issue(clientId);
+      const handle = refreshTokenOf(issued);
+      const second = await h.refresh(clientId, { refresh_token: handle });
+      const third = await h.refresh(clientId, { refresh_token: refreshTokenOf(second) });
+      const family = parseRefreshHandle(handle)?.family ?? '';
+      const listed = await h.store.familyRecords<Record<string, unknown>>(issuedTokensFamily(family), 'at');
+      const expected = [issued, second, third].map((response) => {
+        const claims = decodeJwt(response.access_token);
+        return { jti: claims.jti, exp: claims.exp };
+      });
+      const byJti = (a: Record<string, unknown>, b: Record<string, unknown>) => String(a.jti).localeCompare(String(b.jti));
+      t.same(listed.sort(byJti), expected.sort(byJti));
+      for (const record of listed) t.same(Object.keys(record).sort(), ['exp', 'jti'], 'no token text in the store');
+    });
+  }
 });
 
 t.test('scope', async (t) => {

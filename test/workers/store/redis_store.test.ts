@@ -2,7 +2,7 @@ import t from 'tap';
 import { Redis } from 'ioredis';
 import { hashHandle, newHandle } from '../../../workers/store/handle.js';
 import { RedisStore } from '../../../workers/store/redis_store.js';
-import { StoreUnavailableError } from '../../../workers/store/store.js';
+import { StoreUnavailableError, subFamily } from '../../../workers/store/store.js';
 import type { StoreKey } from '../../../workers/store/store.js';
 import { freePort } from '../../helpers/free_port.js';
 import { startRedisServer } from '../../helpers/redis_server.js';
@@ -80,7 +80,12 @@ t.test('keys follow the documented layout, never contain a raw handle, and all c
   const otherFamily = newFamily();
   await store.set({ kind: 'code', id: hashHandle(code) }, { clientId: 'web' }, 60_000);
   await store.set({ kind: 'rt', id: hashHandle(refreshToken), family }, { gen: 0 }, 120_000);
-  await store.rotate({ kind: 'rt', id: hashHandle(refreshToken), family }, { kind: 'rt', id: hashHandle(successor), family }, { gen: 1 }, 180_000);
+  const accessTokenId = newId();
+  await store.rotate({ kind: 'rt', id: hashHandle(refreshToken), family }, { kind: 'rt', id: hashHandle(successor), family }, { gen: 1 }, 180_000, {
+    key: { kind: 'at', id: accessTokenId, family: subFamily(family, 'at') },
+    value: { jti: 'j', exp: 1 },
+    ttlMs: 90_000,
+  });
   await store.set({ kind: 'rt', id: newId(), family: otherFamily }, { gen: 0 }, 60_000);
   await store.revokeFamily(otherFamily, 30_000);
   await store.putIfAbsent({ kind: 'key', id: 'dev-signing-key:ES256' }, { kid: 'a' }, 60_000);
@@ -97,9 +102,16 @@ t.test('keys follow the documented layout, never contain a raw handle, and all c
       `${prefix}{${family}}:members`,
       `${prefix}{${family}}:rt:${hashHandle(refreshToken)}`,
       `${prefix}{${family}}:rt:${hashHandle(successor)}`,
+      `${prefix}{${family}}~at:members`,
+      `${prefix}{${family}}~at:at:${accessTokenId}`,
       `${prefix}{${otherFamily}}:revoked`,
     ].sort(),
   );
+  // Redis Cluster hashes what is inside the first braces: a sub-family shares its family's slot,
+  // which is what lets the rotate script write the companion record.
+  const hashTags = new Set(keys.filter((key) => key.includes(family)).map((key) => /\{([^}]*)\}/.exec(key)?.[1]));
+  t.same([...hashTags], [family], 'the family and its sub-family share one hash tag');
+  t.same(await raw.smembers(`${prefix}{${family}}~at:members`), [`${prefix}{${family}}~at:at:${accessTokenId}`]);
   for (const handle of [code, refreshToken, successor]) {
     t.notOk(
       keys.some((key) => key.includes(handle)),

@@ -4,7 +4,7 @@
  *
  * Races are real: 50 calls are started in one tick and awaited together.
  */
-import { FamilyRevokedError, StoreUnavailableError } from '../../../workers/store/store.js';
+import { FamilyRevokedError, StoreUnavailableError, subFamily } from '../../../workers/store/store.js';
 import type { ConsumeResult, Store, StoreKey } from '../../../workers/store/store.js';
 import { hashHandle, newHandle } from '../../../workers/store/handle.js';
 
@@ -235,6 +235,81 @@ export function runStoreConformance(t: TapTest, makeStore: MakeStore): void {
     tt.notOk(err instanceof StoreUnavailableError || err instanceof FamilyRevokedError, 'not a store error');
     tt.same(await store.get(oldKey), { gen: 0 }, 'the old record is untouched');
     await tt.rejects(store.rotate(oldKey, { kind: 'rt', id: newId() }, { gen: 1 }, longTtlMs), Error);
+  });
+
+  t.test('a rotation writes its companion record in the same step, and only when it wins', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const issued = subFamily(family, 'at');
+    const oldKey: StoreKey = { kind: 'rt', id: newId(), family };
+    await store.set(oldKey, { gen: 0 }, longTtlMs);
+    const successors = Array.from({ length: concurrency }, (): StoreKey => ({ kind: 'rt', id: newId(), family }));
+    const companions = Array.from({ length: concurrency }, (): StoreKey => ({ kind: 'at', id: newId(), family: issued }));
+    const results = await Promise.all(
+      successors.map((newKey, i) => store.rotate(oldKey, newKey, { gen: 1 }, longTtlMs, { key: companions[i] as StoreKey, value: { by: i }, ttlMs: longTtlMs })),
+    );
+    tt.same(countStatuses(results), { consumed: 1, replayed: concurrency - 1, missing: 0 });
+    const winner = results.findIndex((r) => r.status === 'consumed');
+    const written = await Promise.all(companions.map((key) => store.get(key)));
+    tt.same(
+      written.flatMap((value, i) => (value === null ? [] : [i])),
+      [winner],
+      "only the winner's companion was written",
+    );
+    tt.same(await store.familyRecords(issued, 'at'), [{ by: winner }], 'it is a record of its sub-family');
+    tt.same(await store.familyRecords(family, 'at'), [], 'not of the family itself');
+
+    // Revoking the family leaves its sub-family: the list of what to deny survives the revocation.
+    tt.equal(await store.revokeFamily(family, longTtlMs), 2, 'the old and the new refresh token');
+    tt.same(await store.familyRecords(issued, 'at'), [{ by: winner }]);
+    const late: StoreKey = { kind: 'at', id: newId(), family: issued };
+    tt.same(
+      await store.rotate(successors[winner] as StoreKey, { kind: 'rt', id: newId(), family }, { gen: 2 }, longTtlMs, { key: late, value: { by: 'late' }, ttlMs: longTtlMs }),
+      { status: 'missing' },
+      'a revoked family refuses the rotation',
+    );
+    tt.equal(await store.get(late), null, 'and its companion');
+
+    const missingCompanion: StoreKey = { kind: 'at', id: newId(), family: issued };
+    const otherFamily = newFamily();
+    tt.same(
+      await store.rotate({ kind: 'rt', id: newId(), family: otherFamily }, { kind: 'rt', id: newId(), family: otherFamily }, { gen: 1 }, longTtlMs, {
+        key: { kind: 'at', id: missingCompanion.id, family: subFamily(otherFamily, 'at') },
+        value: { by: 'missing' },
+        ttlMs: longTtlMs,
+      }),
+      { status: 'missing' },
+    );
+    tt.same(await store.familyRecords(subFamily(otherFamily, 'at'), 'at'), [], 'a rotation of a missing record writes no companion');
+  });
+
+  t.test("rotate refuses a companion outside the successor's family with a plain Error", async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const oldKey: StoreKey = { kind: 'rt', id: newId(), family };
+    const newKey: StoreKey = { kind: 'rt', id: newId(), family };
+    await store.set(oldKey, { gen: 0 }, longTtlMs);
+    const refused = [
+      { key: { kind: 'at', id: newId(), family: subFamily(newFamily(), 'at') }, value: 1, ttlMs: longTtlMs },
+      { key: { kind: 'at', id: newId() }, value: 1, ttlMs: longTtlMs },
+      { key: newKey, value: 1, ttlMs: longTtlMs },
+    ] as const;
+    for (const companion of refused) {
+      const err = await store.rotate(oldKey, newKey, { gen: 1 }, longTtlMs, companion).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      tt.type(err, Error, JSON.stringify(companion.key));
+      tt.notOk(err instanceof StoreUnavailableError || err instanceof FamilyRevokedError, 'not a store error');
+    }
+    tt.same(await store.get(oldKey), { gen: 0 }, 'the old record is untouched');
+    tt.equal(await store.get(newKey), null, 'and no successor written');
+    const standalone = store.rotate({ kind: 'dc', id: newId() }, { kind: 'dc', id: newId() }, 1, longTtlMs, {
+      key: { kind: 'at', id: newId(), family: subFamily(family, 'at') },
+      value: 1,
+      ttlMs: longTtlMs,
+    });
+    await tt.rejects(standalone, Error, 'a standalone rotation has no family to share');
   });
 
   t.test('revokeFamily removes every member and a later write into the family throws FamilyRevokedError', async (tt) => {
