@@ -80,13 +80,14 @@ export class Exchange {
    * An HTML page or a redirect from the login and consent pages, with the security headers of
    * SPEC §3 and any cookies to set.
    */
-  sendPage(status: number, html: string, options: { location?: string; cookies?: readonly string[] } = {}): void {
+  sendPage(status: number, html: string, options: { location?: string; cookies?: readonly string[]; retryAfter?: number | undefined } = {}): void {
     if (this.aborted || this.done) return;
     this.done = true;
     const res = this.res;
     res.cork(() => {
       res.writeStatus(statusLine(status));
       if (options.location !== undefined) res.writeHeader('Location', options.location);
+      if (options.retryAfter !== undefined) res.writeHeader('Retry-After', String(options.retryAfter));
       if (html.length > 0) res.writeHeader('Content-Type', 'text/html; charset=utf-8');
       res.writeHeader('Cache-Control', 'no-store');
       res.writeHeader('Pragma', 'no-cache');

@@ -57,12 +57,12 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
     return validated(page.exchange, page.form.request ?? '');
   };
 
-  const showLogin = (page: PageRequest, request: AuthorizeRequest, status = 200, error?: string, username?: string): void => {
+  const showLogin = (page: PageRequest, request: AuthorizeRequest, status = 200, error?: string, username?: string, retryAfter?: number): void => {
     const csrf = secrets.csrfToken(page.cookies);
     page.exchange.sendPage(
       status,
       renderPage('login', 'Sign in', { action: loginPath, csrfToken: csrf.token, request: request.query, clientName: clientName(request.client), error, username }),
-      csrf.cookie !== undefined ? { cookies: [csrf.cookie] } : {},
+      { ...(csrf.cookie !== undefined ? { cookies: [csrf.cookie] } : {}), retryAfter },
     );
   };
 
@@ -124,7 +124,7 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
       signIn(deps.dispatcher, secrets, { clientId: request.client.clientId, form: page.form, scope: request.scopes.scope, acrValues: request.acr.values }).then(
         (outcome) => {
           if (outcome.kind === 'signed_in') showConsent(page, request, outcome.session, [outcome.cookie]);
-          else if (outcome.kind === 'retry') showLogin(page, request, outcome.status, outcome.message, page.form.username);
+          else if (outcome.kind === 'retry') showLogin(page, request, outcome.status, outcome.message, page.form.username, outcome.retryAfter);
           else errorPage(page.exchange, outcome.status, outcome.message);
         },
         () => errorPage(page.exchange, 500, 'The server could not complete the request.'),

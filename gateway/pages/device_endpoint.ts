@@ -31,6 +31,12 @@ interface PendingDevice {
   readonly client: RegisteredClient;
 }
 
+type BlockedState = Extract<ThrottleState, { blocked: true }>;
+
+function isBlocked(found: PendingDevice | BlockedState | undefined): found is BlockedState {
+  return found !== undefined && 'blocked' in found;
+}
+
 const invalidCode = 'That code is not valid or has expired. Check the code on your device.';
 const tooManyCodes = 'Too many wrong codes. Try again later.';
 
@@ -48,16 +54,21 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
   for (const r of deps.config.identityResources) scopeDescriptions.set(r.name, r.displayName ?? r.name);
   for (const s of deps.config.apiScopes) scopeDescriptions.set(s.name, s.displayName ?? s.name);
 
-  const showEntry = (page: PageRequest, status: number, error?: string, userCode?: string): void => {
+  const showEntry = (page: PageRequest, status: number, error?: string, userCode?: string, retryAfter?: number): void => {
     const csrf = secrets.csrfToken(page.cookies);
-    page.exchange.sendPage(status, renderPage('device', 'Connect a device', { action: devicePagePath, csrfToken: csrf.token, error, userCode }), csrf.cookie ? { cookies: [csrf.cookie] } : {});
+    page.exchange.sendPage(status, renderPage('device', 'Connect a device', { action: devicePagePath, csrfToken: csrf.token, error, userCode }), {
+      ...(csrf.cookie ? { cookies: [csrf.cookie] } : {}),
+      retryAfter,
+    });
   };
-  const showLogin = (page: PageRequest, device: PendingDevice, status = 200, error?: string, username?: string): void => {
+  // RFC 6585 §4: a 429 says when to come back.
+  const showBlocked = (page: PageRequest, state: BlockedState): void => showEntry(page, 429, tooManyCodes, undefined, state.retryAfterSeconds);
+  const showLogin = (page: PageRequest, device: PendingDevice, status = 200, error?: string, username?: string, retryAfter?: number): void => {
     const csrf = secrets.csrfToken(page.cookies);
     page.exchange.sendPage(
       status,
       renderPage('login', 'Sign in', { action: loginPath, csrfToken: csrf.token, request: device.userCode, clientName: clientName(device.client), error, username }),
-      csrf.cookie ? { cookies: [csrf.cookie] } : {},
+      { ...(csrf.cookie ? { cookies: [csrf.cookie] } : {}), retryAfter },
     );
   };
   const showConsent = (page: PageRequest, device: PendingDevice, session: Session, cookies: string[] = []): void => {
@@ -101,9 +112,9 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
 
   // Every form that carries a code goes through here: the sign-in and consent forms carry it in a
   // hidden input, which a guesser can fill as easily as the visible one (RFC 8628 §5.1).
-  const findDevice = async (page: PageRequest, typed: string | undefined): Promise<PendingDevice | 'blocked' | undefined> => {
+  const findDevice = async (page: PageRequest, typed: string | undefined): Promise<PendingDevice | BlockedState | undefined> => {
     const state = await throttled(page);
-    if (state.blocked) return 'blocked';
+    if (state.blocked) return state;
     const device = await lookUp(typed);
     if (device === undefined) await recordWrongCode(page);
     return device;
@@ -111,8 +122,8 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
 
   const enterCode = async (page: PageRequest, typed: string | undefined): Promise<void> => {
     const device = await findDevice(page, typed);
-    if (device === 'blocked') {
-      showEntry(page, 429, tooManyCodes);
+    if (isBlocked(device)) {
+      showBlocked(page, device);
       return;
     }
     if (device === undefined) {
@@ -139,8 +150,12 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
     }
     guard(page, async () => {
       const device = await findDevice(page, page.form.request);
-      if (device === 'blocked' || device === undefined) {
-        showEntry(page, device === 'blocked' ? 429 : 400, device === 'blocked' ? tooManyCodes : invalidCode);
+      if (isBlocked(device)) {
+        showBlocked(page, device);
+        return;
+      }
+      if (device === undefined) {
+        showEntry(page, 400, invalidCode);
         return;
       }
       await run(device);
@@ -170,7 +185,7 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
       withDevice(page, async (device) => {
         const outcome = await signIn(deps.dispatcher, secrets, { clientId: device.client.clientId, form: page.form, scope: device.record.scopes.join(' ') });
         if (outcome.kind === 'signed_in') showConsent(page, device, outcome.session, [outcome.cookie]);
-        else if (outcome.kind === 'retry') showLogin(page, device, outcome.status, outcome.message, page.form.username);
+        else if (outcome.kind === 'retry') showLogin(page, device, outcome.status, outcome.message, page.form.username, outcome.retryAfter);
         else errorPage(page.exchange, outcome.status, outcome.message);
       });
     }),

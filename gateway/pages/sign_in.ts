@@ -5,8 +5,8 @@ import type { PageSecrets, Session } from './session.js';
 /** What a sign-in on a page came to. */
 export type SignInOutcome =
   | { kind: 'signed_in'; session: Session; cookie: string }
-  /** Show the login form again with this message. */
-  | { kind: 'retry'; status: number; message: string }
+  /** Show the login form again with this message (and, on 429, when to try again). */
+  | { kind: 'retry'; status: number; message: string; retryAfter?: number }
   /** Stop with an error page. */
   | { kind: 'error'; status: number; message: string };
 
@@ -23,13 +23,13 @@ export async function signIn(
   if (username === undefined || password === undefined) return { kind: 'retry', status: 400, message: 'Enter your username and password.' };
   const params = Object.assign(Object.create(null) as Record<string, string>, { username, password, scope: input.scope });
   if (input.acrValues !== undefined && input.acrValues.length > 0) params.acr_values = input.acrValues.join(' ');
-  const [status, body] = await dispatcher.call([Endpoint.Login, 'login', input.clientId, params]);
+  const [status, body, retryAfter] = await dispatcher.call([Endpoint.Login, 'login', input.clientId, params]);
   if (status === 200) {
     const user = JSON.parse(body) as { subject: string; claims: Session['claims'] };
     const session = secrets.newSession(user.subject, user.claims, username);
     return { kind: 'signed_in', session, cookie: secrets.sessionCookie(session) };
   }
-  if (status === 429) return { kind: 'retry', status: 429, message: 'Too many failed attempts. Try again later.' };
+  if (status === 429) return { kind: 'retry', status: 429, message: 'Too many failed attempts. Try again later.', ...(retryAfter === null ? {} : { retryAfter }) };
   if (status === 400 && body.includes('"invalid_grant"')) return { kind: 'retry', status: 400, message: 'The username or password is incorrect.' };
   if (status === 400) return { kind: 'error', status: 400, message: 'This sign-in is not allowed for the application.' };
   return { kind: 'error', status: 503, message: 'The service is temporarily unavailable. Try again in a moment.' };

@@ -485,6 +485,8 @@ t.test('the login throttle is the password grant’s', async (t) => {
   const blocked = await flow.login(page, 'alice', 'alice-pw');
   t.equal(blocked.status, 429, 'the right password is refused too');
   assertPageHeaders(t, blocked);
+  const retryAfter = Number(blocked.headers.get('retry-after'));
+  t.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 600, `Retry-After within the 600 s window (${blocked.headers.get('retry-after')})`);
   t.match(blocked.body, '<p class="error" role="alert">Too many failed attempts. Try again later.</p>');
   t.equal(sessionCookieOf(blocked), undefined);
   const viaGrant = await flow.token({ grant_type: 'password', username: 'alice', password: 'alice-pw', scope: 'api1' }, { clientId: 'both', secret: 'secret' });

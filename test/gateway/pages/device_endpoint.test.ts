@@ -121,6 +121,13 @@ interface Poll {
   body: Record<string, unknown>;
 }
 
+/** RFC 6585 §4: a 429 says when to come back, within the throttle's 60 s window. */
+function assertRetryAfter(t: Test, page: PageResponse, label: string): void {
+  const value = page.headers.get('retry-after');
+  const seconds = Number(value);
+  t.ok(Number.isInteger(seconds) && seconds >= 1 && seconds <= 60, `Retry-After on ${label} (${value})`);
+}
+
 function assertPageHeaders(t: Test, page: PageResponse, label: string): void {
   t.equal(page.headers.get('x-frame-options'), 'DENY', `X-Frame-Options on ${label}`);
   t.equal(page.headers.get('referrer-policy'), 'no-referrer', `Referrer-Policy on ${label}`);
@@ -292,6 +299,7 @@ function pageRules(t: Test, gw: TestGateway, addressPrefix: string): void {
     const blocked = await enter(x, device.user_code);
     t.equal(blocked.status, 429, 'blocked after the limit, even with the right code');
     assertPageHeaders(t, blocked, 'the 429 page');
+    assertRetryAfter(t, blocked, 'the 429 page');
     t.ok(isEntryPage(blocked));
     t.equal(errorMessage(blocked), tooManyCodes);
     t.notOk(blocked.body.includes(device.user_code), 'nothing of the code is echoed on the 429 page');
@@ -335,6 +343,7 @@ function pageRules(t: Test, gw: TestGateway, addressPrefix: string): void {
       password: 'alice-pw',
     });
     t.equal(blocked.status, 429, 'the sign-in form is no way around the code throttle');
+    assertRetryAfter(t, blocked, 'the sign-in form’s 429');
     t.equal(errorMessage(blocked), tooManyCodes);
     t.equal(viaLogin.cookie('tessera.session'), undefined, 'no sign-in happened');
     t.equal((await enter(viaLogin, device.user_code)).status, 429, 'and the entry form is blocked as well');
@@ -349,6 +358,7 @@ function pageRules(t: Test, gw: TestGateway, addressPrefix: string): void {
     }
     const late = await decide(viaConsent, consent, 'allow');
     t.equal(late.status, 429, 'the consent form is no way around the code throttle');
+    assertRetryAfter(t, late, 'the consent form’s 429');
     t.same(await poll(device), { status: 400, body: { error: 'authorization_pending', error_description: 'The user has not finished yet.' } });
   });
 
