@@ -121,7 +121,10 @@ export class MemoryStore implements Store {
     const newRecordKey = toRecordKey(newKey);
     // Pack before touching state: a value msgpack refuses must leave nothing half done.
     const bytes = packRecord(newValue);
-    const companionWrite = companion === undefined ? undefined : { key: toRecordKey(companion.key), family: companion.key.family, bytes: packRecord(companion.value), ttl: toTtlMs(companion.ttlMs) };
+    const companionWrite =
+      companion === undefined
+        ? undefined
+        : { key: toRecordKey(companion.key), family: companion.key.family, bytes: packRecord(companion.value), ttl: toTtlMs(companion.ttlMs) };
     // A revoked family: the refresh token is simply invalid (see Store.rotate).
     if (newKey.family !== undefined && this.#isRevoked(newKey.family)) return { status: 'missing' };
     const result = this.#consume<T>(oldRecordKey);
