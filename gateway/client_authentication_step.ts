@@ -3,6 +3,7 @@ import { errorBody } from '../workers/protocol/oauth_errors.js';
 import type { ClientAuthenticator } from './client_auth.js';
 import type { ClientAuthThrottle } from './client_auth_throttle.js';
 import type { FormRequest } from './form_endpoint.js';
+import type { Exchange } from './http/exchange.js';
 
 export interface ClientAuthenticationDeps {
   issuer: string;
@@ -16,25 +17,50 @@ const bodies = {
   tooManyFailures: errorBody('temporarily_unavailable', 'Too many failed attempts. Retry later.'),
 } as const;
 
+/** The throttle and the refusals every caller authentication shares (clients, API resources). */
+export interface CallerGate {
+  /**
+   * Answers 429 and returns true when `id` is blocked; a blocked caller is refused even with the
+   * right secret, or the block would limit nothing.
+   */
+  refuseBlocked(exchange: Exchange, id: string | undefined): boolean;
+  /** Counts a failed authentication of `id` and answers 401, with a Basic challenge when the Authorization header was used (RFC 6749 §5.2). */
+  refuseFailed(exchange: Exchange, id: string | undefined, usedAuthorizationHeader: boolean): void;
+}
+
+export function createCallerGate(deps: ClientAuthenticationDeps): CallerGate {
+  const challenge = { wwwAuthenticate: `Basic realm="${deps.issuer}"` };
+  return {
+    refuseBlocked(exchange, id) {
+      const throttled = deps.throttle.stateOf(id);
+      if (!throttled.blocked) return false;
+      exchange.sendJson(429, bodies.tooManyFailures, { retryAfter: throttled.retryAfterSeconds });
+      return true;
+    },
+    refuseFailed(exchange, id, usedAuthorizationHeader) {
+      deps.throttle.recordFailure(id);
+      exchange.sendJson(401, bodies.invalidClient, usedAuthorizationHeader ? challenge : undefined);
+    },
+  };
+}
+
 /**
  * Client authentication as every endpoint that needs it does it (SPEC §4): one method only,
  * throttled per client, 401 with a Basic challenge when the Authorization header was used
  * (RFC 6749 §5.2). Answers the request itself and returns `undefined` when authentication fails.
  */
 export function createClientAuthenticationStep(deps: ClientAuthenticationDeps): (request: FormRequest) => RegisteredClient | undefined {
-  const challenge = { wwwAuthenticate: `Basic realm="${deps.issuer}"` };
+  const gate = createCallerGate(deps);
   return ({ exchange, params, authorization }) => {
     const auth = deps.authenticator.authenticate(authorization, params);
-    // A blocked client is refused even with the right secret, or the block would limit nothing.
-    const throttled = deps.throttle.stateOf(auth.ok ? auth.client.clientId : auth.clientId);
-    if (throttled.blocked) {
-      exchange.sendJson(429, bodies.tooManyFailures, { retryAfter: throttled.retryAfterSeconds });
+    if (gate.refuseBlocked(exchange, auth.ok ? auth.client.clientId : auth.clientId)) return undefined;
+    if (auth.ok) return auth.client;
+    if (auth.failure !== 'multiple_methods') {
+      gate.refuseFailed(exchange, auth.clientId, auth.usedAuthorizationHeader);
       return undefined;
     }
-    if (auth.ok) return auth.client;
     deps.throttle.recordFailure(auth.clientId);
-    if (auth.failure === 'multiple_methods') exchange.sendJson(400, bodies.multipleMethods);
-    else exchange.sendJson(401, bodies.invalidClient, auth.usedAuthorizationHeader ? challenge : undefined);
+    exchange.sendJson(400, bodies.multipleMethods);
     return undefined;
   };
 }

@@ -4,7 +4,7 @@ import { decodeSecrets, type StoredSecret } from '../workers/protocol/client_mod
 import { errorBody } from '../workers/protocol/oauth_errors.js';
 import { Endpoint } from '../workers/protocol/token_task.js';
 import { matchesStoredSecret } from './client_auth.js';
-import { createClientAuthenticationStep, type ClientAuthenticationDeps } from './client_authentication_step.js';
+import { createCallerGate, createClientAuthenticationStep, type ClientAuthenticationDeps } from './client_authentication_step.js';
 import { createFormEndpoint } from './form_endpoint.js';
 import { decodeBasicAuthorization } from './http/basic_auth.js';
 import type { WorkerDispatcher } from './worker_dispatcher.js';
@@ -17,9 +17,7 @@ export interface IntrospectionEndpointDeps extends ClientAuthenticationDeps {
 
 const bodies = {
   missingToken: errorBody('invalid_request', 'The token parameter is missing.'),
-  invalidClient: errorBody('invalid_client', 'Client authentication failed.'),
   publicClient: errorBody('invalid_client', 'Client authentication failed.'),
-  tooManyFailures: errorBody('temporarily_unavailable', 'Too many failed attempts. Retry later.'),
 } as const;
 
 /**
@@ -32,7 +30,8 @@ export function createIntrospectionEndpoint(deps: IntrospectionEndpointDeps): (r
   const resources = new Map<string, readonly StoredSecret[]>();
   for (const resource of deps.apiResources) resources.set(resource.name, decodeSecrets(resource.secrets));
   const authenticateClient = createClientAuthenticationStep(deps);
-  const challenge = { wwwAuthenticate: `Basic realm="${deps.issuer}"` };
+  // Resource secrets are guessed like client secrets: the same per-id throttle and answers apply.
+  const gate = createCallerGate(deps);
 
   return createFormEndpoint('introspection', (request) => {
     const { exchange, params, authorization } = request;
@@ -40,15 +39,9 @@ export function createIntrospectionEndpoint(deps: IntrospectionEndpointDeps): (r
     const basic = authorization.length > 0 ? decodeBasicAuthorization(authorization) : undefined;
     const resourceSecrets = basic ? resources.get(basic.clientId) : undefined;
     if (basic && resourceSecrets !== undefined) {
-      // Resource secrets are guessed like client secrets: the same per-id throttle applies.
-      const throttled = deps.throttle.stateOf(basic.clientId);
-      if (throttled.blocked) {
-        exchange.sendJson(429, bodies.tooManyFailures, { retryAfter: throttled.retryAfterSeconds });
-        return;
-      }
+      if (gate.refuseBlocked(exchange, basic.clientId)) return;
       if (params.client_secret !== undefined || !matchesStoredSecret(basic.clientSecret, resourceSecrets, now())) {
-        deps.throttle.recordFailure(basic.clientId);
-        exchange.sendJson(401, bodies.invalidClient, challenge);
+        gate.refuseFailed(exchange, basic.clientId, true);
         return;
       }
       caller = ['resource', basic.clientId];

@@ -1,5 +1,5 @@
 /** The peers Tessera is measured against, one entry per peer scenario. */
-import { basicAuthorization, formPost, tokenExpectation, tokenResponse, verifyAccessTokenResponse, type PeerDefinition } from '../scenarios/scenario.js';
+import { basicAuthorization, formPost, subjectIs, tokenExpectation, tokenResponse, verifyAccessTokenResponse, type PeerDefinition } from '../scenarios/scenario.js';
 
 /** The client `oidc_provider_process.ts` registers: the same credentials and scope as Tessera's. */
 export const peerClient = { clientId: 'm2m', secret: 'secret', resource: 'urn:api1', scope: 'api1' } as const;
@@ -44,7 +44,7 @@ export const oidcProviderRefreshToken: PeerDefinition = {
         verify: verifyAccessTokenResponse('ES256', peerClient.scope, {
           refreshToken: true,
           idToken: false,
-          claims: (payload) => (payload.sub === peerSubject ? null : `JWT sub ${String(payload.sub)}`),
+          claims: subjectIs(peerSubject),
         }),
         supply: {
           mode: 'once',

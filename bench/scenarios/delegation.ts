@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { addBenchUser, addClients, benchClients, benchUser } from '../support/bench_config.js';
 import { obtainAccessToken } from './kinds.js';
-import { basicAuthorization, formPost, tokenExpectation, verifyAccessTokenResponse, type ActiveScenario } from './scenario.js';
+import { basicAuthorization, formPost, subjectIs, tokenExpectation, verifyAccessTokenResponse, type ActiveScenario } from './scenario.js';
 
 export const delegation: ActiveScenario = {
   kind: 'active',
@@ -31,7 +31,8 @@ export const delegation: ActiveScenario = {
         verify: verifyAccessTokenResponse('ES256', 'api2', {
           refreshToken: false,
           claims: (payload) => {
-            if (payload.sub !== benchUser.subject) return `JWT sub ${String(payload.sub)}`;
+            const sub = subjectIs(benchUser.subject)(payload);
+            if (sub !== null) return sub;
             const act = payload.act as { client_id?: unknown } | undefined;
             return act?.client_id === benchClients.api1.clientId ? null : `JWT act ${JSON.stringify(payload.act)}`;
           },

@@ -12,6 +12,7 @@ import {
   basicAuthorization,
   formPost,
   parseJson,
+  subjectIs,
   tokenExpectation,
   tokenResponse,
   verifyAccessTokenResponse,
@@ -30,9 +31,6 @@ const seededLifetimeS = 3600;
 function userClaims(): Record<string, ClaimValue> {
   return { auth_time: Math.floor(Date.now() / 1000), idp: 'local', amr: ['pwd'] };
 }
-
-const subjectIs = (subject: string) => (payload: Record<string, unknown>): string | null =>
-  payload.sub === subject ? null : `JWT sub ${String(payload.sub)}, expected ${subject}`;
 
 /** client_credentials as its scenarios send it: m2m, Basic, scope api1, signed with `alg`. */
 export function clientCredentialsPlan(alg: BenchAlgorithm = 'ES256'): RequestPlan {

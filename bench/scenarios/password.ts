@@ -2,7 +2,7 @@ import os from 'node:os';
 import { addBenchUser, addClients, benchClients, benchUser } from '../support/bench_config.js';
 import { describeHashCost, measureHashCost } from '../support/argon2_cost.js';
 import { refreshScopes } from './kinds.js';
-import { basicAuthorization, formPost, tokenExpectation, verifyAccessTokenResponse, type ActiveScenario } from './scenario.js';
+import { basicAuthorization, formPost, subjectIs, tokenExpectation, verifyAccessTokenResponse, type ActiveScenario } from './scenario.js';
 
 const scope = refreshScopes.join(' ');
 
@@ -28,7 +28,7 @@ export const password: ActiveScenario = {
     verify: verifyAccessTokenResponse('ES256', scope, {
       refreshToken: true,
       idToken: false,
-      claims: (payload) => (payload.sub === benchUser.subject ? null : `JWT sub ${String(payload.sub)}`),
+      claims: subjectIs(benchUser.subject),
     }),
   },
   async notes() {

@@ -182,6 +182,10 @@ export interface AccessTokenChecks extends TokenMembers {
   claims?: (payload: Record<string, unknown>) => string | null;
 }
 
+/** An access-token claims check: the JWT's `sub` is `subject`. */
+export const subjectIs = (subject: string) => (payload: Record<string, unknown>): string | null =>
+  payload.sub === subject ? null : `JWT sub ${String(payload.sub)}, expected ${subject}`;
+
 /**
  * A 200 token response (RFC 6749 §5.1) whose access token is an RFC 9068 JWT signed with `alg`
  * and carrying `scope`; with `checks`, also the refresh and ID tokens and more claims.

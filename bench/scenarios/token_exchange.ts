@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { addBenchUser, addClients, benchClients, benchUser } from '../support/bench_config.js';
 import { obtainAccessToken } from './kinds.js';
-import { basicAuthorization, formPost, tokenExpectation, verifyAccessTokenResponse, type ActiveScenario } from './scenario.js';
+import { basicAuthorization, formPost, subjectIs, tokenExpectation, verifyAccessTokenResponse, type ActiveScenario } from './scenario.js';
 
 const grantType = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const accessTokenType = 'urn:ietf:params:oauth:token-type:access_token';
@@ -36,7 +36,8 @@ export const tokenExchange: ActiveScenario = {
           refreshToken: false,
           contains: [issuedType],
           claims: (payload) => {
-            if (payload.sub !== benchUser.subject) return `JWT sub ${String(payload.sub)}`;
+            const sub = subjectIs(benchUser.subject)(payload);
+            if (sub !== null) return sub;
             return payload.act === undefined ? null : `an act claim in an impersonation: ${JSON.stringify(payload.act)}`;
           },
         }),
