@@ -110,7 +110,7 @@ async function main(): Promise<number> {
 
   console.log(`Machine: ${formatMachine(machine)}`);
   if (target.note !== null) console.log(`Note: ${target.note}`);
-  if (generator.name === 'autocannon') console.log('Note: wrk is not installed, using autocannon (sudo apt-get install -y wrk for the reference figures)');
+  if (generator.name === 'autocannon' && options.loadgen !== 'autocannon') console.log('Note: wrk is not installed, using autocannon (sudo apt-get install -y wrk for the reference figures)');
   console.log(`Settings: ${formatSettings(results)}\n`);
 
   let failed = false;
