@@ -1,5 +1,5 @@
 import type { RegisteredClient } from '../workers/protocol/client_model.js';
-import { errorBody } from '../workers/protocol/oauth_errors.js';
+import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import type { ClientAuthenticator } from './client_auth.js';
 import type { ClientAuthThrottle } from './client_auth_throttle.js';
 import type { FormRequest } from './form_endpoint.js';
@@ -10,12 +10,6 @@ export interface ClientAuthenticationDeps {
   authenticator: ClientAuthenticator;
   throttle: ClientAuthThrottle;
 }
-
-const bodies = {
-  multipleMethods: errorBody('invalid_request', 'The request uses more than one client authentication method.'),
-  invalidClient: errorBody('invalid_client', 'Client authentication failed.'),
-  tooManyFailures: errorBody('temporarily_unavailable', 'Too many failed attempts. Retry later.'),
-} as const;
 
 /** The throttle and the refusals every caller authentication shares (clients, API resources). */
 export interface CallerGate {
@@ -34,12 +28,12 @@ export function createCallerGate(deps: ClientAuthenticationDeps): CallerGate {
     refuseBlocked(exchange, id) {
       const throttled = deps.throttle.stateOf(id);
       if (!throttled.blocked) return false;
-      exchange.sendJson(429, bodies.tooManyFailures, { retryAfter: throttled.retryAfterSeconds });
+      exchange.sendError(OAuthErrors.tooManyFailedAttempts, { retryAfter: throttled.retryAfterSeconds });
       return true;
     },
     refuseFailed(exchange, id, usedAuthorizationHeader) {
       deps.throttle.recordFailure(id);
-      exchange.sendJson(401, bodies.invalidClient, usedAuthorizationHeader ? challenge : undefined);
+      exchange.sendError(OAuthErrors.invalidClient, usedAuthorizationHeader ? challenge : undefined);
     },
   };
 }
@@ -60,7 +54,7 @@ export function createClientAuthenticationStep(deps: ClientAuthenticationDeps): 
       return undefined;
     }
     deps.throttle.recordFailure(auth.clientId);
-    exchange.sendJson(400, bodies.multipleMethods);
+    exchange.sendError(OAuthErrors.multipleClientAuthMethods);
     return undefined;
   };
 }

@@ -1,7 +1,7 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { deviceCodeGrantType } from '../workers/grants/device_code.js';
 import { userPolicy, type ScopeRules } from '../workers/grants/scope_rules.js';
-import { errorBody, OAuthError } from '../workers/protocol/oauth_errors.js';
+import { OAuthError, OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import { isStoreUnavailable, type Store, type StoreKey } from '../workers/store/store.js';
 import {
   displayUserCode,
@@ -24,12 +24,6 @@ export interface DeviceAuthorizationDeps extends ClientAuthenticationDeps {
   now?: () => number;
 }
 
-const bodies = {
-  unauthorizedClient: errorBody('unauthorized_client', 'The client is not allowed to use the device flow.'),
-  unavailable: errorBody('temporarily_unavailable', 'The service is temporarily unavailable. Retry later.'),
-  serverError: errorBody('server_error', 'The server could not complete the request.'),
-} as const;
-
 /**
  * The device authorization endpoint (RFC 8628 §3.1, §3.2): client authentication as at the token
  * endpoint (public clients by `client_id`), scope rules of SPEC §4, then a device code (a family
@@ -39,12 +33,12 @@ export function createDeviceAuthorizationEndpoint(deps: DeviceAuthorizationDeps)
   const authenticateClient = createClientAuthenticationStep(deps);
   const now = deps.now ?? Date.now;
   const verificationUri = `${deps.issuer}${devicePagePath}`;
-  return createFormEndpoint('device authorization', (request) => {
+  return createFormEndpoint(OAuthErrors.deviceAuthorizationPostOnly, (request) => {
     const client = authenticateClient(request);
     if (client === undefined) return;
     const { exchange, params } = request;
     if (!client.grantTypes.has(deviceCodeGrantType)) {
-      exchange.sendJson(400, bodies.unauthorizedClient);
+      exchange.sendError(OAuthErrors.deviceFlowNotAllowed);
       return;
     }
     let scopes;
@@ -52,7 +46,7 @@ export function createDeviceAuthorizationEndpoint(deps: DeviceAuthorizationDeps)
       scopes = deps.scopes.resolve(client, params.scope, userPolicy);
     } catch (err) {
       if (!(err instanceof OAuthError)) throw err;
-      exchange.sendJson(err.status, errorBody(err.error, err.description));
+      exchange.sendError(err.entry);
       return;
     }
     const lifetime = client.config.deviceCodeLifetime;
@@ -78,8 +72,8 @@ export function createDeviceAuthorizationEndpoint(deps: DeviceAuthorizationDeps)
       },
       // Never rethrow here: nothing would answer the request, and the rejection would be unhandled.
       (err: unknown) => {
-        if (isStoreUnavailable(err)) exchange.sendJson(503, bodies.unavailable, { retryAfter: 2 });
-        else exchange.sendJson(500, bodies.serverError);
+        if (isStoreUnavailable(err)) exchange.sendError(OAuthErrors.temporarilyUnavailable, { retryAfter: 2 });
+        else exchange.sendError(OAuthErrors.serverError);
       },
     );
   });

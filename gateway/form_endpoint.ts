@@ -1,5 +1,5 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { errorBody } from '../workers/protocol/oauth_errors.js';
+import { OAuthErrors, type OAuthErrorEntry } from '../workers/protocol/oauth_errors.js';
 import type { FormParams } from '../workers/protocol/token_task.js';
 import { maxBodyBytes, readBody } from './http/body_reader.js';
 import { Exchange } from './http/exchange.js';
@@ -13,15 +13,10 @@ export interface FormRequest {
   readonly authorization: string;
 }
 
-const bodies = {
-  contentType: errorBody('invalid_request', 'The request must be application/x-www-form-urlencoded.'),
-  tooLarge: errorBody('invalid_request', 'The request body is too large.'),
-} as const;
-
-const parseFailureBodies: Record<FormParseFailure, string> = {
-  encoding: errorBody('invalid_request', 'The request body is not valid form-urlencoded UTF-8.'),
-  duplicate: errorBody('invalid_request', 'A parameter was sent more than once.'),
-  too_many: errorBody('invalid_request', 'The request has too many parameters.'),
+const parseFailures: Record<FormParseFailure, OAuthErrorEntry> = {
+  encoding: OAuthErrors.formNotUtf8,
+  duplicate: OAuthErrors.duplicateParameter,
+  too_many: OAuthErrors.tooManyParameters,
 };
 
 /** `application/x-www-form-urlencoded`, optionally with a UTF-8 charset parameter. */
@@ -42,27 +37,26 @@ export function isFormContentType(header: string): boolean {
  * form content type, the 64 KiB body cap, strict parsing. Then `onForm` runs, synchronously.
  */
 export function createFormEndpoint(
-  name: string,
+  postOnly: OAuthErrorEntry,
   onForm: (request: FormRequest) => void,
   observe?: (status: number) => void,
 ): (res: HttpResponse, req: HttpRequest) => void {
-  const methodBody = errorBody('invalid_request', `The ${name} endpoint accepts POST only.`);
   return (res, req) => {
     const exchange = new Exchange(res);
     exchange.observer = observe;
     if (req.getMethod() !== 'post') {
-      exchange.sendJson(405, methodBody, { allow: 'POST' });
+      exchange.sendError(postOnly, { allow: 'POST' });
       return;
     }
     // uWS request objects die with this callback: copy what later steps need now.
     const authorization = req.getHeader('authorization');
     if (!isFormContentType(req.getHeader('content-type'))) {
-      exchange.sendJson(400, bodies.contentType, { closeConnection: true });
+      exchange.sendError(OAuthErrors.notFormEncoded, { closeConnection: true });
       return;
     }
     const declaredLength = req.getHeader('content-length');
     if (declaredLength.length > 0 && Number(declaredLength) > maxBodyBytes) {
-      exchange.sendJson(413, bodies.tooLarge, { closeConnection: true });
+      exchange.sendError(OAuthErrors.bodyTooLarge, { closeConnection: true });
       return;
     }
     readBody(
@@ -70,10 +64,10 @@ export function createFormEndpoint(
       maxBodyBytes,
       (body) => {
         const parsed = parseForm(body);
-        if (!parsed.ok) exchange.sendJson(400, parseFailureBodies[parsed.reason]);
+        if (!parsed.ok) exchange.sendError(parseFailures[parsed.reason]);
         else onForm({ exchange, params: parsed.params, authorization });
       },
-      () => exchange.sendJson(413, bodies.tooLarge, { closeConnection: true }),
+      () => exchange.sendError(OAuthErrors.bodyTooLarge, { closeConnection: true }),
     );
   };
 }

@@ -1,7 +1,7 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { TesseraConfig } from './config/schema.js';
 import { decodeSecrets, type StoredSecret } from '../workers/protocol/client_model.js';
-import { errorBody } from '../workers/protocol/oauth_errors.js';
+import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import { Endpoint } from '../workers/protocol/token_task.js';
 import { matchesStoredSecret } from './client_auth.js';
 import { createCallerGate, createClientAuthenticationStep, type ClientAuthenticationDeps } from './client_authentication_step.js';
@@ -14,11 +14,6 @@ export interface IntrospectionEndpointDeps extends ClientAuthenticationDeps {
   dispatcher: WorkerDispatcher;
   now?: () => number;
 }
-
-const bodies = {
-  missingToken: errorBody('invalid_request', 'The token parameter is missing.'),
-  publicClient: errorBody('invalid_client', 'Client authentication failed.'),
-} as const;
 
 /**
  * `POST /connect/introspect` (RFC 7662). The caller is an API resource (Basic with its name and
@@ -33,7 +28,7 @@ export function createIntrospectionEndpoint(deps: IntrospectionEndpointDeps): (r
   // Resource secrets are guessed like client secrets: the same per-id throttle and answers apply.
   const gate = createCallerGate(deps);
 
-  return createFormEndpoint('introspection', (request) => {
+  return createFormEndpoint(OAuthErrors.introspectionPostOnly, (request) => {
     const { exchange, params, authorization } = request;
     let caller: ['resource' | 'client', string];
     const basic = authorization.length > 0 ? decodeBasicAuthorization(authorization) : undefined;
@@ -50,13 +45,13 @@ export function createIntrospectionEndpoint(deps: IntrospectionEndpointDeps): (r
       if (client === undefined) return;
       // RFC 7662 §2.1: the caller must be authorized; a public client cannot be.
       if (!client.requireSecret) {
-        exchange.sendJson(401, bodies.publicClient);
+        exchange.sendError(OAuthErrors.invalidClient);
         return;
       }
       caller = ['client', client.clientId];
     }
     if (params.token === undefined) {
-      exchange.sendJson(400, bodies.missingToken);
+      exchange.sendError(OAuthErrors.missingToken);
       return;
     }
     delete params.client_secret;

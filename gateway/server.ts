@@ -6,6 +6,7 @@ import * as uWS from 'uWebSockets.js';
 import { validatorApiResources } from '../workers/grants/extension_grant.js';
 import { isGrantHandler, servedBuiltInGrantTypes } from '../workers/grants/registry.js';
 import { registerClients } from '../workers/protocol/client_model.js';
+import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import type { WorkerBootData } from '../workers/protocol/worker_boot.js';
 import { createStore } from '../workers/store/create_store.js';
 import { serveMemoryStore } from '../workers/store/memory_store_channel.js';
@@ -330,7 +331,7 @@ function getOnly(handler: (exchange: Exchange) => void): (res: uWS.HttpResponse,
     const exchange = new Exchange(res);
     const method = req.getMethod();
     if (method !== 'get' && method !== 'head') {
-      exchange.sendJson(405, '{"error":"invalid_request","error_description":"Method not allowed."}', { allow: 'GET' });
+      exchange.sendError(OAuthErrors.getOnly, { allow: 'GET' });
       return;
     }
     handler(exchange);

@@ -1,5 +1,5 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { errorBody } from '../workers/protocol/oauth_errors.js';
+import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import { Endpoint } from '../workers/protocol/token_task.js';
 import { createClientAuthenticationStep, type ClientAuthenticationDeps } from './client_authentication_step.js';
 import { createFormEndpoint } from './form_endpoint.js';
@@ -13,13 +13,6 @@ export interface TokenEndpointDeps extends ClientAuthenticationDeps {
   observe?: (status: number) => void;
 }
 
-// Fixed public descriptions (SPEC §4): never input echoed back, never internal detail.
-const bodies = {
-  missingGrantType: errorBody('invalid_request', 'The grant_type parameter is missing.'),
-  unsupportedGrantType: errorBody('unsupported_grant_type', 'The grant type is not supported.'),
-  unauthorizedClient: errorBody('unauthorized_client', 'The client is not allowed to use this grant type.'),
-} as const;
-
 /**
  * `POST /connect/token` (RFC 6749 §3.2), as a list of the protocol's steps: method, content
  * type, body, parameters, client authentication, grant type supported and allowed; then the
@@ -28,22 +21,22 @@ const bodies = {
 export function createTokenEndpoint(deps: TokenEndpointDeps): (res: HttpResponse, req: HttpRequest) => void {
   const authenticateClient = createClientAuthenticationStep(deps);
   return createFormEndpoint(
-    'token',
+    OAuthErrors.tokenPostOnly,
     (request) => {
       const client = authenticateClient(request);
       if (client === undefined) return;
       const { exchange, params } = request;
       const grantType = params.grant_type;
       if (grantType === undefined) {
-        exchange.sendJson(400, bodies.missingGrantType);
+        exchange.sendError(OAuthErrors.missingGrantType);
         return;
       }
       if (!deps.grantTypes().has(grantType)) {
-        exchange.sendJson(400, bodies.unsupportedGrantType);
+        exchange.sendError(OAuthErrors.unsupportedGrantType);
         return;
       }
       if (!client.grantTypes.has(grantType)) {
-        exchange.sendJson(400, bodies.unauthorizedClient);
+        exchange.sendError(OAuthErrors.grantTypeNotAllowed);
         return;
       }
       // Secrets stay on this thread.

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { Piscina } from 'piscina';
-import { errorBody } from '../workers/protocol/oauth_errors.js';
+import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import { packMessage, unpackMessage, type TokenTaskItem, type TokenTaskResult } from '../workers/protocol/token_task.js';
 import type { Exchange } from './http/exchange.js';
 
@@ -17,8 +17,8 @@ export interface DispatcherOptions {
   logger: Logger;
 }
 
-const unavailableResult: TokenTaskResult = [503, errorBody('temporarily_unavailable', 'The service is temporarily unavailable. Retry later.'), 1];
-const serverErrorResult: TokenTaskResult = [500, errorBody('server_error', 'The server could not complete the request.'), null];
+const unavailableResult: TokenTaskResult = [OAuthErrors.temporarilyUnavailable.status, OAuthErrors.temporarilyUnavailable.body, 1];
+const serverErrorResult: TokenTaskResult = [OAuthErrors.serverError.status, OAuthErrors.serverError.body, null];
 
 /** Where a result goes: straight out as the HTTP answer, or to a caller that continues. */
 type Sink = Exchange | ((result: TokenTaskResult) => void);

@@ -8,7 +8,7 @@ import { isStoreUnavailable, type Store } from './store/store.js';
 import { ChannelStore } from './store/memory_store_channel.js';
 import { createStore } from './store/create_store.js';
 import { registerClients } from './protocol/client_model.js';
-import { errorBody, OAuthError } from './protocol/oauth_errors.js';
+import { OAuthError, OAuthErrors } from './protocol/oauth_errors.js';
 import { Endpoint, packMessage, unpackMessage, type TokenTaskItem, type TokenTaskResult } from './protocol/token_task.js';
 import { introspect } from './endpoints/introspection.js';
 import { revoke } from './endpoints/revocation.js';
@@ -95,12 +95,8 @@ function moduleName(url: string): string {
   return url.slice(url.lastIndexOf('/') + 1);
 }
 
-const serverError: TokenTaskResult = [500, errorBody('server_error', 'The server could not complete the request.'), null];
-const storeUnavailable: TokenTaskResult = [
-  503,
-  errorBody('temporarily_unavailable', 'The service is temporarily unavailable. Retry later.'),
-  2,
-];
+const serverError: TokenTaskResult = [OAuthErrors.serverError.status, OAuthErrors.serverError.body, null];
+const storeUnavailable: TokenTaskResult = [OAuthErrors.temporarilyUnavailable.status, OAuthErrors.temporarilyUnavailable.body, 2];
 
 const endpointServices = { tokenValidator, store, now: Date.now };
 
@@ -124,7 +120,7 @@ async function handleItem(item: TokenTaskItem): Promise<TokenTaskResult> {
   } catch (err) {
     if (err instanceof OAuthError) {
       if (err.detail !== undefined) logger.info({ name, callerId, detail: err.detail }, 'request rejected');
-      return [err.status, errorBody(err.error, err.description, err.extra), err.retryAfter ?? null];
+      return [err.status, err.body, err.retryAfter ?? null];
     }
     if (isStoreUnavailable(err)) {
       logger.warn({ endpoint, name, callerId }, 'store unavailable');

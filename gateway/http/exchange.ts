@@ -1,4 +1,5 @@
 import type { HttpResponse } from 'uWebSockets.js';
+import type { OAuthErrorEntry } from '../../workers/protocol/oauth_errors.js';
 
 const statusLines: Record<number, string> = {
   200: '200 OK',
@@ -38,8 +39,6 @@ export interface ResponseExtras {
 export class Exchange {
   aborted = false;
   done = false;
-  /** Called once if the client goes away before we answered. */
-  onAbort: (() => void) | undefined;
   /** Told the status of the JSON answer (metrics). */
   observer: ((status: number) => void) | undefined;
 
@@ -47,7 +46,6 @@ export class Exchange {
     // Must be attached before any asynchronous step (uWS contract).
     res.onAborted(() => {
       this.aborted = true;
-      this.onAbort?.();
     });
   }
 
@@ -74,6 +72,11 @@ export class Exchange {
       }
       res.end(body, extras?.closeConnection === true);
     });
+  }
+
+  /** An OAuth error response from the catalogue, with its status and prebuilt body. */
+  sendError(error: OAuthErrorEntry, extras?: ResponseExtras): void {
+    this.sendJson(error.status, error.body, extras);
   }
 
   /**

@@ -4,11 +4,12 @@ import type { RegisteredClient } from '../../workers/protocol/client_model.js';
 import type { ScopeRules } from '../../workers/grants/scope_rules.js';
 import type { Store } from '../../workers/store/store.js';
 import { isStoreUnavailable } from '../../workers/store/store.js';
+import { AuthorizationErrors, OAuthErrors } from '../../workers/protocol/oauth_errors.js';
 import type { AuthorizationCodeRecord } from '../../workers/tokens/authorization_code_record.js';
 import { newFamilyHandle, newFamilyId } from '../../workers/tokens/refresh_token_handle.js';
 import type { Exchange } from '../http/exchange.js';
 import type { WorkerDispatcher } from '../worker_dispatcher.js';
-import { authorizationResponseUrl, validateAuthorizeRequest, type AuthorizeRequest } from './authorize_request.js';
+import { authorizationResponseUrl, errorMembers, validateAuthorizeRequest, type AuthorizeRequest } from './authorize_request.js';
 import { createPageRoute, errorPage, type PageRequest } from './page_form.js';
 import type { PageSecrets, Session } from './session.js';
 import { renderPage } from './templates.js';
@@ -107,8 +108,8 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
           responseUrl(
             request,
             session === undefined
-              ? { error: 'login_required', error_description: 'The user is not signed in.' }
-              : { error: 'consent_required', error_description: 'The user has not consented to this request.' },
+              ? errorMembers(AuthorizationErrors.loginRequired)
+              : errorMembers(AuthorizationErrors.consentRequired),
           ),
         );
       } else if (session !== undefined) showConsent(page, request, session);
@@ -127,7 +128,7 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
           else if (outcome.kind === 'retry') showLogin(page, request, outcome.status, outcome.message, page.form.username, outcome.retryAfter);
           else errorPage(page.exchange, outcome.status, outcome.message);
         },
-        () => errorPage(page.exchange, 500, 'The server could not complete the request.'),
+        () => errorPage(page.exchange, 500, OAuthErrors.serverError.description),
       );
     }),
   );
@@ -144,7 +145,7 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
       }
       const decision = page.form.decision;
       if (decision === 'deny') {
-        redirect(page.exchange, responseUrl(request, { error: 'access_denied', error_description: 'The user denied the request.' }));
+        redirect(page.exchange, responseUrl(request, errorMembers(OAuthErrors.accessDenied)));
         return;
       }
       if (decision !== 'allow') {

@@ -3,7 +3,7 @@ import type { FormParams } from '../../workers/protocol/token_task.js';
 import { parseAcrValues, type AcrValues } from '../../workers/grants/acr_values.js';
 import { isValidCodeChallenge } from '../../workers/grants/pkce.js';
 import { userPolicy, type GrantedScopes, type ScopeRules } from '../../workers/grants/scope_rules.js';
-import { OAuthError } from '../../workers/protocol/oauth_errors.js';
+import { AuthorizationErrors, OAuthError, OAuthErrors, type AuthorizationErrorEntry, type OAuthErrorEntry } from '../../workers/protocol/oauth_errors.js';
 import { parseForm } from '../http/form_parser.js';
 
 /** A validated authorization request (RFC 6749 §4.1.1, OIDC Core §3.1.2.1, RFC 7636). */
@@ -24,14 +24,14 @@ export type AuthorizeOutcome =
   | { kind: 'ok'; request: AuthorizeRequest }
   /** Before the redirect URI is trusted: an error page, never a redirect (RFC 6749 §4.1.2.1). */
   | { kind: 'page'; message: string }
-  | { kind: 'redirect'; redirectUri: string; error: string; description: string; state: string | undefined };
+  | { kind: 'redirect'; redirectUri: string; error: string; description: string | undefined; state: string | undefined };
 
 const supportedPrompts = new Set(['none', 'login', 'consent']);
 
 export function validateAuthorizeRequest(query: string, clients: ReadonlyMap<string, RegisteredClient>, scopes: ScopeRules): AuthorizeOutcome {
   const parsed = parseForm(Buffer.from(query, 'latin1'));
   if (!parsed.ok) {
-    return { kind: 'page', message: parsed.reason === 'duplicate' ? 'A parameter was sent more than once.' : 'The request is malformed.' };
+    return { kind: 'page', message: parsed.reason === 'duplicate' ? OAuthErrors.duplicateParameter.description : 'The request is malformed.' };
   }
   const params: FormParams = parsed.params;
   const client = params.client_id === undefined ? undefined : clients.get(params.client_id);
@@ -43,46 +43,51 @@ export function validateAuthorizeRequest(query: string, clients: ReadonlyMap<str
   }
 
   const state = params.state;
-  const fail = (error: string, description: string): AuthorizeOutcome => ({ kind: 'redirect', redirectUri, error, description, state });
-  if (params.response_type === undefined) return fail('invalid_request', 'The response_type parameter is missing.');
-  if (params.response_type !== 'code') return fail('unsupported_response_type', 'Only response_type=code is supported.');
-  if (!client.grantTypes.has('authorization_code')) return fail('unauthorized_client', 'The client is not allowed to use the authorization code flow.');
-  if (params.response_mode !== undefined && params.response_mode !== 'query') return fail('invalid_request', 'Only response_mode=query is supported.');
-  if (params.request !== undefined || params.request_uri !== undefined) return fail('request_not_supported', 'Request objects are not supported.');
+  const fail = ({ error, description }: AuthorizationErrorEntry | OAuthErrorEntry): AuthorizeOutcome => ({ kind: 'redirect', redirectUri, error, description, state });
+  if (params.response_type === undefined) return fail(AuthorizationErrors.missingResponseType);
+  if (params.response_type !== 'code') return fail(AuthorizationErrors.unsupportedResponseType);
+  if (!client.grantTypes.has('authorization_code')) return fail(AuthorizationErrors.authorizationCodeFlowNotAllowed);
+  if (params.response_mode !== undefined && params.response_mode !== 'query') return fail(AuthorizationErrors.unsupportedResponseMode);
+  if (params.request !== undefined || params.request_uri !== undefined) return fail(AuthorizationErrors.requestObjectNotSupported);
 
   let granted: GrantedScopes;
   try {
     granted = scopes.resolve(client, params.scope, userPolicy);
   } catch (err) {
-    if (err instanceof OAuthError) return fail(err.error, err.description ?? 'The scope is invalid.');
+    if (err instanceof OAuthError) return fail(err.entry);
     throw err;
   }
 
   const challenge = params.code_challenge;
   if (challenge !== undefined) {
     // RFC 7636 §4.3: no method means plain, which Tessera does not accept.
-    if (params.code_challenge_method !== 'S256') return fail('invalid_request', 'The code_challenge_method must be S256.');
-    if (!isValidCodeChallenge(challenge)) return fail('invalid_request', 'The code_challenge is malformed.');
+    if (params.code_challenge_method !== 'S256') return fail(AuthorizationErrors.codeChallengeMethodNotS256);
+    if (!isValidCodeChallenge(challenge)) return fail(AuthorizationErrors.malformedCodeChallenge);
   } else if (params.code_challenge_method !== undefined) {
-    return fail('invalid_request', 'A code_challenge_method was sent without a code_challenge.');
+    return fail(AuthorizationErrors.codeChallengeMethodWithoutChallenge);
   } else if (client.config.requirePkce) {
-    return fail('invalid_request', 'The client must send a PKCE code_challenge.');
+    return fail(AuthorizationErrors.pkceRequired);
   }
 
   const prompt = new Set((params.prompt ?? '').split(' ').filter((p) => p.length > 0));
-  for (const p of prompt) if (!supportedPrompts.has(p)) return fail('invalid_request', 'The prompt value is not supported.');
-  if (prompt.has('none') && prompt.size > 1) return fail('invalid_request', 'prompt=none cannot be combined with other values.');
+  for (const p of prompt) if (!supportedPrompts.has(p)) return fail(AuthorizationErrors.unsupportedPrompt);
+  if (prompt.has('none') && prompt.size > 1) return fail(AuthorizationErrors.promptNoneCombined);
 
   const acr = parseAcrValues(params.acr_values);
   const restrictions = client.config.identityProviderRestrictions;
   if (restrictions.length > 0 && !restrictions.includes(acr.idp ?? 'local')) {
-    return fail('invalid_request', 'The requested identity provider is not allowed for this client.');
+    return fail(OAuthErrors.identityProviderNotAllowed);
   }
 
   return {
     kind: 'ok',
     request: { client, redirectUri, scopes: granted, state, nonce: params.nonce, codeChallenge: challenge, prompt, acr, query },
   };
+}
+
+/** The query members of an error response (RFC 6749 §4.1.2.1). */
+export function errorMembers({ error, description }: AuthorizationErrorEntry | OAuthErrorEntry): Record<string, string | undefined> {
+  return { error, error_description: description };
 }
 
 /** The redirect of an authorization response, with `iss` (RFC 9207). */

@@ -1,6 +1,7 @@
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { TesseraConfig } from '../config/schema.js';
 import type { RegisteredClient } from '../../workers/protocol/client_model.js';
+import { OAuthErrors } from '../../workers/protocol/oauth_errors.js';
 import { FailureThrottle, type ThrottleState } from '../../workers/grants/failure_throttle.js';
 import { isStoreUnavailable, type Store } from '../../workers/store/store.js';
 import { normalizeUserCode, userCodeKey, type DeviceCodeRecord, type UserCodeRecord } from '../../workers/tokens/device_code_record.js';
@@ -138,7 +139,7 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
   const guard = (page: PageRequest, run: () => Promise<void>): void => {
     run().catch((err: unknown) => {
       if (isStoreUnavailable(err)) errorPage(page.exchange, 503, 'The service is temporarily unavailable. Try again in a moment.');
-      else errorPage(page.exchange, 500, 'The server could not complete the request.');
+      else errorPage(page.exchange, 500, OAuthErrors.serverError.description);
     });
   };
 

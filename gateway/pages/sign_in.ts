@@ -1,3 +1,4 @@
+import { OAuthErrors } from '../../workers/protocol/oauth_errors.js';
 import { Endpoint } from '../../workers/protocol/token_task.js';
 import type { WorkerDispatcher } from '../worker_dispatcher.js';
 import type { PageSecrets, Session } from './session.js';
@@ -30,7 +31,7 @@ export async function signIn(
     return { kind: 'signed_in', session, cookie: secrets.sessionCookie(session) };
   }
   if (status === 429) return { kind: 'retry', status: 429, message: 'Too many failed attempts. Try again later.', ...(retryAfter === null ? {} : { retryAfter }) };
-  if (status === 400 && body.includes('"invalid_grant"')) return { kind: 'retry', status: 400, message: 'The username or password is incorrect.' };
+  if (status === 400 && body.includes('"invalid_grant"')) return { kind: 'retry', status: 400, message: OAuthErrors.wrongPassword.description };
   if (status === 400) return { kind: 'error', status: 400, message: 'This sign-in is not allowed for the application.' };
   return { kind: 'error', status: 503, message: 'The service is temporarily unavailable. Try again in a moment.' };
 }

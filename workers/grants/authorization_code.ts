@@ -1,4 +1,4 @@
-import { OAuthError } from '../protocol/oauth_errors.js';
+import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
 import { parseFamilyHandle } from '../tokens/refresh_token_handle.js';
 import type { AuthorizationCodeRecord } from '../tokens/authorization_code_record.js';
 import { revokeRefreshFamily } from '../tokens/token_revocation.js';
@@ -7,7 +7,7 @@ import { verifyCodeVerifier } from './pkce.js';
 import { userPolicy } from './scope_rules.js';
 import { issueTokens } from './token_issuance.js';
 
-const invalidCode = (): OAuthError => new OAuthError('invalid_grant', 'The authorization code is invalid, expired or already used.');
+const invalidCode = (): OAuthError => new OAuthError(OAuthErrors.invalidAuthorizationCode);
 
 /**
  * RFC 6749 §4.1.3 with PKCE (RFC 7636, S256 only). Every check runs on the stored record before
@@ -21,7 +21,7 @@ export const authorizationCodeGrant: GrantHandler = {
     const code = params.code;
     const redirectUri = params.redirect_uri;
     if (code === undefined || redirectUri === undefined) {
-      throw new OAuthError('invalid_request', 'The code and redirect_uri parameters are required.');
+      throw new OAuthError(OAuthErrors.missingCodeOrRedirectUri);
     }
     const handle = parseFamilyHandle('code', code);
     if (handle === undefined) throw invalidCode();

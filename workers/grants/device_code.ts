@@ -1,4 +1,4 @@
-import { OAuthError } from '../protocol/oauth_errors.js';
+import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
 import { parseFamilyHandle } from '../tokens/refresh_token_handle.js';
 import { pollStateKey, type DeviceCodeRecord, type PollState } from '../tokens/device_code_record.js';
 import type { GrantHandler } from './grant_handler.js';
@@ -7,7 +7,7 @@ import { issueTokens } from './token_issuance.js';
 
 export const deviceCodeGrantType = 'urn:ietf:params:oauth:grant-type:device_code';
 
-const invalidDeviceCode = (): OAuthError => new OAuthError('invalid_grant', 'The device code is invalid or already used.');
+const invalidDeviceCode = (): OAuthError => new OAuthError(OAuthErrors.invalidDeviceCode);
 
 /**
  * The device access token request (RFC 8628 §3.4, §3.5). Polling state lives in the store, so
@@ -18,7 +18,7 @@ export const deviceCodeGrant: GrantHandler = {
   grantType: deviceCodeGrantType,
   async handle(request, services) {
     const { params, client } = request;
-    if (params.device_code === undefined) throw new OAuthError('invalid_request', 'The device_code parameter is missing.');
+    if (params.device_code === undefined) throw new OAuthError(OAuthErrors.missingDeviceCode);
     const handle = parseFamilyHandle('dc', params.device_code);
     if (handle === undefined) throw invalidDeviceCode();
     const { store } = services;
@@ -26,8 +26,8 @@ export const deviceCodeGrant: GrantHandler = {
 
     const record = await store.get<DeviceCodeRecord>(handle.key);
     if (record === null || record.clientId !== client.clientId) throw invalidDeviceCode();
-    if (record.expiresAt <= now) throw new OAuthError('expired_token', 'The device code has expired.');
-    if (record.status === 'denied') throw new OAuthError('access_denied', 'The user denied the request.');
+    if (record.expiresAt <= now) throw new OAuthError(OAuthErrors.deviceCodeExpired);
+    if (record.status === 'denied') throw new OAuthError(OAuthErrors.accessDenied);
 
     if (record.status === 'pending') {
       const pollKey = pollStateKey(handle.key);
@@ -36,10 +36,10 @@ export const deviceCodeGrant: GrantHandler = {
       const ttl = record.expiresAt - now + 60_000;
       if (poll !== null && now - poll.lastPollAt < interval * 1000) {
         await store.set<PollState>(pollKey, { lastPollAt: now, interval: interval + 5 }, ttl);
-        throw new OAuthError('slow_down', 'Polling too fast: wait longer between requests.');
+        throw new OAuthError(OAuthErrors.slowDown);
       }
       await store.set<PollState>(pollKey, { lastPollAt: now, interval }, ttl);
-      throw new OAuthError('authorization_pending', 'The user has not finished yet.');
+      throw new OAuthError(OAuthErrors.authorizationPending);
     }
 
     const subject = record.subject as string;

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { isTokenRequestError, OAuthError, TokenRequestErrors } from '../protocol/oauth_errors.js';
+import { createValidatorErrorEntry, isTokenRequestError, OAuthError, OAuthErrors, TokenRequestErrors } from '../protocol/oauth_errors.js';
 import {
   GrantValidationResult,
   type Claim,
@@ -52,11 +52,12 @@ export function extensionGrantHandler(validator: ExtensionGrantValidator, option
       const result = context.result;
       if (!isResult(result)) {
         logger.error({ grantType: validator.grantType, source: options.source }, 'validator set a result that is not a GrantValidationResult');
-        throw new OAuthError('invalid_grant');
+        throw new OAuthError(OAuthErrors.invalidGrant);
       }
       if (result.isError) {
         const error = isTokenRequestError(result.error) ? result.error : 'invalid_grant';
-        throw new OAuthError(error, typeof result.errorDescription === 'string' ? result.errorDescription : undefined, {
+        const description = typeof result.errorDescription === 'string' ? result.errorDescription : undefined;
+        throw new OAuthError(createValidatorErrorEntry(error, description), {
           ...(result.customResponse !== undefined ? { extra: result.customResponse } : {}),
         });
       }
@@ -70,7 +71,7 @@ export function extensionGrantHandler(validator: ExtensionGrantValidator, option
         const narrowed = Array.isArray(result.scopes) ? (result.scopes as unknown[]) : [];
         if (narrowed.length === 0 || !narrowed.every((s) => typeof s === 'string' && scopes.scopes.includes(s))) {
           logger.error({ grantType: validator.grantType, source: options.source }, 'validator narrowed to scopes the request was not granted');
-          throw new OAuthError('invalid_grant');
+          throw new OAuthError(OAuthErrors.invalidGrant);
         }
         scopes = services.scopes.resolve(request.client, narrowed.join(' '), policy);
       }
@@ -117,7 +118,7 @@ export async function runWithTimeout<C>(
     ]);
     if (outcome === timedOut) {
       logger.warn({ grantType: validator.grantType, timeoutMs }, 'validator did not settle in time');
-      throw new OAuthError('temporarily_unavailable', 'The service is temporarily unavailable. Retry later.', { retryAfter: 1 });
+      throw new OAuthError(OAuthErrors.temporarilyUnavailable, { retryAfter: 1 });
     }
   } catch (err) {
     if (err instanceof OAuthError) throw err;
@@ -125,7 +126,7 @@ export async function runWithTimeout<C>(
     if (isStoreUnavailable(err)) throw err;
     // The message goes to the log only: it may hold anything (SPEC §4).
     logger.warn({ grantType: validator.grantType, err }, 'validator threw');
-    throw new OAuthError('invalid_grant');
+    throw new OAuthError(OAuthErrors.invalidGrant);
   } finally {
     clearTimeout(timer);
   }

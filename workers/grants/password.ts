@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { isTokenRequestError, OAuthError, TokenRequestErrors } from '../protocol/oauth_errors.js';
+import { createValidatorErrorEntry, isTokenRequestError, OAuthError, OAuthErrors, TokenRequestErrors } from '../protocol/oauth_errors.js';
 import {
   GrantValidationResult,
   type ResourceOwnerPasswordValidationContext,
@@ -12,8 +12,6 @@ import type { GrantHandler, GrantRequest, GrantServices } from './grant_handler.
 import { userPolicy, type GrantedScopes } from './scope_rules.js';
 import type { ClaimValue as TokenClaimValue } from '../tokens/access_token.js';
 import { issueTokens } from './token_issuance.js';
-
-const rejected = 'The username or password is incorrect.';
 
 /**
  * The resource owner password grant (RFC 6749 §4.3). The credential check is pluggable; this
@@ -44,12 +42,12 @@ export function createResourceOwnerAuthenticator(
     const userName = params.username;
     const password = params.password;
     if (userName === undefined || password === undefined) {
-      throw new OAuthError('invalid_request', 'The username and password parameters are required.');
+      throw new OAuthError(OAuthErrors.missingCredentials);
     }
     const acr = parseAcrValues(params.acr_values);
     const restrictions = client.config.identityProviderRestrictions;
     if (restrictions.length > 0 && !restrictions.includes(acr.idp ?? 'local')) {
-      throw new OAuthError('invalid_request', 'The requested identity provider is not allowed for this client.');
+      throw new OAuthError(OAuthErrors.identityProviderNotAllowed);
     }
 
     // Per username at this client: guessing one user's password is throttled without letting
@@ -62,7 +60,7 @@ export function createResourceOwnerAuthenticator(
       userName,
       password,
       request: { ...validatedRequest(request, scopes.scopes, params.scope), acrValues: acr.values, idp: acr.idp, tenant: acr.tenant },
-      result: GrantValidationResult.error(TokenRequestErrors.InvalidGrant, rejected),
+      result: GrantValidationResult.error(TokenRequestErrors.InvalidGrant, OAuthErrors.wrongPassword.description),
     };
     await runWithTimeout(validator, context, timeoutMs, logger);
     const result = context.result;
@@ -100,9 +98,10 @@ export function createPasswordGrant(authenticate: ResourceOwnerAuthenticator): G
 function failureOf(result: unknown): OAuthError {
   if (isResult(result) && result.isError) {
     const error = result.error !== undefined && isTokenRequestError(result.error) ? result.error : 'invalid_grant';
-    return new OAuthError(error, result.errorDescription ?? (error === 'invalid_grant' ? rejected : undefined));
+    if (result.errorDescription === undefined && error === 'invalid_grant') return new OAuthError(OAuthErrors.wrongPassword);
+    return new OAuthError(createValidatorErrorEntry(error, result.errorDescription));
   }
-  return new OAuthError('invalid_grant', rejected);
+  return new OAuthError(OAuthErrors.wrongPassword);
 }
 
 function claimOf(claims: GrantValidationResult['claims'], type: string): string | undefined {
@@ -114,5 +113,5 @@ function claimOf(claims: GrantValidationResult['claims'], type: string): string 
 }
 
 function tooManyAttempts(retryAfter: number): OAuthError {
-  return new OAuthError('temporarily_unavailable', 'Too many failed attempts. Retry later.', { status: 429, retryAfter });
+  return new OAuthError(OAuthErrors.tooManyFailedAttempts, { retryAfter });
 }

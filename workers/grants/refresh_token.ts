@@ -1,4 +1,4 @@
-import { OAuthError } from '../protocol/oauth_errors.js';
+import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
 import { newRefreshHandle, parseRefreshHandle } from '../tokens/refresh_token_handle.js';
 import { refreshExpiry, type RefreshTokenRecord } from '../tokens/refresh_token_record.js';
 import { issuedAccessTokenRecord, recordIssuedAccessToken, revokeRefreshFamily } from '../tokens/token_revocation.js';
@@ -8,7 +8,7 @@ import { userPolicy, type GrantedScopes, type ScopeRules } from './scope_rules.j
 import type { RegisteredClient } from '../protocol/client_model.js';
 import { signAccessToken, signIdToken, tokenResponse } from './token_issuance.js';
 
-const invalidGrant = (): OAuthError => new OAuthError('invalid_grant', 'The refresh token is invalid, expired or revoked.');
+const invalidGrant = (): OAuthError => new OAuthError(OAuthErrors.invalidRefreshToken);
 
 /**
  * RFC 6749 §6 with rotation and reuse detection (RFC 9700 §4.14.2). `oneTimeOnly` tokens are
@@ -19,7 +19,7 @@ export const refreshTokenGrant: GrantHandler = {
   grantType: 'refresh_token',
   async handle(request, services) {
     const presented = request.params.refresh_token;
-    if (presented === undefined) throw new OAuthError('invalid_request', 'The refresh_token parameter is missing.');
+    if (presented === undefined) throw new OAuthError(OAuthErrors.missingRefreshToken);
     const handle = parseRefreshHandle(presented);
     if (handle === undefined) throw invalidGrant();
     const { store } = services;
@@ -98,7 +98,7 @@ function narrowedScopes(rules: ScopeRules, client: RegisteredClient, record: Ref
   if (wanted.length === 0) return rules.resolve(client, record.scopes.join(' '), userPolicy);
   const granted = new Set(record.scopes);
   for (const scope of wanted) {
-    if (!granted.has(scope)) throw new OAuthError('invalid_scope', 'The requested scope exceeds the scope originally granted.');
+    if (!granted.has(scope)) throw new OAuthError(OAuthErrors.scopeExceedsGrant);
   }
   return rules.resolve(client, wanted.join(' '), userPolicy);
 }

@@ -1,5 +1,5 @@
 import type { TesseraConfig } from '../../gateway/config/schema.js';
-import { OAuthError } from '../protocol/oauth_errors.js';
+import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
 import type { RegisteredClient } from '../protocol/client_model.js';
 
 export const offlineAccessScope = 'offline_access';
@@ -81,11 +81,11 @@ export class ScopeRules {
     const wanted = new Set<string>();
     for (const scope of requested.split(' ')) {
       if (scope.length === 0) continue;
-      if (!this.isKnown(scope)) throw invalidScope('A requested scope is not registered.');
-      if (!client.scopes.has(scope)) throw invalidScope('The client is not allowed a requested scope.');
-      if (!this.fitsPolicy(scope, policy)) throw invalidScope('A requested scope is not allowed for this grant type.');
+      if (!this.isKnown(scope)) throw new OAuthError(OAuthErrors.scopeNotRegistered);
+      if (!client.scopes.has(scope)) throw new OAuthError(OAuthErrors.scopeNotAllowedForClient);
+      if (!this.fitsPolicy(scope, policy)) throw new OAuthError(OAuthErrors.scopeNotAllowedForGrantType);
       if (scope === offlineAccessScope && !client.config.allowOfflineAccess) {
-        throw invalidScope('The client is not allowed offline access.');
+        throw new OAuthError(OAuthErrors.offlineAccessNotAllowed);
       }
       wanted.add(scope);
     }
@@ -106,7 +106,7 @@ export class ScopeRules {
       );
       byPolicy.set(policy, granted);
     }
-    if (granted.scopes.length === 0) throw invalidScope('The client has no scope allowed for this grant type.');
+    if (granted.scopes.length === 0) throw new OAuthError(OAuthErrors.noScopeAllowed);
     return granted;
   }
 
@@ -135,8 +135,4 @@ export class ScopeRules {
     if (this.identity.has(scope)) return policy.identityScopes;
     return true;
   }
-}
-
-function invalidScope(description: string): OAuthError {
-  return new OAuthError('invalid_scope', description);
 }

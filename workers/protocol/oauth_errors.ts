@@ -1,9 +1,12 @@
 /**
- * OAuth error codes of the token endpoint (RFC 6749 §5.2, RFC 8628 §3.5, RFC 8693 §2.2.2),
- * with the HTTP status and the fixed public description each one answers with.
+ * The OAuth errors Tessera answers with: the error codes (RFC 6749 §5.2, RFC 8628 §3.5,
+ * RFC 8693 §2.2.2), and {@link OAuthErrors}, the one catalogue of every error response, each with
+ * its code, HTTP status and fixed public description (docs/endpoints.md lists them per endpoint).
  *
- * Errors cross the thread boundary as plain {@link OAuthErrorResult} objects, not thrown
- * classes: class identity and extra fields do not survive structured clone or msgpackr.
+ * A description is a fixed sentence: never input echoed back, never an exception message.
+ * What a log needs to know goes in {@link OAuthError.detail}, which is never serialised.
+ * Errors cross the thread boundary as ready bodies in the task result, not as thrown classes:
+ * class identity and extra fields do not survive structured clone or msgpackr.
  */
 export const TokenRequestErrors = {
   InvalidRequest: 'invalid_request',
@@ -23,6 +26,8 @@ export const TokenRequestErrors = {
 
 export type TokenRequestError = (typeof TokenRequestErrors)[keyof typeof TokenRequestErrors];
 
+// RFC 6749 §5.2: 400, except invalid_client (401); server_error and temporarily_unavailable
+// answer with the HTTP status they name (RFC 6749 §4.1.2.1).
 const errorStatus: Record<TokenRequestError, number> = {
   invalid_request: 400,
   invalid_client: 401,
@@ -39,59 +44,204 @@ const errorStatus: Record<TokenRequestError, number> = {
   server_error: 500,
 };
 
-/** The HTTP status an OAuth error answers with, unless a caller overrides it (413, 405, 429). */
-export function statusOf(error: TokenRequestError): number {
-  return errorStatus[error];
-}
-
 export function isTokenRequestError(value: unknown): value is TokenRequestError {
   return typeof value === 'string' && Object.hasOwn(errorStatus, value);
 }
 
-/** An OAuth error as it travels between threads and out to the client. */
-export interface OAuthErrorResult {
-  error: TokenRequestError;
-  /** Fixed, safe sentence; never an exception message. */
-  description?: string;
-  /** HTTP status when it differs from {@link statusOf} (405, 413, 429). */
-  status?: number;
-  /** Seconds, for 429 and 503. */
-  retryAfter?: number;
+/** One error response: code, status, public description, and the body serialised once. */
+export interface OAuthErrorEntry {
+  readonly error: TokenRequestError;
+  readonly status: number;
+  /** Fixed, safe sentence; `undefined` only where the body is the bare code. */
+  readonly description: string | undefined;
+  /** `{"error":…,"error_description":…}`, built when the entry is, so answering costs no JSON work. */
+  readonly body: string;
 }
 
 /**
- * Thrown inside one thread to stop a request with an OAuth error. `detail` is for logs only and
- * is never serialised into a response.
+ * The status overrides the catalogue allows: a method other than POST (RFC 9110 §15.5.6), a body
+ * over the limit (RFC 9110 §15.5.14), a caller throttled after failed attempts (RFC 6585 §4).
+ */
+type StatusOverride = 405 | 413 | 429;
+
+function defineError<D extends string | undefined>(
+  error: TokenRequestError,
+  description: D,
+  status?: StatusOverride,
+): OAuthErrorEntry & { readonly description: D } {
+  return Object.freeze({ error, status: status ?? errorStatus[error], description, body: errorBody(error, description) });
+}
+
+/**
+ * Every error response of the token, introspection, revocation and device authorization
+ * endpoints and of the grants behind them. Sites reference an entry by name; none writes a
+ * description of its own.
+ */
+export const OAuthErrors = {
+  // The form POST every OAuth endpoint reads (RFC 6749 §3.2, Appendix B).
+  tokenPostOnly: defineError('invalid_request', 'The token endpoint accepts POST only.', 405),
+  introspectionPostOnly: defineError('invalid_request', 'The introspection endpoint accepts POST only.', 405),
+  revocationPostOnly: defineError('invalid_request', 'The revocation endpoint accepts POST only.', 405),
+  deviceAuthorizationPostOnly: defineError('invalid_request', 'The device authorization endpoint accepts POST only.', 405),
+  /** Discovery, JWKS and the health routes. */
+  getOnly: defineError('invalid_request', 'Method not allowed.', 405),
+  notFormEncoded: defineError('invalid_request', 'The request must be application/x-www-form-urlencoded.'),
+  bodyTooLarge: defineError('invalid_request', 'The request body is too large.', 413),
+  formNotUtf8: defineError('invalid_request', 'The request body is not valid form-urlencoded UTF-8.'),
+  duplicateParameter: defineError('invalid_request', 'A parameter was sent more than once.'),
+  tooManyParameters: defineError('invalid_request', 'The request has too many parameters.'),
+
+  // Client authentication (RFC 6749 §2.3, §5.2).
+  invalidClient: defineError('invalid_client', 'Client authentication failed.'),
+  multipleClientAuthMethods: defineError('invalid_request', 'The request uses more than one client authentication method.'),
+  /** A client, API resource or user throttled after failed attempts. */
+  tooManyFailedAttempts: defineError('temporarily_unavailable', 'Too many failed attempts. Retry later.', 429),
+
+  // Token endpoint (RFC 6749 §5.2).
+  missingGrantType: defineError('invalid_request', 'The grant_type parameter is missing.'),
+  unsupportedGrantType: defineError('unsupported_grant_type', 'The grant type is not supported.'),
+  grantTypeNotAllowed: defineError('unauthorized_client', 'The client is not allowed to use this grant type.'),
+
+  // Introspection and revocation (RFC 7662 §2.1, RFC 7009 §2.1).
+  missingToken: defineError('invalid_request', 'The token parameter is missing.'),
+
+  // Device authorization (RFC 8628 §3.1).
+  deviceFlowNotAllowed: defineError('unauthorized_client', 'The client is not allowed to use the device flow.'),
+
+  // Scope (RFC 6749 §3.3).
+  scopeNotRegistered: defineError('invalid_scope', 'A requested scope is not registered.'),
+  scopeNotAllowedForClient: defineError('invalid_scope', 'The client is not allowed a requested scope.'),
+  scopeNotAllowedForGrantType: defineError('invalid_scope', 'A requested scope is not allowed for this grant type.'),
+  offlineAccessNotAllowed: defineError('invalid_scope', 'The client is not allowed offline access.'),
+  noScopeAllowed: defineError('invalid_scope', 'The client has no scope allowed for this grant type.'),
+  scopeExceedsGrant: defineError('invalid_scope', 'The requested scope exceeds the scope originally granted.'),
+
+  // Authorization code grant (RFC 6749 §4.1.3).
+  missingCodeOrRedirectUri: defineError('invalid_request', 'The code and redirect_uri parameters are required.'),
+  invalidAuthorizationCode: defineError('invalid_grant', 'The authorization code is invalid, expired or already used.'),
+
+  // Refresh token grant (RFC 6749 §6).
+  missingRefreshToken: defineError('invalid_request', 'The refresh_token parameter is missing.'),
+  invalidRefreshToken: defineError('invalid_grant', 'The refresh token is invalid, expired or revoked.'),
+
+  // Device code grant (RFC 8628 §3.4, §3.5).
+  missingDeviceCode: defineError('invalid_request', 'The device_code parameter is missing.'),
+  invalidDeviceCode: defineError('invalid_grant', 'The device code is invalid or already used.'),
+  deviceCodeExpired: defineError('expired_token', 'The device code has expired.'),
+  authorizationPending: defineError('authorization_pending', 'The user has not finished yet.'),
+  slowDown: defineError('slow_down', 'Polling too fast: wait longer between requests.'),
+  /** The user said no (the device page, the consent page). */
+  accessDenied: defineError('access_denied', 'The user denied the request.'),
+
+  // Resource owner password grant (RFC 6749 §4.3.2).
+  missingCredentials: defineError('invalid_request', 'The username and password parameters are required.'),
+  identityProviderNotAllowed: defineError('invalid_request', 'The requested identity provider is not allowed for this client.'),
+  /** Every failed password check answers alike, whatever failed. */
+  wrongPassword: defineError('invalid_grant', 'The username or password is incorrect.'),
+
+  /** An extension grant's validator refused, threw or broke its contract: the bare code. */
+  invalidGrant: defineError('invalid_grant', undefined),
+
+  // Anything the request did not cause.
+  /** The store, a validator or the worker pool cannot answer now; sites add Retry-After. */
+  temporarilyUnavailable: defineError('temporarily_unavailable', 'The service is temporarily unavailable. Retry later.'),
+  /** Anything unexpected: no detail ever reaches the client. */
+  serverError: defineError('server_error', 'The server could not complete the request.'),
+} as const satisfies Readonly<Record<string, OAuthErrorEntry>>;
+
+export type OAuthErrorName = keyof typeof OAuthErrors;
+
+/** Error codes of the authorization endpoint (RFC 6749 §4.1.2.1, OpenID Connect Core §3.1.2.6). */
+export type AuthorizationError =
+  | 'invalid_request'
+  | 'unauthorized_client'
+  | 'access_denied'
+  | 'unsupported_response_type'
+  | 'invalid_scope'
+  | 'login_required'
+  | 'consent_required'
+  | 'request_not_supported';
+
+/**
+ * An error of the authorization endpoint. It travels in the query of the redirect back to the
+ * client (RFC 6749 §4.1.2.1), so it has no HTTP status and no body of its own.
+ */
+export interface AuthorizationErrorEntry {
+  readonly error: AuthorizationError;
+  readonly description: string;
+}
+
+function defineAuthorizationError(error: AuthorizationError, description: string): AuthorizationErrorEntry {
+  return Object.freeze({ error, description });
+}
+
+/**
+ * The authorization endpoint's own errors. Those it shares with the token side (a scope refused,
+ * an identity provider not allowed, the user saying no) are the {@link OAuthErrors} entries.
+ */
+export const AuthorizationErrors = {
+  missingResponseType: defineAuthorizationError('invalid_request', 'The response_type parameter is missing.'),
+  unsupportedResponseType: defineAuthorizationError('unsupported_response_type', 'Only response_type=code is supported.'),
+  authorizationCodeFlowNotAllowed: defineAuthorizationError('unauthorized_client', 'The client is not allowed to use the authorization code flow.'),
+  unsupportedResponseMode: defineAuthorizationError('invalid_request', 'Only response_mode=query is supported.'),
+  requestObjectNotSupported: defineAuthorizationError('request_not_supported', 'Request objects are not supported.'),
+  // PKCE (RFC 7636 §4.3, §4.4.1).
+  codeChallengeMethodNotS256: defineAuthorizationError('invalid_request', 'The code_challenge_method must be S256.'),
+  malformedCodeChallenge: defineAuthorizationError('invalid_request', 'The code_challenge is malformed.'),
+  codeChallengeMethodWithoutChallenge: defineAuthorizationError('invalid_request', 'A code_challenge_method was sent without a code_challenge.'),
+  pkceRequired: defineAuthorizationError('invalid_request', 'The client must send a PKCE code_challenge.'),
+  // prompt (OpenID Connect Core §3.1.2.1).
+  unsupportedPrompt: defineAuthorizationError('invalid_request', 'The prompt value is not supported.'),
+  promptNoneCombined: defineAuthorizationError('invalid_request', 'prompt=none cannot be combined with other values.'),
+  loginRequired: defineAuthorizationError('login_required', 'The user is not signed in.'),
+  consentRequired: defineAuthorizationError('consent_required', 'The user has not consented to this request.'),
+} as const satisfies Readonly<Record<string, AuthorizationErrorEntry>>;
+
+/**
+ * The one kind of entry not in the catalogue: an error an extension-grant or password validator
+ * chose, with the description it gave (`GrantValidationResult.error`, validator_api.ts), which the
+ * validator API returns to the client as given.
+ */
+export function createValidatorErrorEntry(error: TokenRequestError, description: string | undefined): OAuthErrorEntry {
+  return defineError(error, description);
+}
+
+/**
+ * Thrown inside one thread to stop a request with a catalogue entry. `detail` is for logs only
+ * and is never serialised into a response.
  */
 export class OAuthError extends Error {
-  readonly error: TokenRequestError;
-  readonly description: string | undefined;
-  readonly status: number;
+  readonly entry: OAuthErrorEntry;
+  /** Seconds, for 429 and 503. */
   readonly retryAfter: number | undefined;
   readonly detail: string | undefined;
   /** Extra members of the error body (an extension grant's custom response). */
   readonly extra: Readonly<Record<string, unknown>> | undefined;
 
-  constructor(
-    error: TokenRequestError,
-    description?: string,
-    options: { status?: number; retryAfter?: number; detail?: string; extra?: Readonly<Record<string, unknown>> } = {},
-  ) {
-    super(description ?? error);
+  constructor(entry: OAuthErrorEntry, options: { retryAfter?: number; detail?: string; extra?: Readonly<Record<string, unknown>> } = {}) {
+    super(entry.description ?? entry.error);
     this.name = 'OAuthError';
-    this.error = error;
-    this.description = description;
-    this.status = options.status ?? statusOf(error);
+    this.entry = entry;
     this.retryAfter = options.retryAfter;
     this.detail = options.detail;
     this.extra = options.extra;
   }
 
-  toResult(): OAuthErrorResult {
-    const result: OAuthErrorResult = { error: this.error, status: this.status };
-    if (this.description !== undefined) result.description = this.description;
-    if (this.retryAfter !== undefined) result.retryAfter = this.retryAfter;
-    return result;
+  get error(): TokenRequestError {
+    return this.entry.error;
+  }
+
+  get description(): string | undefined {
+    return this.entry.description;
+  }
+
+  get status(): number {
+    return this.entry.status;
+  }
+
+  /** The response body: the entry's own, unless an extension grant added members. */
+  get body(): string {
+    return this.extra === undefined ? this.entry.body : errorBody(this.entry.error, this.entry.description, this.extra);
   }
 }
 
