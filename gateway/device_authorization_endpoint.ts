@@ -1,6 +1,7 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { deviceCodeGrantType } from '../workers/grants/device_code.js';
-import { userPolicy, type ScopeRules } from '../workers/grants/scope_rules.js';
+import { userPolicy, type GrantedScopes, type ScopeRules } from '../workers/grants/scope_rules.js';
+import type { RegisteredClient } from '../workers/protocol/client_model.js';
 import { OAuthError, OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import { isStoreUnavailable, type Store, type StoreKey } from '../workers/store/store.js';
 import {
@@ -12,8 +13,14 @@ import {
   type UserCodeRecord,
 } from '../workers/tokens/device_code_record.js';
 import { newFamilyHandle, newFamilyId } from '../workers/tokens/refresh_token_handle.js';
-import { createClientAuthenticationStep, type ClientAuthenticationDeps } from './client_authentication_step.js';
-import { createFormEndpoint } from './form_endpoint.js';
+import {
+  authenticateClient,
+  createClientAuthentication,
+  type ClientAuthentication,
+  type ClientAuthenticationDeps,
+} from './client_authentication/step.js';
+import type { Exchange } from './http/exchange.js';
+import { readForm, type FormRequest, type FormRoute } from './http/form_request.js';
 
 export const deviceAuthorizationPath = '/connect/deviceauthorization';
 export const devicePagePath = '/device';
@@ -24,59 +31,91 @@ export interface DeviceAuthorizationDeps extends ClientAuthenticationDeps {
   now?: () => number;
 }
 
+/** What the device authorization endpoint's steps share, built once at start. */
+interface DeviceAuthorizationRoute extends FormRoute {
+  readonly clientAuthentication: ClientAuthentication;
+  readonly scopes: ScopeRules;
+  readonly store: Store;
+  readonly now: () => number;
+  readonly verificationUri: string;
+}
+
 /**
  * The device authorization endpoint (RFC 8628 §3.1, §3.2): client authentication as at the token
- * endpoint (public clients by `client_id`), scope rules of SPEC §4, then a device code (a family
- * handle, ≥ 256 bits) and a user code the user types on the `/device` page.
+ * endpoint (public clients by `client_id`), the scope rules of the token endpoint, then a device
+ * code (a family handle, ≥ 256 bits) and a user code the user types on the `/device` page.
  */
 export function createDeviceAuthorizationEndpoint(deps: DeviceAuthorizationDeps): (res: HttpResponse, req: HttpRequest) => void {
-  const authenticateClient = createClientAuthenticationStep(deps);
-  const now = deps.now ?? Date.now;
-  const verificationUri = `${deps.issuer}${devicePagePath}`;
-  return createFormEndpoint(OAuthErrors.deviceAuthorizationPostOnly, (request) => {
-    const client = authenticateClient(request);
-    if (client === undefined) return;
-    const { exchange, params } = request;
-    if (!client.grantTypes.has(deviceCodeGrantType)) {
-      exchange.sendError(OAuthErrors.deviceFlowNotAllowed);
-      return;
-    }
-    let scopes;
-    try {
-      scopes = deps.scopes.resolve(client, params.scope, userPolicy);
-    } catch (err) {
-      if (!(err instanceof OAuthError)) throw err;
-      exchange.sendError(err.entry);
-      return;
-    }
-    const lifetime = client.config.deviceCodeLifetime;
-    const family = newFamilyId();
-    const device = newFamilyHandle('dc', family);
-    const issuedAt = now();
-    const record: DeviceCodeRecord = { v: 1, clientId: client.clientId, scopes: scopes.scopes, expiresAt: issuedAt + lifetime * 1000, status: 'pending', family };
-    const ttl = lifetime * 1000 + expiredGraceMs;
-    storeDeviceAuthorization(deps.store, device.key, record, ttl, client.clientId).then(
-      (userCode) => {
-        const display = displayUserCode(userCode);
-        exchange.sendJson(
-          200,
-          JSON.stringify({
-            device_code: device.handle,
-            user_code: display,
-            verification_uri: verificationUri,
-            verification_uri_complete: `${verificationUri}?user_code=${display}`,
-            expires_in: lifetime,
-            interval: client.config.pollingInterval,
-          }),
-        );
-      },
-      // Never rethrow here: nothing would answer the request, and the rejection would be unhandled.
-      (err: unknown) => {
-        if (isStoreUnavailable(err)) exchange.sendError(OAuthErrors.temporarilyUnavailable, { retryAfter: 2 });
-        else exchange.sendError(OAuthErrors.serverError);
-      },
-    );
-  });
+  const route: DeviceAuthorizationRoute = {
+    postOnly: OAuthErrors.deviceAuthorizationPostOnly,
+    clientAuthentication: createClientAuthentication(deps),
+    scopes: deps.scopes,
+    store: deps.store,
+    now: deps.now ?? Date.now,
+    verificationUri: `${deps.issuer}${devicePagePath}`,
+  };
+  return function deviceAuthorizationEndpoint(res, req) {
+    readForm(route, res, req, answerDeviceAuthorizationRequest);
+  };
+}
+
+/** The device authorization request, step by step, once its form is read (RFC 8628 §3.1). */
+function answerDeviceAuthorizationRequest(route: DeviceAuthorizationRoute, request: FormRequest): void {
+  const client = authenticateClient(route.clientAuthentication, request);
+  if (client === undefined) return;
+  if (!checkDeviceGrantAllowed(request, client)) return;
+  const scopes = checkScope(route, request, client);
+  if (scopes === undefined) return;
+  void issueDeviceCode(route, request.exchange, client, scopes);
+}
+
+/** RFC 6749 §5.2 `unauthorized_client`: the client is not registered for the device grant. */
+function checkDeviceGrantAllowed(request: FormRequest, client: RegisteredClient): boolean {
+  if (client.grantTypes.has(deviceCodeGrantType)) return true;
+  request.exchange.sendError(OAuthErrors.deviceFlowNotAllowed);
+  return false;
+}
+
+/** RFC 8628 §3.1 `scope`, under the rules of a grant that signs a user in. */
+function checkScope(route: DeviceAuthorizationRoute, request: FormRequest, client: RegisteredClient): GrantedScopes | undefined {
+  try {
+    return route.scopes.resolve(client, request.params.scope, userPolicy);
+  } catch (err) {
+    if (!(err instanceof OAuthError)) throw err;
+    request.exchange.sendError(err.entry);
+    return undefined;
+  }
+}
+
+/** Stores the device code and its user code, then answers (RFC 8628 §3.2). Never rejects. */
+async function issueDeviceCode(route: DeviceAuthorizationRoute, exchange: Exchange, client: RegisteredClient, scopes: GrantedScopes): Promise<void> {
+  const lifetime = client.config.deviceCodeLifetime;
+  const family = newFamilyId();
+  const device = newFamilyHandle('dc', family);
+  const issuedAt = route.now();
+  const record: DeviceCodeRecord = { v: 1, clientId: client.clientId, scopes: scopes.scopes, expiresAt: issuedAt + lifetime * 1000, status: 'pending', family };
+  const ttl = lifetime * 1000 + expiredGraceMs;
+  let userCode: string;
+  try {
+    userCode = await storeDeviceAuthorization(route.store, device.key, record, ttl, client.clientId);
+  } catch (err) {
+    // Never rethrow here: nothing would answer the request, and the rejection would be unhandled.
+    if (isStoreUnavailable(err)) exchange.sendError(OAuthErrors.temporarilyUnavailable, { retryAfter: 2 });
+    else exchange.sendError(OAuthErrors.serverError);
+    return;
+  }
+  const display = displayUserCode(userCode);
+  exchange.sendJson(
+    200,
+    JSON.stringify({
+      device_code: device.handle,
+      user_code: display,
+      verification_uri: route.verificationUri,
+      verification_uri_complete: `${route.verificationUri}?user_code=${display}`,
+      expires_in: lifetime,
+      interval: client.config.pollingInterval,
+    }),
+  );
 }
 
 // A user code is short enough to collide now and then: claim it atomically, draw again if taken.

@@ -3,10 +3,15 @@ import type { TesseraConfig } from './config/schema.js';
 import { decodeSecrets, type StoredSecret } from '../workers/protocol/client_model.js';
 import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import { Endpoint } from '../workers/protocol/token_task.js';
-import { matchesStoredSecret } from './client_auth.js';
-import { createCallerGate, createClientAuthenticationStep, type ClientAuthenticationDeps } from './client_authentication_step.js';
-import { createFormEndpoint } from './form_endpoint.js';
-import { decodeBasicAuthorization } from './http/basic_auth.js';
+import { matchesStoredSecret } from './client_authentication/authenticator.js';
+import { decodeBasicAuthorization, type BasicCredentials } from './client_authentication/credentials.js';
+import {
+  authenticateClient,
+  createClientAuthentication,
+  type ClientAuthentication,
+  type ClientAuthenticationDeps,
+} from './client_authentication/step.js';
+import { readForm, requireParameter, type FormRequest, type FormRoute } from './http/form_request.js';
 import type { WorkerDispatcher } from './worker_dispatcher.js';
 
 export interface IntrospectionEndpointDeps extends ClientAuthenticationDeps {
@@ -15,46 +20,83 @@ export interface IntrospectionEndpointDeps extends ClientAuthenticationDeps {
   now?: () => number;
 }
 
+/** What the introspection endpoint's steps share, built once at start. */
+interface IntrospectionRoute extends FormRoute {
+  readonly clientAuthentication: ClientAuthentication;
+  /** API resource names and their stored secrets. */
+  readonly resources: ReadonlyMap<string, readonly StoredSecret[]>;
+  readonly dispatcher: WorkerDispatcher;
+  readonly now: () => number;
+}
+
+/** Who asks, as the worker that reads the token needs to know it. */
+type Caller = readonly ['resource' | 'client', string];
+
 /**
  * `POST /connect/introspect` (RFC 7662). The caller is an API resource (Basic with its name and
  * one of its `secrets`; resource names are looked up before client ids) or a confidential client.
  * What the caller may see is decided by the worker that reads the token.
  */
 export function createIntrospectionEndpoint(deps: IntrospectionEndpointDeps): (res: HttpResponse, req: HttpRequest) => void {
-  const now = deps.now ?? Date.now;
   const resources = new Map<string, readonly StoredSecret[]>();
   for (const resource of deps.apiResources) resources.set(resource.name, decodeSecrets(resource.secrets));
-  const authenticateClient = createClientAuthenticationStep(deps);
-  // Resource secrets are guessed like client secrets: the same per-id throttle and answers apply.
-  const gate = createCallerGate(deps);
+  const route: IntrospectionRoute = {
+    postOnly: OAuthErrors.introspectionPostOnly,
+    clientAuthentication: createClientAuthentication(deps),
+    resources,
+    dispatcher: deps.dispatcher,
+    now: deps.now ?? Date.now,
+  };
+  return function introspectionEndpoint(res, req) {
+    readForm(route, res, req, answerIntrospectionRequest);
+  };
+}
 
-  return createFormEndpoint(OAuthErrors.introspectionPostOnly, (request) => {
-    const { exchange, params, authorization } = request;
-    let caller: ['resource' | 'client', string];
-    const basic = authorization.length > 0 ? decodeBasicAuthorization(authorization) : undefined;
-    const resourceSecrets = basic ? resources.get(basic.clientId) : undefined;
-    if (basic && resourceSecrets !== undefined) {
-      if (gate.refuseBlocked(exchange, basic.clientId)) return;
-      if (params.client_secret !== undefined || !matchesStoredSecret(basic.clientSecret, resourceSecrets, now())) {
-        gate.refuseFailed(exchange, basic.clientId, true);
-        return;
-      }
-      caller = ['resource', basic.clientId];
-    } else {
-      const client = authenticateClient(request);
-      if (client === undefined) return;
-      // RFC 7662 §2.1: the caller must be authorized; a public client cannot be.
-      if (!client.requireSecret) {
-        exchange.sendError(OAuthErrors.invalidClient);
-        return;
-      }
-      caller = ['client', client.clientId];
-    }
-    if (params.token === undefined) {
-      exchange.sendError(OAuthErrors.missingToken);
-      return;
-    }
-    delete params.client_secret;
-    deps.dispatcher.submit(exchange, [Endpoint.Introspection, caller[0], caller[1], params]);
-  });
+/** The introspection request, step by step, once its form is read (RFC 7662 §2.1). */
+function answerIntrospectionRequest(route: IntrospectionRoute, request: FormRequest): void {
+  const caller = authenticateCaller(route, request);
+  if (caller === undefined) return;
+  if (requireParameter(request, 'token', OAuthErrors.missingToken) === undefined) return;
+  dispatchToWorker(route, request, caller);
+}
+
+/** RFC 7662 §2.1: the caller must be authorized to introspect, as an API resource or a confidential client. */
+function authenticateCaller(route: IntrospectionRoute, request: FormRequest): Caller | undefined {
+  const basic = request.authorization.length > 0 ? decodeBasicAuthorization(request.authorization) : undefined;
+  const resourceSecrets = basic ? route.resources.get(basic.clientId) : undefined;
+  if (basic && resourceSecrets !== undefined) return authenticateApiResource(route, request, basic, resourceSecrets);
+  return authenticateConfidentialClient(route, request);
+}
+
+/** Resource secrets are guessed like client secrets: the same per-id throttle and answers apply. */
+function authenticateApiResource(
+  route: IntrospectionRoute,
+  { exchange, params }: FormRequest,
+  basic: BasicCredentials,
+  secrets: readonly StoredSecret[],
+): Caller | undefined {
+  const gate = route.clientAuthentication.gate;
+  if (gate.refuseBlocked(exchange, basic.clientId)) return undefined;
+  if (params.client_secret !== undefined || !matchesStoredSecret(basic.clientSecret, secrets, route.now())) {
+    gate.refuseFailed(exchange, basic.clientId, true);
+    return undefined;
+  }
+  return ['resource', basic.clientId];
+}
+
+function authenticateConfidentialClient(route: IntrospectionRoute, request: FormRequest): Caller | undefined {
+  const client = authenticateClient(route.clientAuthentication, request);
+  if (client === undefined) return undefined;
+  // RFC 7662 §2.1: a public client cannot be authorized to introspect.
+  if (!client.requireSecret) {
+    request.exchange.sendError(OAuthErrors.invalidClient);
+    return undefined;
+  }
+  return ['client', client.clientId];
+}
+
+/** A worker reads the token and answers; secrets stay on this thread. */
+function dispatchToWorker(route: IntrospectionRoute, { exchange, params }: FormRequest, caller: Caller): void {
+  delete params.client_secret;
+  route.dispatcher.submit(exchange, [Endpoint.Introspection, caller[0], caller[1], params]);
 }

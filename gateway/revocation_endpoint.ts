@@ -1,26 +1,48 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import type { RegisteredClient } from '../workers/protocol/client_model.js';
 import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import { Endpoint } from '../workers/protocol/token_task.js';
-import { createClientAuthenticationStep, type ClientAuthenticationDeps } from './client_authentication_step.js';
-import { createFormEndpoint } from './form_endpoint.js';
+import {
+  authenticateClient,
+  createClientAuthentication,
+  type ClientAuthentication,
+  type ClientAuthenticationDeps,
+} from './client_authentication/step.js';
+import { readForm, requireParameter, type FormRequest, type FormRoute } from './http/form_request.js';
 import type { WorkerDispatcher } from './worker_dispatcher.js';
 
 export interface RevocationEndpointDeps extends ClientAuthenticationDeps {
   dispatcher: WorkerDispatcher;
 }
 
+/** What the revocation endpoint's steps share, built once at start. */
+interface RevocationRoute extends FormRoute {
+  readonly clientAuthentication: ClientAuthentication;
+  readonly dispatcher: WorkerDispatcher;
+}
+
 /** `POST /connect/revocation` (RFC 7009), client-authenticated like the token endpoint. */
 export function createRevocationEndpoint(deps: RevocationEndpointDeps): (res: HttpResponse, req: HttpRequest) => void {
-  const authenticateClient = createClientAuthenticationStep(deps);
-  return createFormEndpoint(OAuthErrors.revocationPostOnly, (request) => {
-    const client = authenticateClient(request);
-    if (client === undefined) return;
-    const { exchange, params } = request;
-    if (params.token === undefined) {
-      exchange.sendError(OAuthErrors.missingToken);
-      return;
-    }
-    delete params.client_secret;
-    deps.dispatcher.submit(exchange, [Endpoint.Revocation, 'client', client.clientId, params]);
-  });
+  const route: RevocationRoute = {
+    postOnly: OAuthErrors.revocationPostOnly,
+    clientAuthentication: createClientAuthentication(deps),
+    dispatcher: deps.dispatcher,
+  };
+  return function revocationEndpoint(res, req) {
+    readForm(route, res, req, answerRevocationRequest);
+  };
+}
+
+/** The revocation request, step by step, once its form is read (RFC 7009 §2.1). */
+function answerRevocationRequest(route: RevocationRoute, request: FormRequest): void {
+  const client = authenticateClient(route.clientAuthentication, request);
+  if (client === undefined) return;
+  if (requireParameter(request, 'token', OAuthErrors.missingToken) === undefined) return;
+  dispatchToWorker(route, request, client);
+}
+
+/** A worker revokes the token and answers; secrets stay on this thread. */
+function dispatchToWorker(route: RevocationRoute, { exchange, params }: FormRequest, client: RegisteredClient): void {
+  delete params.client_secret;
+  route.dispatcher.submit(exchange, [Endpoint.Revocation, 'client', client.clientId, params]);
 }

@@ -1,8 +1,14 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import type { RegisteredClient } from '../workers/protocol/client_model.js';
 import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import { Endpoint } from '../workers/protocol/token_task.js';
-import { createClientAuthenticationStep, type ClientAuthenticationDeps } from './client_authentication_step.js';
-import { createFormEndpoint } from './form_endpoint.js';
+import {
+  authenticateClient,
+  createClientAuthentication,
+  type ClientAuthentication,
+  type ClientAuthenticationDeps,
+} from './client_authentication/step.js';
+import { readForm, requireParameter, type FormRequest, type FormRoute } from './http/form_request.js';
 import type { WorkerDispatcher } from './worker_dispatcher.js';
 
 export interface TokenEndpointDeps extends ClientAuthenticationDeps {
@@ -13,36 +19,60 @@ export interface TokenEndpointDeps extends ClientAuthenticationDeps {
   observe?: (status: number) => void;
 }
 
+/** What the token endpoint's steps share, built once at start. */
+interface TokenRoute extends FormRoute {
+  readonly clientAuthentication: ClientAuthentication;
+  readonly grantTypes: () => ReadonlySet<string>;
+  readonly dispatcher: WorkerDispatcher;
+}
+
 /**
- * `POST /connect/token` (RFC 6749 §3.2), as a list of the protocol's steps: method, content
- * type, body, parameters, client authentication, grant type supported and allowed; then the
- * grant itself runs in a worker.
+ * `POST /connect/token` (RFC 6749 §3.2). The request goes through {@link readForm}, then
+ * {@link answerTokenRequest}'s steps; the grant itself runs in a worker.
  */
 export function createTokenEndpoint(deps: TokenEndpointDeps): (res: HttpResponse, req: HttpRequest) => void {
-  const authenticateClient = createClientAuthenticationStep(deps);
-  return createFormEndpoint(
-    OAuthErrors.tokenPostOnly,
-    (request) => {
-      const client = authenticateClient(request);
-      if (client === undefined) return;
-      const { exchange, params } = request;
-      const grantType = params.grant_type;
-      if (grantType === undefined) {
-        exchange.sendError(OAuthErrors.missingGrantType);
-        return;
-      }
-      if (!deps.grantTypes().has(grantType)) {
-        exchange.sendError(OAuthErrors.unsupportedGrantType);
-        return;
-      }
-      if (!client.grantTypes.has(grantType)) {
-        exchange.sendError(OAuthErrors.grantTypeNotAllowed);
-        return;
-      }
-      // Secrets stay on this thread.
-      delete params.client_secret;
-      deps.dispatcher.submit(exchange, [Endpoint.Token, grantType, client.clientId, params]);
-    },
-    deps.observe,
-  );
+  const route: TokenRoute = {
+    postOnly: OAuthErrors.tokenPostOnly,
+    observe: deps.observe,
+    clientAuthentication: createClientAuthentication(deps),
+    grantTypes: deps.grantTypes,
+    dispatcher: deps.dispatcher,
+  };
+  return function tokenEndpoint(res, req) {
+    readForm(route, res, req, answerTokenRequest);
+  };
+}
+
+/**
+ * The token request, step by step, once its form is read (RFC 6749 §3.2, §5.2). Each step answers
+ * the request itself when it stops there.
+ */
+function answerTokenRequest(route: TokenRoute, request: FormRequest): void {
+  const client = authenticateClient(route.clientAuthentication, request);
+  if (client === undefined) return;
+  const grantType = requireParameter(request, 'grant_type', OAuthErrors.missingGrantType);
+  if (grantType === undefined) return;
+  if (!checkGrantTypeSupported(route, request, grantType)) return;
+  if (!checkGrantTypeAllowed(request, client, grantType)) return;
+  dispatchToWorker(route, request, client, grantType);
+}
+
+/** RFC 6749 §5.2 `unsupported_grant_type`: no grant of this type is registered. */
+function checkGrantTypeSupported(route: TokenRoute, request: FormRequest, grantType: string): boolean {
+  if (route.grantTypes().has(grantType)) return true;
+  request.exchange.sendError(OAuthErrors.unsupportedGrantType);
+  return false;
+}
+
+/** RFC 6749 §5.2 `unauthorized_client`: the client is not registered for this grant type. */
+function checkGrantTypeAllowed(request: FormRequest, client: RegisteredClient, grantType: string): boolean {
+  if (client.grantTypes.has(grantType)) return true;
+  request.exchange.sendError(OAuthErrors.grantTypeNotAllowed);
+  return false;
+}
+
+/** The grant runs in a worker, which answers the request; secrets stay on this thread. */
+function dispatchToWorker(route: TokenRoute, { exchange, params }: FormRequest, client: RegisteredClient, grantType: string): void {
+  delete params.client_secret;
+  route.dispatcher.submit(exchange, [Endpoint.Token, grantType, client.clientId, params]);
 }

@@ -3,6 +3,13 @@ import type { Exchange } from './exchange.js';
 /** SPEC §4: token-endpoint bodies are at most 64 KiB. */
 export const maxBodyBytes = 64 * 1024;
 
+/** Where {@link readBody} hands the body, or says it was too large. */
+export interface BodyReceiver {
+  /** The whole body; valid only during this synchronous call when it arrived in one chunk. */
+  onBody(body: Uint8Array): void;
+  onTooLarge(): void;
+}
+
 /**
  * Collects a request body from uWS `onData`. uWS reuses each chunk's memory after the callback
  * returns, so non-final chunks are copied; a body that arrives in one chunk (the common case) is
@@ -11,30 +18,25 @@ export const maxBodyBytes = 64 * 1024;
  * `onTooLarge` runs once when the declared or received size passes `limit`; no more data is
  * delivered after it, nor after the client aborts.
  */
-export function readBody(
-  exchange: Exchange,
-  limit: number,
-  onBody: (body: Uint8Array) => void,
-  onTooLarge: () => void,
-): void {
+export function readBody(exchange: Exchange, limit: number, receiver: BodyReceiver): void {
   let chunks: Buffer[] | undefined;
   let total = 0;
   let finished = false;
-  exchange.res.onData((chunk, isLast) => {
+  exchange.res.onData(function receiveBodyChunk(chunk, isLast) {
     if (finished || !exchange.open) return;
     total += chunk.byteLength;
     if (total > limit) {
       finished = true;
-      onTooLarge();
+      receiver.onTooLarge();
       return;
     }
     if (isLast) {
       finished = true;
       if (chunks === undefined) {
-        onBody(new Uint8Array(chunk));
+        receiver.onBody(new Uint8Array(chunk));
       } else {
         chunks.push(Buffer.from(new Uint8Array(chunk)));
-        onBody(Buffer.concat(chunks, total));
+        receiver.onBody(Buffer.concat(chunks, total));
       }
       return;
     }

@@ -2,7 +2,7 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { FormParams } from '../../workers/protocol/token_task.js';
 import { maxBodyBytes, readBody } from '../http/body_reader.js';
 import { Exchange } from '../http/exchange.js';
-import { isFormContentType } from '../form_endpoint.js';
+import { isFormContentType } from '../http/form_request.js';
 import { parseForm } from '../http/form_parser.js';
 import { renderPage } from './templates.js';
 
@@ -44,15 +44,15 @@ export function createPageRoute(methods: readonly ('get' | 'post')[], handle: (r
       errorPage(exchange, 400, 'The form was not sent as a form.');
       return;
     }
-    readBody(
-      exchange,
-      maxBodyBytes,
-      (body) => {
+    readBody(exchange, maxBodyBytes, {
+      onBody(body) {
         const parsed = parseForm(body);
         if (!parsed.ok) errorPage(exchange, 400, 'The form could not be read.');
         else handle({ exchange, method, query: '', form: parsed.params, cookies, remoteAddress });
       },
-      () => errorPage(exchange, 413, 'The form is too large.'),
-    );
+      onTooLarge() {
+        errorPage(exchange, 413, 'The form is too large.');
+      },
+    });
   };
 }

@@ -5,8 +5,8 @@
 import t, { type Test } from 'tap';
 import { pino } from 'pino';
 import * as uWS from 'uWebSockets.js';
-import { ClientAuthenticator } from '../../gateway/client_auth.js';
-import { ClientAuthThrottle } from '../../gateway/client_auth_throttle.js';
+import { ClientAuthenticator } from '../../gateway/client_authentication/authenticator.js';
+import { ClientAuthThrottle } from '../../gateway/client_authentication/throttle.js';
 import { clientSchema } from '../../gateway/config/schema.js';
 import { createDeviceAuthorizationEndpoint, deviceAuthorizationPath } from '../../gateway/device_authorization_endpoint.js';
 import { FailureThrottle } from '../../workers/grants/failure_throttle.js';

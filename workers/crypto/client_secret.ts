@@ -1,7 +1,7 @@
 /**
  * Client and API resource secrets are stored as Base64(SHA-256(UTF-8 secret)), the same form as
  * IdentityServer's `"secret".Sha256()`, so existing configs carry over unchanged. The gateway compares
- * presented secrets with them (`matchesStoredSecret` in gateway/client_auth.ts).
+ * presented secrets with them (`matchesStoredSecret` in gateway/client_authentication/authenticator.ts).
  */
 import { createHash } from 'node:crypto';
 

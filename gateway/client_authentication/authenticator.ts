@@ -1,9 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { RegisteredClient, StoredSecret } from '../workers/protocol/client_model.js';
-import type { FormParams } from '../workers/protocol/token_task.js';
-import { decodeBasicAuthorization } from './http/basic_auth.js';
-
-export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none';
+import type { RegisteredClient, StoredSecret } from '../../workers/protocol/client_model.js';
+import type { FormParams } from '../../workers/protocol/token_task.js';
+import { decodeBasicAuthorization, type ClientAuthMethod } from './credentials.js';
 
 export type ClientAuthFailure =
   /** Unknown client, wrong/expired secret, disabled client, or no client identified: 401. */
@@ -29,7 +27,7 @@ const maxRememberedHeaders = 10_000;
 const dummySecrets: readonly StoredSecret[] = [{ hash: Buffer.alloc(32), expiresAt: 0 }];
 
 /**
- * Client authentication per RFC 6749 §2.3 and SPEC §4: exactly one of HTTP Basic or
+ * Client authentication per RFC 6749 §2.3: exactly one of HTTP Basic or
  * `client_id` + `client_secret` in the body; public clients by `client_id` alone. Secrets are
  * stored as SHA-256 values and compared in constant time after hashing the presented one, so its
  * length can neither leak nor make the comparison throw.

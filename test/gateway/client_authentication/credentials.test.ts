@@ -1,5 +1,5 @@
 import t from 'tap';
-import { decodeBasicAuthorization } from '../../../gateway/http/basic_auth.js';
+import { decodeBasicAuthorization } from '../../../gateway/client_authentication/credentials.js';
 
 const basic = (raw: string): string => `Basic ${Buffer.from(raw, 'utf8').toString('base64')}`;
 

@@ -1,3 +1,9 @@
+/**
+ * How a client presents its credentials (RFC 6749 §2.3.1): HTTP Basic, or `client_id` and
+ * `client_secret` in the form body; a public client sends its `client_id` alone (§2.1).
+ */
+export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none';
+
 /** Credentials from an `Authorization: Basic` header, already form-decoded. */
 export interface BasicCredentials {
   clientId: string;

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { FailureThrottle, type ThrottleState } from '../workers/grants/failure_throttle.js';
+import { FailureThrottle, type ThrottleState } from '../../workers/grants/failure_throttle.js';
 
 const open: ThrottleState = Object.freeze({ blocked: false });
 
@@ -11,13 +11,13 @@ interface Entry {
 }
 
 /**
- * Limits failed client authentications per `client_id` (SPEC §4) without a store round trip on
- * the hot path: each gateway keeps what the store said about a client for up to `freshnessMs`
+ * Limits failed client authentications per `client_id` without a store round trip on the hot
+ * path (docs/endpoints.md): each gateway keeps what the store said about a client for up to `freshnessMs`
  * and refreshes it in the background, so a block set by another instance applies here within
  * that time, and one set here applies at once. Unknown client ids are not tracked: they can never
  * authenticate, and tracking them would let anyone grow this map.
  *
- * A store outage fails open: client authentication needs no store and keeps working (SPEC §4).
+ * A store outage fails open: client authentication needs no store and keeps working.
  */
 export class ClientAuthThrottle {
   private readonly entries = new Map<string, Entry>();

@@ -1,8 +1,8 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
-import { clientSchema, type ClientConfig } from '../../gateway/config/schema.js';
-import { ClientAuthenticator } from '../../gateway/client_auth.js';
-import { registerClients } from '../../workers/protocol/client_model.js';
+import { clientSchema, type ClientConfig } from '../../../gateway/config/schema.js';
+import { ClientAuthenticator } from '../../../gateway/client_authentication/authenticator.js';
+import { registerClients } from '../../../workers/protocol/client_model.js';
 
 const sha = (s: string) => createHash('sha256').update(s, 'utf8').digest('base64');
 const client = (c: Partial<ClientConfig> & { clientId: string }): ClientConfig =>

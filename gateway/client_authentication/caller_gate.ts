@@ -1,0 +1,42 @@
+import { OAuthErrors } from '../../workers/protocol/oauth_errors.js';
+import type { Exchange } from '../http/exchange.js';
+import type { ClientAuthThrottle } from './throttle.js';
+
+/**
+ * The throttle and the refusals every caller authentication shares: clients at every endpoint,
+ * and API resources at introspection, whose secrets are guessed the same way.
+ */
+export class CallerGate {
+  // RFC 6749 §5.2: a 401 after Basic names the scheme the client should retry with.
+  private readonly challenge: { readonly wwwAuthenticate: string };
+
+  constructor(
+    private readonly throttle: ClientAuthThrottle,
+    issuer: string,
+  ) {
+    this.challenge = { wwwAuthenticate: `Basic realm="${issuer}"` };
+  }
+
+  /**
+   * Answers 429 and returns true when `id` is blocked; a blocked caller is refused even with the
+   * right secret, or the block would limit nothing.
+   */
+  refuseBlocked(exchange: Exchange, id: string | undefined): boolean {
+    const throttled = this.throttle.stateOf(id);
+    if (!throttled.blocked) return false;
+    exchange.sendError(OAuthErrors.tooManyFailedAttempts, { retryAfter: throttled.retryAfterSeconds });
+    return true;
+  }
+
+  /** Counts a failed authentication of `id` and answers 401, with a Basic challenge when the Authorization header was used (RFC 6749 §5.2). */
+  refuseFailed(exchange: Exchange, id: string | undefined, usedAuthorizationHeader: boolean): void {
+    this.throttle.recordFailure(id);
+    exchange.sendError(OAuthErrors.invalidClient, usedAuthorizationHeader ? this.challenge : undefined);
+  }
+
+  /** Counts a request that used more than one authentication method as a failure and answers 400 (RFC 6749 §2.3). */
+  refuseMultipleMethods(exchange: Exchange, id: string | undefined): void {
+    this.throttle.recordFailure(id);
+    exchange.sendError(OAuthErrors.multipleClientAuthMethods);
+  }
+}

@@ -1,0 +1,38 @@
+import type { RegisteredClient } from '../../workers/protocol/client_model.js';
+import type { FormRequest } from '../http/form_request.js';
+import type { ClientAuthenticator } from './authenticator.js';
+import { CallerGate } from './caller_gate.js';
+import type { ClientAuthThrottle } from './throttle.js';
+
+/** What client authentication is built from, at start. */
+export interface ClientAuthenticationDeps {
+  issuer: string;
+  authenticator: ClientAuthenticator;
+  throttle: ClientAuthThrottle;
+}
+
+/** Client authentication as an endpoint holds it, built once per endpoint at start. */
+export interface ClientAuthentication {
+  readonly authenticator: ClientAuthenticator;
+  readonly gate: CallerGate;
+}
+
+export function createClientAuthentication(deps: ClientAuthenticationDeps): ClientAuthentication {
+  return { authenticator: deps.authenticator, gate: new CallerGate(deps.throttle, deps.issuer) };
+}
+
+/**
+ * The client authentication step of every endpoint that needs it (RFC 6749 §2.3, §3.2.1): one
+ * method only, throttled per client, 401 with a Basic challenge when the Authorization header
+ * was used (RFC 6749 §5.2). Answers the request itself and returns `undefined` when
+ * authentication fails.
+ */
+export function authenticateClient(authentication: ClientAuthentication, { exchange, params, authorization }: FormRequest): RegisteredClient | undefined {
+  const { authenticator, gate } = authentication;
+  const auth = authenticator.authenticate(authorization, params);
+  if (gate.refuseBlocked(exchange, auth.ok ? auth.client.clientId : auth.clientId)) return undefined;
+  if (auth.ok) return auth.client;
+  if (auth.failure === 'multiple_methods') gate.refuseMultipleMethods(exchange, auth.clientId);
+  else gate.refuseFailed(exchange, auth.clientId, auth.usedAuthorizationHeader);
+  return undefined;
+}
