@@ -6,6 +6,7 @@ import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { generateSigningKey } from '../../gateway/key_loader.js';
 import { signingAlgorithms } from '../../gateway/config/schema.js';
 import { appendixB, startTestGateway } from '../helpers/test_gateway.js';
+import { basicAuthorization } from '../helpers/basic_authorization.js';
 
 // A resource server's view: discovery, then the published JWKS, then RFC 9068 checks.
 async function verifyAsResourceServer(issuer: string, token: string, audience: string) {
@@ -81,7 +82,7 @@ t.test('openid-client surfaces invalid_client and invalid_scope as OAuth errors'
 
 t.test('every token has a unique jti', async (t) => {
   const gw = await startTestGateway(t, { patch: (raw) => void (raw.workers = { threads: 2 }) });
-  const auth = `Basic ${Buffer.from('m2m:secret').toString('base64')}`;
+  const auth = basicAuthorization('m2m');
   const tokens = await Promise.all(
     Array.from({ length: 100 }, async () => {
       const res = await fetch(gw.tokenUrl, {
@@ -110,7 +111,7 @@ for (const alg of signingAlgorithms) {
     });
     const res = await fetch(gw.tokenUrl, {
       method: 'POST',
-      headers: { authorization: `Basic ${Buffer.from('m2m:secret').toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+      headers: { authorization: basicAuthorization('m2m'), 'content-type': 'application/x-www-form-urlencoded' },
       body: 'grant_type=client_credentials&scope=api2',
     });
     const { access_token } = (await res.json()) as { access_token: string };

@@ -13,10 +13,10 @@ import { RedisStore } from '../../workers/store/redis_store.js';
 import { revokedJtiKey } from '../../workers/tokens/token_validator.js';
 import { startRedisServer } from '../helpers/redis_server.js';
 import { sha256Secret, startTestGateway, type TestGateway } from '../helpers/test_gateway.js';
+import { basicAuthorization } from '../helpers/basic_authorization.js';
 
 const validatorsDir = fileURLToPath(new URL('../../validators', import.meta.url));
 const form = 'application/x-www-form-urlencoded';
-const basic = (id: string) => `Basic ${Buffer.from(`${id}:secret`).toString('base64')}`;
 const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
 
 interface Answer {
@@ -28,7 +28,7 @@ interface Answer {
 async function post(gw: TestGateway, clientId: string, params: Record<string, string>): Promise<Answer> {
   const res = await fetch(gw.tokenUrl, {
     method: 'POST',
-    headers: { 'content-type': form, authorization: basic(clientId) },
+    headers: { 'content-type': form, authorization: basicAuthorization(clientId) },
     body: new URLSearchParams(params).toString(),
   });
   return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };

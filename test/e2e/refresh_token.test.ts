@@ -11,6 +11,7 @@ import { startTestGateway, type TestGateway } from '../helpers/test_gateway.js';
 import { addPasswordFixtures, offlineUserClient, passwordFixtures } from '../helpers/password_users.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis_server.js';
 import { formPost, releaseAtOnce, type RawAnswer } from '../helpers/release_at_once.js';
+import { basicAuthorization } from '../helpers/basic_authorization.js';
 
 const fixtures = await passwordFixtures();
 const rejectedBody = '{"error":"invalid_grant","error_description":"The refresh token is invalid, expired or revoked."}';
@@ -265,7 +266,7 @@ t.test('redis outage during a refresh', async (t) => {
     for (;;) {
       const res = await fetch(`${redisGateway.url}/connect/introspect`, {
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('app:secret').toString('base64')}` },
+        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basicAuthorization('app') },
         body: new URLSearchParams({ token }).toString(),
       });
       const text = await res.text();

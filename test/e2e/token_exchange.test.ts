@@ -6,13 +6,13 @@ import * as oidc from 'openid-client';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { hashPassword } from '../../workers/crypto/password_hash.js';
 import { sha256Secret, startTestGateway, type TestGateway } from '../helpers/test_gateway.js';
+import { basicAuthorization } from '../helpers/basic_authorization.js';
 
 const validatorsDir = fileURLToPath(new URL('../../validators', import.meta.url));
 const tokenExchange = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const accessTokenType = 'urn:ietf:params:oauth:token-type:access_token';
 const jwtTokenType = 'urn:ietf:params:oauth:token-type:jwt';
 const form = 'application/x-www-form-urlencoded';
-const basic = (id: string) => `Basic ${Buffer.from(`${id}:secret`).toString('base64')}`;
 
 interface Answer {
   status: number;
@@ -23,7 +23,7 @@ interface Answer {
 async function post(gw: TestGateway, params: Record<string, string>, clientId = 'exchanger'): Promise<Answer> {
   const res = await fetch(gw.tokenUrl, {
     method: 'POST',
-    headers: { 'content-type': form, authorization: basic(clientId) },
+    headers: { 'content-type': form, authorization: basicAuthorization(clientId) },
     body: new URLSearchParams({ grant_type: tokenExchange, ...params }).toString(),
   });
   return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };

@@ -17,6 +17,7 @@ import type { StoreKey } from '../../workers/store/store.js';
 import type { UserCodeRecord } from '../../workers/tokens/device_code_record.js';
 import { sha256Secret, startTestGateway, type TestGateway } from '../helpers/test_gateway.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis_server.js';
+import { basicAuthorization } from '../helpers/basic_authorization.js';
 
 const deviceGrant = 'urn:ietf:params:oauth:grant-type:device_code';
 const form = 'application/x-www-form-urlencoded';
@@ -25,7 +26,6 @@ const invalidClient = '{"error":"invalid_client","error_description":"Client aut
 const unauthorizedClient = '{"error":"unauthorized_client","error_description":"The client is not allowed to use the device flow."}';
 const invalidScope = (description: string) => JSON.stringify({ error: 'invalid_scope', error_description: description });
 
-const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
 
 interface Answer {
   status: number;
@@ -118,7 +118,7 @@ function endpointRules(t: Test, gw: TestGateway): void {
   });
 
   t.test('a confidential client authenticates with Basic or with client_secret in the body', async (t) => {
-    assertAuthorization(t, gw, await post(gw, { scope: 'api1' }, { authorization: basic('console', 'console-secret') }), 300, 5);
+    assertAuthorization(t, gw, await post(gw, { scope: 'api1' }, { authorization: basicAuthorization('console', 'console-secret') }), 300, 5);
     assertAuthorization(t, gw, await post(gw, { client_id: 'console', client_secret: 'console-secret', scope: 'api2' }), 300, 5);
   });
 
@@ -145,7 +145,7 @@ function endpointRules(t: Test, gw: TestGateway): void {
   });
 
   t.test('a client not allowed the device grant is unauthorized_client', async (t) => {
-    assertError(t, await post(gw, { scope: 'api1' }, { authorization: basic('m2m', 'secret') }), 400, unauthorizedClient);
+    assertError(t, await post(gw, { scope: 'api1' }, { authorization: basicAuthorization('m2m', 'secret') }), 400, unauthorizedClient);
     assertError(t, await post(gw, { client_id: 'public-cc' }), 400, unauthorizedClient);
   });
 
@@ -154,7 +154,7 @@ function endpointRules(t: Test, gw: TestGateway): void {
     assertError(t, await post(gw, { client_id: 'tv', scope: 'api2' }), 400, invalidScope('The client is not allowed a requested scope.'));
     assertError(
       t,
-      await post(gw, { scope: 'openid' }, { authorization: basic('console', 'console-secret') }),
+      await post(gw, { scope: 'openid' }, { authorization: basicAuthorization('console', 'console-secret') }),
       400,
       invalidScope('The client is not allowed a requested scope.'),
     );
@@ -167,7 +167,7 @@ function endpointRules(t: Test, gw: TestGateway): void {
   });
 
   t.test('bad client authentication is 401 invalid_client, with a Basic challenge when Basic was used', async (t) => {
-    const wrongBasic = await post(gw, { scope: 'api1' }, { authorization: basic('console', 'wrong') });
+    const wrongBasic = await post(gw, { scope: 'api1' }, { authorization: basicAuthorization('console', 'wrong') });
     assertError(t, wrongBasic, 401, invalidClient);
     t.equal(wrongBasic.headers.get('www-authenticate'), `Basic realm="${gw.config.issuer}"`);
     const attempts: Record<string, string>[] = [
@@ -187,7 +187,7 @@ function endpointRules(t: Test, gw: TestGateway): void {
   t.test('two client authentication methods, a duplicate parameter or a non-form body is invalid_request', async (t) => {
     assertError(
       t,
-      await post(gw, { client_id: 'console', client_secret: 'console-secret' }, { authorization: basic('console', 'console-secret') }),
+      await post(gw, { client_id: 'console', client_secret: 'console-secret' }, { authorization: basicAuthorization('console', 'console-secret') }),
       400,
       '{"error":"invalid_request","error_description":"The request uses more than one client authentication method."}',
     );

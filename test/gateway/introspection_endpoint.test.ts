@@ -7,13 +7,13 @@ import * as oidc from 'openid-client';
 import { decodeJwt, importJWK, SignJWT, type JWTPayload } from 'jose';
 import { generateSigningKey } from '../../gateway/key_loader.js';
 import { sha256Secret, startTestGateway, writeSigningKey } from '../helpers/test_gateway.js';
-import { addPasswordFixtures, basicAuth, offlineUserClient, passwordFixtures } from '../helpers/password_users.js';
+import { addPasswordFixtures, offlineUserClient, passwordFixtures } from '../helpers/password_users.js';
+import { basicAuthorization } from '../helpers/basic_authorization.js';
 
 const fixtures = await passwordFixtures();
 const form = 'application/x-www-form-urlencoded';
 const inactive = '{"active":false}';
 const invalidClient = '{"error":"invalid_client","error_description":"Client authentication failed."}';
-const basic = basicAuth;
 
 const userClient = offlineUserClient;
 
@@ -51,14 +51,14 @@ t.test('introspection endpoint', async (t) => {
     });
     return { status: res.status, headers: res.headers, text: await res.text() };
   }
-  const asApi1 = (token: string, extra: Record<string, string> = {}) => introspect({ token, ...extra }, basic('urn:api1', 'api1-secret'));
+  const asApi1 = (token: string, extra: Record<string, string> = {}) => introspect({ token, ...extra }, basicAuthorization('urn:api1', 'api1-secret'));
   const asClient = (token: string, clientId = 'app', extra: Record<string, string> = {}) =>
-    introspect({ token, ...extra }, basic(clientId, 'secret'));
+    introspect({ token, ...extra }, basicAuthorization(clientId, 'secret'));
 
   async function login(clientId = 'app', scope = 'api1 api2 offline_access'): Promise<{ access_token: string; refresh_token: string }> {
     const res = await fetch(gw.tokenUrl, {
       method: 'POST',
-      headers: { 'content-type': form, authorization: basic(clientId, 'secret') },
+      headers: { 'content-type': form, authorization: basicAuthorization(clientId, 'secret') },
       body: new URLSearchParams({ grant_type: 'password', username: 'alice', password: 'alice-pw', scope }).toString(),
     });
     const body = (await res.json()) as { access_token: string; refresh_token: string };
@@ -123,7 +123,7 @@ t.test('introspection endpoint', async (t) => {
   t.test('an API resource gets exactly {"active":false} for a token of another audience', async (t) => {
     const { access_token } = await login('app', 'api2 offline_access');
     assertInactive(t, await asApi1(access_token));
-    t.match(JSON.parse((await introspect({ token: access_token }, basic('urn:api2', 'api2-secret'))).text), { active: true, aud: 'urn:api2' });
+    t.match(JSON.parse((await introspect({ token: access_token }, basicAuthorization('urn:api2', 'api2-secret'))).text), { active: true, aud: 'urn:api2' });
   });
 
   t.test('an API resource never sees refresh tokens', async (t) => {
@@ -169,7 +169,7 @@ t.test('introspection endpoint', async (t) => {
     const revoke = (token: string) =>
       fetch(`${gw.url}/connect/revocation`, {
         method: 'POST',
-        headers: { 'content-type': form, authorization: basic('app', 'secret') },
+        headers: { 'content-type': form, authorization: basicAuthorization('app', 'secret') },
         body: new URLSearchParams({ token }).toString(),
       });
     t.equal((await revoke(access_token)).status, 200);
@@ -184,7 +184,7 @@ t.test('introspection endpoint', async (t) => {
     const { refresh_token } = await login();
     const res = await fetch(gw.tokenUrl, {
       method: 'POST',
-      headers: { 'content-type': form, authorization: basic('app', 'secret') },
+      headers: { 'content-type': form, authorization: basicAuthorization('app', 'secret') },
       body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token }).toString(),
     });
     const rotated = (await res.json()) as { refresh_token: string };
@@ -231,10 +231,10 @@ t.test('introspection endpoint', async (t) => {
     const { access_token } = await login();
     const cases: [string, Record<string, string>, string | undefined, boolean][] = [
       ['no credentials', { token: access_token }, undefined, false],
-      ['an API resource with a wrong secret', { token: access_token }, basic('urn:api1', 'wrong'), true],
-      ["an API resource with another resource's secret", { token: access_token }, basic('urn:api1', 'api2-secret'), true],
-      ['a client with a wrong secret', { token: access_token }, basic('app', 'wrong'), true],
-      ['an unknown caller', { token: access_token }, basic('nobody', 'secret'), true],
+      ['an API resource with a wrong secret', { token: access_token }, basicAuthorization('urn:api1', 'wrong'), true],
+      ["an API resource with another resource's secret", { token: access_token }, basicAuthorization('urn:api1', 'api2-secret'), true],
+      ['a client with a wrong secret', { token: access_token }, basicAuthorization('app', 'wrong'), true],
+      ['an unknown caller', { token: access_token }, basicAuthorization('nobody', 'secret'), true],
       ['a client with a wrong secret in the body', { token: access_token, client_id: 'app', client_secret: 'wrong' }, undefined, false],
       ['an API resource in the body', { token: access_token, client_id: 'urn:api1', client_secret: 'api1-secret' }, undefined, false],
     ];
@@ -254,7 +254,7 @@ t.test('introspection endpoint', async (t) => {
   });
 
   t.test('answers 400 invalid_request when token is missing or empty', async (t) => {
-    for (const authorization of [basic('urn:api1', 'api1-secret'), basic('app', 'secret')]) {
+    for (const authorization of [basicAuthorization('urn:api1', 'api1-secret'), basicAuthorization('app', 'secret')]) {
       for (const params of [{}, { token: '' }, { token_type_hint: 'access_token' }] as Record<string, string>[]) {
         const answer = await introspect(params, authorization);
         t.equal(answer.status, 400, JSON.stringify(params));
@@ -264,7 +264,7 @@ t.test('introspection endpoint', async (t) => {
   });
 
   t.test('answers 405 with Allow: POST to other methods', async (t) => {
-    const res = await fetch(introspectUrl, { method: 'GET', headers: { authorization: basic('urn:api1', 'api1-secret') } });
+    const res = await fetch(introspectUrl, { method: 'GET', headers: { authorization: basicAuthorization('urn:api1', 'api1-secret') } });
     t.equal(res.status, 405);
     t.equal(res.headers.get('allow'), 'POST');
     t.equal(await res.text(), '{"error":"invalid_request","error_description":"The introspection endpoint accepts POST only."}');

@@ -6,14 +6,14 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import * as oidc from 'openid-client';
 import { importJWK, SignJWT } from 'jose';
 import { sha256Secret, startTestGateway, writeSigningKey } from '../helpers/test_gateway.js';
-import { addPasswordFixtures, basicAuth, offlineUserClient, passwordFixtures } from '../helpers/password_users.js';
+import { addPasswordFixtures, offlineUserClient, passwordFixtures } from '../helpers/password_users.js';
+import { basicAuthorization } from '../helpers/basic_authorization.js';
 
 const fixtures = await passwordFixtures();
 const form = 'application/x-www-form-urlencoded';
 const inactive = '{"active":false}';
 const invalidClient = '{"error":"invalid_client","error_description":"Client authentication failed."}';
 const rejectedRefresh = '{"error":"invalid_grant","error_description":"The refresh token is invalid, expired or revoked."}';
-const basic = basicAuth;
 
 const userClient = offlineUserClient;
 
@@ -57,16 +57,16 @@ t.test('revocation endpoint', async (t) => {
     return { status: res.status, headers: res.headers, text: await res.text() };
   }
   const revoke = (token: string, clientId = 'app', extra: Record<string, string> = {}) =>
-    post(revocationUrl, { token, ...extra }, basic(clientId, 'secret'));
+    post(revocationUrl, { token, ...extra }, basicAuthorization(clientId, 'secret'));
   /** What an API resource sees: works for the access tokens of every client, the public one's too. */
-  const introspectAsApi = async (token: string) => (await post(`${gw.url}/connect/introspect`, { token }, basic('urn:api1', 'api1-secret'))).text;
-  const introspectAsClient = async (token: string, clientId = 'app') => (await post(`${gw.url}/connect/introspect`, { token }, basic(clientId, 'secret'))).text;
+  const introspectAsApi = async (token: string) => (await post(`${gw.url}/connect/introspect`, { token }, basicAuthorization('urn:api1', 'api1-secret'))).text;
+  const introspectAsClient = async (token: string, clientId = 'app') => (await post(`${gw.url}/connect/introspect`, { token }, basicAuthorization(clientId, 'secret'))).text;
   const refresh = (refreshToken: string, clientId = 'app') =>
-    post(gw.tokenUrl, { grant_type: 'refresh_token', refresh_token: refreshToken }, basic(clientId, 'secret'));
+    post(gw.tokenUrl, { grant_type: 'refresh_token', refresh_token: refreshToken }, basicAuthorization(clientId, 'secret'));
 
   async function login(clientId = 'app'): Promise<Tokens> {
     const params = { grant_type: 'password', username: 'alice', password: 'alice-pw', scope: 'api1 offline_access' };
-    const answer = clientId === 'spa' ? await post(gw.tokenUrl, { ...params, client_id: 'spa' }) : await post(gw.tokenUrl, params, basic(clientId, 'secret'));
+    const answer = clientId === 'spa' ? await post(gw.tokenUrl, { ...params, client_id: 'spa' }) : await post(gw.tokenUrl, params, basicAuthorization(clientId, 'secret'));
     if (answer.status !== 200) throw new Error(`login failed: ${answer.text}`);
     return JSON.parse(answer.text) as Tokens;
   }
@@ -190,7 +190,7 @@ t.test('revocation endpoint', async (t) => {
 
   t.test('answers 400 invalid_request when token is missing or empty', async (t) => {
     for (const params of [{}, { token: '' }, { token_type_hint: 'refresh_token' }] as Record<string, string>[]) {
-      const answer = await post(revocationUrl, params, basic('app', 'secret'));
+      const answer = await post(revocationUrl, params, basicAuthorization('app', 'secret'));
       t.equal(answer.status, 400, JSON.stringify(params));
       t.equal(answer.text, '{"error":"invalid_request","error_description":"The token parameter is missing."}');
       t.equal(answer.headers.get('cache-control'), 'no-store');
@@ -199,7 +199,7 @@ t.test('revocation endpoint', async (t) => {
 
   t.test('answers 405 with Allow: POST to other methods', async (t) => {
     for (const method of ['GET', 'PUT', 'DELETE']) {
-      const res = await fetch(revocationUrl, { method, headers: { authorization: basic('app', 'secret') } });
+      const res = await fetch(revocationUrl, { method, headers: { authorization: basicAuthorization('app', 'secret') } });
       t.equal(res.status, 405, method);
       t.equal(res.headers.get('allow'), 'POST');
       t.equal(await res.text(), '{"error":"invalid_request","error_description":"The revocation endpoint accepts POST only."}');
@@ -210,11 +210,11 @@ t.test('revocation endpoint', async (t) => {
     const tokens = await login();
     const cases: [string, Record<string, string>, string | undefined, boolean][] = [
       ['no credentials', { token: tokens.refresh_token }, undefined, false],
-      ['a wrong secret with Basic', { token: tokens.refresh_token }, basic('app', 'wrong'), true],
+      ['a wrong secret with Basic', { token: tokens.refresh_token }, basicAuthorization('app', 'wrong'), true],
       ['a wrong secret in the body', { token: tokens.refresh_token, client_id: 'app', client_secret: 'wrong' }, undefined, false],
       ['a confidential client without its secret', { token: tokens.refresh_token, client_id: 'app' }, undefined, false],
-      ['an unknown client', { token: tokens.refresh_token }, basic('nobody', 'secret'), true],
-      ['an API resource', { token: tokens.access_token }, basic('urn:api1', 'api1-secret'), true],
+      ['an unknown client', { token: tokens.refresh_token }, basicAuthorization('nobody', 'secret'), true],
+      ['an API resource', { token: tokens.access_token }, basicAuthorization('urn:api1', 'api1-secret'), true],
     ];
     for (const [name, params, authorization, challenged] of cases) {
       const answer = await post(revocationUrl, params, authorization);
@@ -229,7 +229,7 @@ t.test('revocation endpoint', async (t) => {
   t.test('answers 400 to a body that is not a form', async (t) => {
     const res = await fetch(revocationUrl, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: basic('app', 'secret') },
+      headers: { 'content-type': 'application/json', authorization: basicAuthorization('app', 'secret') },
       body: JSON.stringify({ token: 'x' }),
     });
     t.equal(res.status, 400);

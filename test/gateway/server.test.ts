@@ -6,10 +6,10 @@ import { startGateway } from '../../gateway/server.js';
 import { baseTestConfig, startTestGateway } from '../helpers/test_gateway.js';
 import { freePort } from '../helpers/free_port.js';
 import { startRedisServer } from '../helpers/redis_server.js';
+import { basicAuthorization } from '../helpers/basic_authorization.js';
 
 const fixture = (name: string) => new URL(`../fixtures/grants/${name}.ts`, import.meta.url).href;
-const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`;
-const tokenRequest = (url: string, body: string, auth = basic('m2m', 'secret')) =>
+const tokenRequest = (url: string, body: string, auth = basicAuthorization('m2m', 'secret')) =>
   fetch(`${url}/connect/token`, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/x-www-form-urlencoded' }, body });
 
 function addTester(raw: Record<string, unknown>, grants: string[]) {
@@ -27,7 +27,7 @@ t.test('a graceful stop finishes requests in flight, then refuses new connection
     extraGrantTypes: ['test_slow'],
     patch: (raw) => addTester(raw, ['test_slow']),
   });
-  const inFlight = Array.from({ length: 3 }, () => tokenRequest(gw.url, 'grant_type=test_slow', basic('tester', 'secret')));
+  const inFlight = Array.from({ length: 3 }, () => tokenRequest(gw.url, 'grant_type=test_slow', basicAuthorization('tester', 'secret')));
   await new Promise((r) => setTimeout(r, 100));
   await gw.stop();
   const statuses = await Promise.all(inFlight.map(async (p) => (await p).status));
@@ -53,7 +53,7 @@ t.test('logs carry no client secret, token or password', async (t) => {
   t.teardown(() => gw.stop());
   const ok = await tokenRequest(gw.url, 'grant_type=client_credentials');
   const token = ((await ok.json()) as { access_token: string }).access_token;
-  await tokenRequest(gw.url, 'grant_type=client_credentials', basic('m2m', 'Sup3rS3cretGuess'));
+  await tokenRequest(gw.url, 'grant_type=client_credentials', basicAuthorization('m2m', 'Sup3rS3cretGuess'));
   await tokenRequest(gw.url, 'grant_type=client_credentials&client_id=m2m&client_secret=An0therGuess');
   await gw.stop();
   const log = lines.join('');
@@ -84,7 +84,7 @@ t.test('on the Redis store', async (t) => {
 
   t.test('issues tokens and serves a grant that reads the store', async (t) => {
     t.equal((await tokenRequest(a.url, 'grant_type=client_credentials')).status, 200);
-    t.equal((await tokenRequest(b.url, 'grant_type=test_store', basic('tester', 'secret'))).status, 200);
+    t.equal((await tokenRequest(b.url, 'grant_type=test_store', basicAuthorization('tester', 'secret'))).status, 200);
     t.equal((await fetch(`${a.url}/readyz`)).status, 200);
   });
 
@@ -95,7 +95,7 @@ t.test('on the Redis store', async (t) => {
     }
     await redis.stop();
     const started = Date.now();
-    const res = await tokenRequest(a.url, 'grant_type=test_store', basic('tester', 'secret'));
+    const res = await tokenRequest(a.url, 'grant_type=test_store', basicAuthorization('tester', 'secret'));
     t.ok(Date.now() - started < 2000, 'answered within 2 s');
     t.equal(res.status, 503);
     t.equal(res.headers.get('retry-after'), '2');
@@ -110,7 +110,7 @@ t.test('on the Redis store', async (t) => {
     let status = 0;
     for (let i = 0; i < 40 && status !== 200; i++) {
       await new Promise((r) => setTimeout(r, 100));
-      status = (await tokenRequest(a.url, 'grant_type=test_store', basic('tester', 'secret'))).status;
+      status = (await tokenRequest(a.url, 'grant_type=test_store', basicAuthorization('tester', 'secret'))).status;
     }
     t.equal(status, 200, 'works again after the store comes back');
   });

@@ -2,10 +2,9 @@ import t, { type Test } from 'tap';
 import { connect } from 'node:net';
 import { appendixB, startTestGateway, type TestGateway } from '../helpers/test_gateway.js';
 import { rawRequest } from '../helpers/raw_http.js';
+import { basicAuthorization } from '../helpers/basic_authorization.js';
 
 const form = 'application/x-www-form-urlencoded';
-const basic = (id: string, secret: string) =>
-  `Basic ${Buffer.from(`${encodeURIComponent(id).replaceAll('%20', '+')}:${encodeURIComponent(secret).replaceAll('%20', '+')}`).toString('base64')}`;
 
 async function post(gw: TestGateway, body: string | Uint8Array, headers: Record<string, string> = {}) {
   const res = await fetch(gw.tokenUrl, { method: 'POST', headers: { 'content-type': form, ...headers }, body });
@@ -22,7 +21,7 @@ t.test('token endpoint', async (t) => {
   const gw = await startTestGateway(t);
 
   t.test('issues an access token to a client authenticated with Basic', async (t) => {
-    const r = await post(gw, 'grant_type=client_credentials', { authorization: basic('m2m', 'secret') });
+    const r = await post(gw, 'grant_type=client_credentials', { authorization: basicAuthorization('m2m', 'secret') });
     t.equal(r.status, 200);
     assertNoCacheJson(t, r.headers);
     const body = JSON.parse(r.text) as Record<string, unknown>;
@@ -40,7 +39,7 @@ t.test('token endpoint', async (t) => {
   });
 
   t.test('accepts the RFC 6749 Appendix B client through Basic', async (t) => {
-    const r = await post(gw, 'grant_type=client_credentials', { authorization: basic(appendixB.clientId, appendixB.secret) });
+    const r = await post(gw, 'grant_type=client_credentials', { authorization: basicAuthorization(appendixB.clientId, appendixB.secret) });
     t.equal(r.status, 200, r.text);
   });
 
@@ -59,7 +58,7 @@ t.test('token endpoint', async (t) => {
     });
     const res = await fetch(gw.tokenUrl, {
       method: 'POST',
-      headers: { 'content-type': form, authorization: basic('m2m', 'secret') },
+      headers: { 'content-type': form, authorization: basicAuthorization('m2m', 'secret') },
       body: stream,
       duplex: 'half',
     } as RequestInit);
@@ -76,38 +75,38 @@ t.test('token endpoint', async (t) => {
   });
 
   t.test('refuses a body that is not form-encoded', async (t) => {
-    const r = await post(gw, '{"grant_type":"client_credentials"}', { 'content-type': 'application/json', authorization: basic('m2m', 'secret') });
+    const r = await post(gw, '{"grant_type":"client_credentials"}', { 'content-type': 'application/json', authorization: basicAuthorization('m2m', 'secret') });
     t.equal(r.status, 400);
     assertNoCacheJson(t, r.headers);
     t.same(JSON.parse(r.text), { error: 'invalid_request', error_description: 'The request must be application/x-www-form-urlencoded.' });
   });
 
   t.test('accepts a UTF-8 charset and refuses another', async (t) => {
-    const ok = await post(gw, 'grant_type=client_credentials', { 'content-type': `${form}; charset=UTF-8`, authorization: basic('m2m', 'secret') });
+    const ok = await post(gw, 'grant_type=client_credentials', { 'content-type': `${form}; charset=UTF-8`, authorization: basicAuthorization('m2m', 'secret') });
     t.equal(ok.status, 200);
-    const bad = await post(gw, 'grant_type=client_credentials', { 'content-type': `${form}; charset=iso-8859-1`, authorization: basic('m2m', 'secret') });
+    const bad = await post(gw, 'grant_type=client_credentials', { 'content-type': `${form}; charset=iso-8859-1`, authorization: basicAuthorization('m2m', 'secret') });
     t.equal(bad.status, 400);
   });
 
   t.test('refuses bad percent-encoding and invalid UTF-8', async (t) => {
     for (const body of ['grant_type=client_credentials&scope=%zz', 'grant_type=client_credentials&scope=%C3%28']) {
-      const r = await post(gw, body, { authorization: basic('m2m', 'secret') });
+      const r = await post(gw, body, { authorization: basicAuthorization('m2m', 'secret') });
       t.equal(r.status, 400);
       t.same(JSON.parse(r.text), { error: 'invalid_request', error_description: 'The request body is not valid form-urlencoded UTF-8.' });
     }
-    const raw = await post(gw, Uint8Array.of(...new TextEncoder().encode('grant_type=client_credentials&x='), 0xff), { authorization: basic('m2m', 'secret') });
+    const raw = await post(gw, Uint8Array.of(...new TextEncoder().encode('grant_type=client_credentials&x='), 0xff), { authorization: basicAuthorization('m2m', 'secret') });
     t.equal(raw.status, 400);
   });
 
   t.test('refuses a repeated parameter', async (t) => {
-    const r = await post(gw, 'grant_type=client_credentials&scope=api1&scope=api2', { authorization: basic('m2m', 'secret') });
+    const r = await post(gw, 'grant_type=client_credentials&scope=api1&scope=api2', { authorization: basicAuthorization('m2m', 'secret') });
     t.equal(r.status, 400);
     t.same(JSON.parse(r.text), { error: 'invalid_request', error_description: 'A parameter was sent more than once.' });
   });
 
   t.test('refuses more parameters than the cap', async (t) => {
     const body = `grant_type=client_credentials&${Array.from({ length: 200 }, (_, i) => `p${i}=1`).join('&')}`;
-    const r = await post(gw, body, { authorization: basic('m2m', 'secret') });
+    const r = await post(gw, body, { authorization: basicAuthorization('m2m', 'secret') });
     t.equal(r.status, 400);
     t.same(JSON.parse(r.text), { error: 'invalid_request', error_description: 'The request has too many parameters.' });
   });
@@ -146,13 +145,13 @@ t.test('token endpoint', async (t) => {
         }),
       ),
     );
-    const r = await post(gw, 'grant_type=client_credentials', { authorization: basic('m2m', 'secret') });
+    const r = await post(gw, 'grant_type=client_credentials', { authorization: basicAuthorization('m2m', 'secret') });
     t.equal(r.status, 200);
   });
 
   t.test('gives an unknown client and a wrong secret byte-identical 401 bodies', async (t) => {
-    const unknown = await post(gw, 'grant_type=client_credentials', { authorization: basic('nobody', 'secret') });
-    const wrong = await post(gw, 'grant_type=client_credentials', { authorization: basic('m2m', 'wrong') });
+    const unknown = await post(gw, 'grant_type=client_credentials', { authorization: basicAuthorization('nobody', 'secret') });
+    const wrong = await post(gw, 'grant_type=client_credentials', { authorization: basicAuthorization('m2m', 'wrong') });
     t.equal(unknown.status, 401);
     t.equal(wrong.status, 401);
     t.equal(unknown.text, wrong.text);
@@ -161,7 +160,7 @@ t.test('token endpoint', async (t) => {
   });
 
   t.test('sends WWW-Authenticate exactly when Basic was used', async (t) => {
-    const withBasic = await post(gw, 'grant_type=client_credentials', { authorization: basic('m2m', 'wrong') });
+    const withBasic = await post(gw, 'grant_type=client_credentials', { authorization: basicAuthorization('m2m', 'wrong') });
     t.equal(withBasic.headers.get('www-authenticate'), `Basic realm="${gw.config.issuer}"`);
     const inBody = await post(gw, 'grant_type=client_credentials&client_id=m2m&client_secret=wrong');
     t.equal(inBody.status, 401);
@@ -181,36 +180,36 @@ t.test('token endpoint', async (t) => {
   });
 
   t.test('refuses an expired secret and accepts the current one', async (t) => {
-    t.equal((await post(gw, 'grant_type=client_credentials', { authorization: basic('rolling', 'expired') })).status, 401);
-    t.equal((await post(gw, 'grant_type=client_credentials', { authorization: basic('rolling', 'current') })).status, 200);
+    t.equal((await post(gw, 'grant_type=client_credentials', { authorization: basicAuthorization('rolling', 'expired') })).status, 401);
+    t.equal((await post(gw, 'grant_type=client_credentials', { authorization: basicAuthorization('rolling', 'current') })).status, 200);
   });
 
   t.test('refuses a disabled client', async (t) => {
-    const r = await post(gw, 'grant_type=client_credentials', { authorization: basic('disabled', 'secret') });
+    const r = await post(gw, 'grant_type=client_credentials', { authorization: basicAuthorization('disabled', 'secret') });
     t.equal(r.status, 401);
     t.equal(r.text, '{"error":"invalid_client","error_description":"Client authentication failed."}');
   });
 
   t.test('refuses two client authentication methods in one request', async (t) => {
-    const r = await post(gw, 'grant_type=client_credentials&client_secret=secret', { authorization: basic('m2m', 'secret') });
+    const r = await post(gw, 'grant_type=client_credentials&client_secret=secret', { authorization: basicAuthorization('m2m', 'secret') });
     t.equal(r.status, 400);
     t.same(JSON.parse(r.text), { error: 'invalid_request', error_description: 'The request uses more than one client authentication method.' });
   });
 
   t.test('refuses a missing grant_type', async (t) => {
-    const r = await post(gw, 'scope=api1', { authorization: basic('m2m', 'secret') });
+    const r = await post(gw, 'scope=api1', { authorization: basicAuthorization('m2m', 'secret') });
     t.equal(r.status, 400);
     t.same(JSON.parse(r.text), { error: 'invalid_request', error_description: 'The grant_type parameter is missing.' });
   });
 
   t.test('refuses an unknown grant type', async (t) => {
-    const r = await post(gw, 'grant_type=magic', { authorization: basic('m2m', 'secret') });
+    const r = await post(gw, 'grant_type=magic', { authorization: basicAuthorization('m2m', 'secret') });
     t.equal(r.status, 400);
     t.same(JSON.parse(r.text), { error: 'unsupported_grant_type', error_description: 'The grant type is not supported.' });
   });
 
   t.test('refuses a grant type the client is not allowed', async (t) => {
-    const r = await post(gw, 'grant_type=client_credentials', { authorization: basic('user-app', 'secret') });
+    const r = await post(gw, 'grant_type=client_credentials', { authorization: basicAuthorization('user-app', 'secret') });
     t.equal(r.status, 400);
     t.same(JSON.parse(r.text), { error: 'unauthorized_client', error_description: 'The client is not allowed to use this grant type.' });
   });
@@ -223,14 +222,14 @@ t.test('token endpoint', async (t) => {
       ['offline_access', 'The client is not allowed a requested scope.'],
     ];
     for (const [scope, description] of cases) {
-      const r = await post(gw, `grant_type=client_credentials&scope=${encodeURIComponent(scope)}`, { authorization: basic('m2m', 'secret') });
+      const r = await post(gw, `grant_type=client_credentials&scope=${encodeURIComponent(scope)}`, { authorization: basicAuthorization('m2m', 'secret') });
       t.equal(r.status, 400, scope);
       assertNoCacheJson(t, r.headers);
       t.same(JSON.parse(r.text), { error: 'invalid_scope', error_description: description }, scope);
     }
-    const idOnly = await post(gw, 'grant_type=client_credentials&scope=openid', { authorization: basic('identity-only', 'secret') });
+    const idOnly = await post(gw, 'grant_type=client_credentials&scope=openid', { authorization: basicAuthorization('identity-only', 'secret') });
     t.same(JSON.parse(idOnly.text), { error: 'invalid_scope', error_description: 'A requested scope is not allowed for this grant type.' });
-    const idOnlyDefault = await post(gw, 'grant_type=client_credentials', { authorization: basic('identity-only', 'secret') });
+    const idOnlyDefault = await post(gw, 'grant_type=client_credentials', { authorization: basicAuthorization('identity-only', 'secret') });
     t.same(JSON.parse(idOnlyDefault.text), { error: 'invalid_scope', error_description: 'The client has no scope allowed for this grant type.' });
   });
 
@@ -275,7 +274,7 @@ t.test('token endpoint', async (t) => {
   });
 
   t.test('answers every one of 2000 requests sent over 64 connections at once', async (t) => {
-    const auth = { authorization: basic('m2m', 'secret') };
+    const auth = { authorization: basicAuthorization('m2m', 'secret') };
     const statuses = new Map<number, number>();
     let next = 0;
     await Promise.all(
@@ -293,8 +292,8 @@ t.test('token endpoint', async (t) => {
 
   t.test('counts token responses by status in Prometheus metrics', async (t) => {
     const before = await metricValue(gw, 'tessera_token_responses_total{status="401"}');
-    await post(gw, 'grant_type=client_credentials', { authorization: basic('m2m', 'wrong') });
-    await post(gw, 'grant_type=client_credentials', { authorization: basic('m2m', 'wrong') });
+    await post(gw, 'grant_type=client_credentials', { authorization: basicAuthorization('m2m', 'wrong') });
+    await post(gw, 'grant_type=client_credentials', { authorization: basicAuthorization('m2m', 'wrong') });
     t.equal(await metricValue(gw, 'tessera_token_responses_total{status="401"}'), before + 2);
     t.ok((await metricValue(gw, 'tessera_token_responses_total{status="200"}')) > 0);
     const res = await fetch(`${gw.url}/metrics`);
@@ -318,7 +317,7 @@ t.test('worker failures', async (t) => {
       raw.workers = { threads: 1, maxQueue: 2 };
     },
   });
-  const auth = { authorization: basic('tester', 'secret') };
+  const auth = { authorization: basicAuthorization('tester', 'secret') };
 
   t.test('a grant that throws gives 500 server_error without detail, and the next request succeeds', async (t) => {
     const r = await post(gw, 'grant_type=test_throw', auth);

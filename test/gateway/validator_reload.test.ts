@@ -6,9 +6,10 @@ import path from 'node:path';
 import { decodeJwt } from 'jose';
 import { pino } from 'pino';
 import { sha256Secret, startTestGateway, type TestGateway } from '../helpers/test_gateway.js';
+import { basicAuthorization } from '../helpers/basic_authorization.js';
 
 const form = 'application/x-www-form-urlencoded';
-const auth = `Basic ${Buffer.from('hot:secret').toString('base64')}`;
+const auth = basicAuthorization('hot');
 
 /** A validator that stamps its version into the token, after a short delay (so requests overlap a reload). */
 const stampValidator = (grantType: string, version: string) => `

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { BrowserSession, type PageResponse } from './browser_session.js';
 import { sha256Secret, type TestGateway } from './test_gateway.js';
+import { basicAuthorization } from './basic_authorization.js';
 
 /** The redirect URI the code-flow test clients register; nothing listens there. */
 export const callbackUri = 'http://127.0.0.1:5002/callback';
@@ -114,7 +115,7 @@ export class AuthorizeFlow {
   async token(params: Record<string, string>, auth: { clientId: string; secret?: string | undefined }): Promise<TokenAnswer> {
     const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
     const body = new URLSearchParams(params);
-    if (auth.secret !== undefined) headers.authorization = `Basic ${Buffer.from(`${auth.clientId}:${auth.secret}`).toString('base64')}`;
+    if (auth.secret !== undefined) headers.authorization = basicAuthorization(auth.clientId, auth.secret);
     else body.set('client_id', auth.clientId);
     const res = await fetch(this.gw.tokenUrl, { method: 'POST', headers, body: body.toString() });
     return { status: res.status, headers: res.headers, body: await res.text() };
@@ -126,7 +127,7 @@ export class AuthorizeFlow {
       method: 'POST',
       headers: {
         'content-type': 'application/x-www-form-urlencoded',
-        authorization: `Basic ${Buffer.from(`${clientId}:secret`).toString('base64')}`,
+        authorization: basicAuthorization(clientId),
       },
       body: new URLSearchParams({ token }).toString(),
     });

@@ -57,8 +57,3 @@ export function offlineUserClient(clientId: string, extra: Record<string, unknow
     ...extra,
   };
 }
-
-/** `Authorization: Basic` with both parts form-encoded first (RFC 6749 §2.3.1). */
-export function basicAuth(id: string, secret: string): string {
-  return `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
-}

@@ -1,4 +1,5 @@
 import { connect, type Socket } from 'node:net';
+import { basicAuthorization } from './basic_authorization.js';
 
 export interface RawAnswer {
   status: number;
@@ -34,7 +35,7 @@ export async function releaseAtOnce(ports: readonly number[], request: Buffer): 
 /** A form POST with HTTP Basic client authentication, as raw bytes. */
 export function formPost(path: string, params: Record<string, string>, basic?: { clientId: string; secret: string }): Buffer {
   const body = new URLSearchParams(params).toString();
-  const authorization = basic === undefined ? '' : `Authorization: Basic ${Buffer.from(`${basic.clientId}:${basic.secret}`).toString('base64')}\r\n`;
+  const authorization = basic === undefined ? '' : `Authorization: ${basicAuthorization(basic.clientId, basic.secret)}\r\n`;
   return Buffer.from(
     `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${authorization}` +
       `Content-Type: application/x-www-form-urlencoded\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,

@@ -3,12 +3,11 @@ import { createHash } from 'node:crypto';
 import { clientSchema, type ClientConfig } from '../../../gateway/config/schema.js';
 import { ClientAuthenticator } from '../../../gateway/client_authentication/authenticator.js';
 import { registerClients } from '../../../workers/protocol/client_model.js';
+import { basicAuthorization } from '../../helpers/basic_authorization.js';
 
 const sha = (s: string) => createHash('sha256').update(s, 'utf8').digest('base64');
 const client = (c: Partial<ClientConfig> & { clientId: string }): ClientConfig =>
   clientSchema.parse({ allowedGrantTypes: ['client_credentials'], ...c });
-const basic = (id: string, secret: string) =>
-  `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
 const params = (p: Record<string, string>) => Object.assign(Object.create(null) as Record<string, string>, p);
 
 const now = Date.parse('2026-06-01T00:00:00Z');
@@ -30,7 +29,7 @@ const auth = new ClientAuthenticator(
 );
 
 t.test('accepts the right secret with Basic', async (t) => {
-  const r = auth.authenticate(basic('m2m', 'secret'), params({}));
+  const r = auth.authenticate(basicAuthorization('m2m', 'secret'), params({}));
   t.equal(r.ok && r.client.clientId, 'm2m');
   t.equal(r.ok && r.method, 'client_secret_basic');
 });
@@ -41,19 +40,19 @@ t.test('accepts the right secret in the body', async (t) => {
 });
 
 t.test('accepts Basic with a matching client_id in the body', async (t) => {
-  t.equal(auth.authenticate(basic('m2m', 'secret'), params({ client_id: 'm2m' })).ok, true);
+  t.equal(auth.authenticate(basicAuthorization('m2m', 'secret'), params({ client_id: 'm2m' })).ok, true);
 });
 
 t.test('accepts the RFC 6749 Appendix B client through Basic', async (t) => {
-  const r = auth.authenticate(basic('an:identifier', 'some secure & non-standard secret'), params({}));
+  const r = auth.authenticate(basicAuthorization('an:identifier', 'some secure & non-standard secret'), params({}));
   t.equal(r.ok && r.client.clientId, 'an:identifier');
 });
 
 t.test('rejects a wrong secret, an unknown client and a disabled client the same way', async (t) => {
   for (const [header, body] of [
-    [basic('m2m', 'wrong'), {}],
-    [basic('nobody', 'secret'), {}],
-    [basic('off', 'secret'), {}],
+    [basicAuthorization('m2m', 'wrong'), {}],
+    [basicAuthorization('nobody', 'secret'), {}],
+    [basicAuthorization('off', 'secret'), {}],
     ['', { client_id: 'm2m', client_secret: 'secretx' }],
     ['', { client_id: 'nobody', client_secret: 'secret' }],
   ] as const) {
@@ -65,14 +64,14 @@ t.test('rejects a wrong secret, an unknown client and a disabled client the same
 });
 
 t.test('refuses an expired secret and accepts its successor', async (t) => {
-  t.equal(auth.authenticate(basic('rolling', 'old'), params({})).ok, false);
-  t.equal(auth.authenticate(basic('rolling', 'new'), params({})).ok, true);
+  t.equal(auth.authenticate(basicAuthorization('rolling', 'old'), params({})).ok, false);
+  t.equal(auth.authenticate(basicAuthorization('rolling', 'new'), params({})).ok, true);
 });
 
 t.test('refuses two authentication methods at once', async (t) => {
-  const r = auth.authenticate(basic('m2m', 'secret'), params({ client_secret: 'secret' }));
+  const r = auth.authenticate(basicAuthorization('m2m', 'secret'), params({ client_secret: 'secret' }));
   t.equal(!r.ok && r.failure, 'multiple_methods');
-  const r2 = auth.authenticate(basic('m2m', 'secret'), params({ client_id: 'other' }));
+  const r2 = auth.authenticate(basicAuthorization('m2m', 'secret'), params({ client_id: 'other' }));
   t.equal(!r2.ok && r2.failure, 'multiple_methods');
 });
 
@@ -109,21 +108,21 @@ t.test('a remembered Basic header stops working when its secret expires', async 
     registerClients([client({ clientId: 'exp', clientSecrets: [{ value: sha('s'), expiration: '2026-01-01T00:00:30Z' }] })]),
     () => clock,
   );
-  t.equal(expiring.authenticate(basic('exp', 's'), params({})).ok, true);
+  t.equal(expiring.authenticate(basicAuthorization('exp', 's'), params({})).ok, true);
   clock += 10_000;
-  t.equal(expiring.authenticate(basic('exp', 's'), params({})).ok, true, 'still valid, from memory');
+  t.equal(expiring.authenticate(basicAuthorization('exp', 's'), params({})).ok, true, 'still valid, from memory');
   clock += 25_000;
-  t.equal(expiring.authenticate(basic('exp', 's'), params({})).ok, false, 'past the expiry the header is checked again and refused');
+  t.equal(expiring.authenticate(basicAuthorization('exp', 's'), params({})).ok, false, 'past the expiry the header is checked again and refused');
 });
 
 t.test('a remembered Basic header still refuses a second authentication method', async (t) => {
-  t.equal(auth.authenticate(basic('m2m', 'secret'), params({})).ok, true);
-  const r = auth.authenticate(basic('m2m', 'secret'), params({ client_secret: 'secret' }));
+  t.equal(auth.authenticate(basicAuthorization('m2m', 'secret'), params({})).ok, true);
+  const r = auth.authenticate(basicAuthorization('m2m', 'secret'), params({ client_secret: 'secret' }));
   t.equal(!r.ok && r.failure, 'multiple_methods');
-  const r2 = auth.authenticate(basic('m2m', 'secret'), params({ client_id: 'other' }));
+  const r2 = auth.authenticate(basicAuthorization('m2m', 'secret'), params({ client_id: 'other' }));
   t.equal(!r2.ok && r2.failure, 'multiple_methods');
 });
 
 t.test('a failed Basic header is never remembered', async (t) => {
-  for (let i = 0; i < 3; i++) t.equal(auth.authenticate(basic('m2m', 'wrong'), params({})).ok, false);
+  for (let i = 0; i < 3; i++) t.equal(auth.authenticate(basicAuthorization('m2m', 'wrong'), params({})).ok, false);
 });

@@ -4,11 +4,11 @@ import t, { type Test } from 'tap';
 import { fileURLToPath } from 'node:url';
 import { createRemoteJWKSet, decodeJwt, jwtVerify } from 'jose';
 import { sha256Secret, startTestGateway, type TestGateway } from '../../helpers/test_gateway.js';
+import { basicAuthorization } from '../../helpers/basic_authorization.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../../fixtures/validators/${name}.ts`, import.meta.url));
 const timeoutMs = 300;
 const form = 'application/x-www-form-urlencoded';
-const basic = (id: string, secret = 'secret') => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`;
 const unavailable = { error: 'temporarily_unavailable', error_description: 'The service is temporarily unavailable. Retry later.' };
 
 interface Answer {
@@ -22,7 +22,7 @@ async function post(gw: TestGateway, params: Record<string, string>, clientId = 
   const started = performance.now();
   const res = await fetch(gw.tokenUrl, {
     method: 'POST',
-    headers: { 'content-type': form, authorization: basic(clientId) },
+    headers: { 'content-type': form, authorization: basicAuthorization(clientId) },
     body: new URLSearchParams(params).toString(),
   });
   return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown>, ms: performance.now() - started };

@@ -1,17 +1,17 @@
 import t, { type Test } from 'tap';
 import { decodeJwt } from 'jose';
 import { sha256Secret, startTestGateway, type TestGateway } from '../../helpers/test_gateway.js';
-import { addPasswordFixtures, basicAuth, passwordFixtures } from '../../helpers/password_users.js';
+import { addPasswordFixtures, passwordFixtures } from '../../helpers/password_users.js';
 import { startRedisServer } from '../../helpers/redis_server.js';
+import { basicAuthorization } from '../../helpers/basic_authorization.js';
 
 const fixtures = await passwordFixtures();
-const basic = (id: string, secret = 'secret') => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`;
 const form = (p: Record<string, string>) => new URLSearchParams(p).toString();
 
 async function grant(gw: TestGateway, params: Record<string, string>, client = 'ro') {
   const res = await fetch(gw.tokenUrl, {
     method: 'POST',
-    headers: { authorization: basic(client), 'content-type': 'application/x-www-form-urlencoded' },
+    headers: { authorization: basicAuthorization(client), 'content-type': 'application/x-www-form-urlencoded' },
     body: form({ grant_type: 'password', ...params }),
   });
   return { status: res.status, headers: res.headers, text: await res.text() };
@@ -104,7 +104,7 @@ t.test('password grant', async (t) => {
   t.test('refuses a password that is not UTF-8', async (t) => {
     const res = await fetch(gw.tokenUrl, {
       method: 'POST',
-      headers: { authorization: basic('ro'), 'content-type': 'application/x-www-form-urlencoded' },
+      headers: { authorization: basicAuthorization('ro'), 'content-type': 'application/x-www-form-urlencoded' },
       body: 'grant_type=password&username=carol&password=p%E4sswort',
     });
     t.equal(res.status, 400);
@@ -182,7 +182,7 @@ async function throttleSuite(t: Test, store: 'memory' | 'redis') {
     const tryClient = async (secret: string) => {
       const res = await fetch(gw.tokenUrl, {
         method: 'POST',
-        headers: { authorization: basic('ro2', secret), 'content-type': 'application/x-www-form-urlencoded' },
+        headers: { authorization: basicAuthorization('ro2', secret), 'content-type': 'application/x-www-form-urlencoded' },
         body: 'grant_type=password&username=alice&password=alice-pw',
       });
       return { status: res.status, retryAfter: res.headers.get('retry-after'), body: await res.text() };
@@ -201,7 +201,7 @@ async function throttleSuite(t: Test, store: 'memory' | 'redis') {
     const introspect = async (secret: string) => {
       const res = await fetch(`${gw.url}/connect/introspect`, {
         method: 'POST',
-        headers: { authorization: basicAuth('urn:api1', secret), 'content-type': 'application/x-www-form-urlencoded' },
+        headers: { authorization: basicAuthorization('urn:api1', secret), 'content-type': 'application/x-www-form-urlencoded' },
         body: 'token=x',
       });
       return { status: res.status, retryAfter: res.headers.get('retry-after'), body: await res.text() };
