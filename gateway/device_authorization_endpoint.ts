@@ -1,5 +1,5 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { deviceCodeGrantType } from '../workers/grants/device_code.js';
+import { deviceCodeGrantType } from '../workers/protocol/grant_types.js';
 import { userPolicy, type GrantedScopes, type ScopeRules } from '../workers/grants/scope_rules.js';
 import type { RegisteredClient } from '../workers/protocol/client_model.js';
 import { OAuthError, OAuthErrors } from '../workers/protocol/oauth_errors.js';

@@ -4,7 +4,7 @@ import { Piscina } from 'piscina';
 import { pino, type Logger } from 'pino';
 import * as uWS from 'uWebSockets.js';
 import { validatorApiResources } from '../workers/grants/extension_grant.js';
-import { isGrantHandler, servedBuiltInGrantTypes } from '../workers/grants/registry.js';
+import { isGrantHandler } from '../workers/grants/registry.js';
 import { registerClients } from '../workers/protocol/client_model.js';
 import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import type { WorkerBootData } from '../workers/protocol/worker_boot.js';
@@ -16,7 +16,7 @@ import { AccessTokenValidator } from '../workers/tokens/token_validator.js';
 import { ClientAuthenticator } from './client_authentication/authenticator.js';
 import { ClientAuthThrottle, FailureThrottle } from './client_authentication/throttle.js';
 import type { ConfigError, LoadedConfig } from './config/load.js';
-import { builtInGrantTypes } from './config/schema.js';
+import { builtInGrantTypes } from '../workers/protocol/grant_types.js';
 import { buildDiscoveryDocument, buildJwksDocument, discoveryPath, jwksPath } from './discovery.js';
 import { Exchange } from './http/exchange.js';
 import { loadSigningKeys } from './key_loader.js';
@@ -312,7 +312,7 @@ async function startPool(inputs: PoolInputs): Promise<Piscina> {
 
 function grantTypesOf(internal: readonly string[], validators: readonly ValidatorModule[]): ReadonlySet<string> {
   const extensionGrants = validators.filter((v) => v.kind === 'extension_grant').map((v) => v.grantType);
-  return new Set([...servedBuiltInGrantTypes, ...internal, ...extensionGrants]);
+  return new Set([...builtInGrantTypes, ...internal, ...extensionGrants]);
 }
 
 /** What a reload changes, for its log line; `undefined` when nothing did. */

@@ -36,13 +36,6 @@ if (firstKey === undefined) throw new Error('worker started without a signing ke
 const store: Store =
   boot.storeChannel !== null ? new ChannelStore(boot.storeChannel) : createStore(boot.config.store);
 
-const registry = new GrantRegistry();
-for (const url of boot.grantModules) {
-  const module = (await import(url)) as { default?: unknown };
-  if (!isGrantHandler(module.default)) throw new Error(`grant module ${url} has no GrantHandler default export`);
-  registry.register(module.default);
-}
-
 const tokenValidator = new AccessTokenValidator({ issuer: boot.config.issuer, keys: boot.signingKeys, store, now: Date.now });
 const apiResources = validatorApiResources(boot.config);
 const validatorServices = (name: string): ValidatorServices => ({
@@ -68,7 +61,14 @@ const authenticateResourceOwner = createResourceOwnerAuthenticator(passwordValid
   timeoutMs: boot.config.validatorTimeoutMs,
   logger,
 });
-registry.register(createPasswordGrant(authenticateResourceOwner));
+
+// Every built-in grant, then the internal grant modules (tests), then the extension grants.
+const registry = new GrantRegistry({ password: createPasswordGrant(authenticateResourceOwner) });
+for (const url of boot.grantModules) {
+  const module = (await import(url)) as { default?: unknown };
+  if (!isGrantHandler(module.default)) throw new Error(`grant module ${url} has no GrantHandler default export`);
+  registry.register(module.default);
+}
 
 // The gateway already checked these modules; here each worker builds its own instances.
 for (const url of boot.validatorModules) {

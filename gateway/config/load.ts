@@ -11,7 +11,8 @@ import { resolve } from 'node:path';
 import { importJWK, type JWK } from 'jose';
 import { z } from 'zod';
 import { isPasswordHash } from '../../workers/crypto/password_hash.js';
-import { builtInGrantTypes, configSchema, shippedExtensionGrantTypes, type TesseraConfig } from './schema.js';
+import { builtInGrantTypes } from '../../workers/protocol/grant_types.js';
+import { configSchema, shippedExtensionGrantTypes, type TesseraConfig } from './schema.js';
 
 /** Recursively readonly view of a plain-data type. */
 export type DeepReadonly<T> = T extends (infer E)[]

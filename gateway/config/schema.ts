@@ -4,14 +4,6 @@
  */
 import { z } from 'zod';
 
-export const builtInGrantTypes = [
-  'client_credentials',
-  'password',
-  'authorization_code',
-  'refresh_token',
-  'urn:ietf:params:oauth:grant-type:device_code',
-] as const;
-
 /** Grant types shipped as validators in `validators/`; known to config validation by name. */
 export const shippedExtensionGrantTypes = [
   'delegation',

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ConfigError } from '../../gateway/config/load.js';
-import { builtInGrantTypes } from '../../gateway/config/schema.js';
+import { builtInGrantTypes } from '../../workers/protocol/grant_types.js';
 import { listValidatorFiles, loadValidatorModules, peekGrantTypes } from '../../gateway/validator_loader.js';
 import type { ValidatorServices } from '../../workers/protocol/validator_api.js';
 

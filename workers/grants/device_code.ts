@@ -1,11 +1,10 @@
+import { deviceCodeGrantType } from '../protocol/grant_types.js';
 import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
 import { parseFamilyHandle } from '../tokens/refresh_token_handle.js';
 import { pollStateKey, type DeviceCodeRecord, type PollState } from '../tokens/device_code_record.js';
 import type { GrantHandler } from './grant_handler.js';
 import { userPolicy } from './scope_rules.js';
 import { issueTokens } from './token_issuance.js';
-
-export const deviceCodeGrantType = 'urn:ietf:params:oauth:grant-type:device_code';
 
 const invalidDeviceCode = (): OAuthError => new OAuthError(OAuthErrors.invalidDeviceCode);
 

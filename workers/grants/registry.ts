@@ -1,21 +1,33 @@
+import { builtInGrantTypes, deviceCodeGrantType, type BuiltInGrantType } from '../protocol/grant_types.js';
 import { clientCredentialsGrant } from './client_credentials.js';
 import { refreshTokenGrant } from './refresh_token.js';
 import { authorizationCodeGrant } from './authorization_code.js';
-import { deviceCodeGrant, deviceCodeGrantType } from './device_code.js';
+import { deviceCodeGrant } from './device_code.js';
 import type { GrantHandler } from './grant_handler.js';
 
-/** Built-in grants that need nothing but the services; the others are built per worker. */
-export const builtInGrants: readonly GrantHandler[] = [clientCredentialsGrant, authorizationCodeGrant, refreshTokenGrant, deviceCodeGrant];
+/** The built-in grants a thread builds itself: the password grant needs the thread's credential check. */
+export interface PerThreadGrants {
+  readonly password: GrantHandler;
+}
 
-/** Every built-in grant type served today, in the order discovery lists them. */
-export const servedBuiltInGrantTypes: readonly string[] = ['authorization_code', 'client_credentials', 'password', 'refresh_token', deviceCodeGrantType];
-
-/** Handlers keyed by `grant_type`: built-ins first, then extension grants; no name twice. */
+/** Handlers keyed by `grant_type`: every built-in first, then extension grants; no name twice. */
 export class GrantRegistry {
   private readonly handlers = new Map<string, GrantHandler>();
 
-  constructor(handlers: readonly GrantHandler[] = builtInGrants) {
-    for (const handler of handlers) this.register(handler);
+  constructor(perThread: PerThreadGrants) {
+    // Typed by the built-in list: a grant type added there without a handler does not compile.
+    const builtIns: Readonly<Record<BuiltInGrantType, GrantHandler>> = {
+      authorization_code: authorizationCodeGrant,
+      client_credentials: clientCredentialsGrant,
+      password: perThread.password,
+      refresh_token: refreshTokenGrant,
+      [deviceCodeGrantType]: deviceCodeGrant,
+    };
+    for (const grantType of builtInGrantTypes) {
+      const handler = builtIns[grantType];
+      if (handler.grantType !== grantType) throw new Error(`the ${grantType} handler says it is "${handler.grantType}"`);
+      this.register(handler);
+    }
   }
 
   register(handler: GrantHandler): void {
@@ -27,10 +39,6 @@ export class GrantRegistry {
 
   get(grantType: string): GrantHandler | undefined {
     return this.handlers.get(grantType);
-  }
-
-  names(): string[] {
-    return [...this.handlers.keys()];
   }
 }
 

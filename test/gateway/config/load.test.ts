@@ -11,7 +11,8 @@ import {
   type LoadedConfig,
   type ValidateConfigOptions,
 } from '../../../gateway/config/load.js';
-import { builtInGrantTypes, configSchema } from '../../../gateway/config/schema.js';
+import { configSchema } from '../../../gateway/config/schema.js';
+import { builtInGrantTypes } from '../../../workers/protocol/grant_types.js';
 import { generateSigningJwk } from '../../../gateway/cli/keys_generate_command.js';
 import { hashClientSecret } from '../../../workers/crypto/client_secret.js';
 import { verifyPassword } from '../../../workers/crypto/password_hash.js';
