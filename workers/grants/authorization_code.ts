@@ -1,9 +1,10 @@
 import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
-import { parseFamilyHandle } from '../tokens/refresh_token_handle.js';
+import type { RegisteredClient } from '../protocol/client_model.js';
+import { parseFamilyHandle, type FamilyHandle } from '../tokens/refresh_token_handle.js';
 import type { AuthorizationCodeRecord } from '../tokens/authorization_code_record.js';
-import { revokeRefreshFamily } from '../tokens/token_revocation.js';
 import type { GrantHandler } from './grant_handler.js';
 import { verifyCodeVerifier } from './pkce.js';
+import { refuseRedeemed, type SingleUseItem } from './redeem_once.js';
 import { userPolicy } from './scope_rules.js';
 import { issueTokens } from './token_issuance.js';
 
@@ -25,19 +26,10 @@ export const authorizationCodeGrant: GrantHandler = {
     }
     const handle = parseFamilyHandle('code', code);
     if (handle === undefined) throw invalidCode();
-    const { store } = services;
-    const now = services.now();
+    const item = codeItem(handle, client);
 
-    const record = await store.get<AuthorizationCodeRecord>(handle.key);
-    if (record === null) {
-      const used = await store.consume<AuthorizationCodeRecord>(handle.key);
-      if (used.status === 'replayed' && used.value.clientId === client.clientId) {
-        // RFC 6749 §4.1.2: a code used twice revokes what it was exchanged for.
-        await revokeRefreshFamily(store, handle.family, client.config.absoluteRefreshTokenLifetime * 1000, now);
-        services.logger.warn({ clientId: client.clientId }, 'authorization code redeemed twice: its tokens are revoked');
-      }
-      throw invalidCode();
-    }
+    const record = await services.store.get<AuthorizationCodeRecord>(handle.key);
+    if (record === null) return refuseRedeemed(services, item);
     if (record.clientId !== client.clientId || record.redirectUri !== redirectUri) throw invalidCode();
 
     const verifier = params.code_verifier;
@@ -53,7 +45,22 @@ export const authorizationCodeGrant: GrantHandler = {
       request,
       services,
       { scopes, subject: record.subject, claims: record.claims },
-      { openId: { nonce: record.nonce, sid: record.sid }, redeem: { key: handle.key, family: record.family, invalid: invalidCode } },
+      { openId: { nonce: record.nonce, sid: record.sid }, redeem: item },
     );
   },
 };
+
+/**
+ * RFC 6749 §4.1.2: a code used twice revokes the tokens issued for it, whose family it names; the
+ * revocation is remembered as long as a refresh token of that family could live.
+ */
+function codeItem(handle: FamilyHandle, client: RegisteredClient): SingleUseItem<AuthorizationCodeRecord> {
+  return {
+    name: 'authorization code',
+    key: handle.key,
+    family: handle.family,
+    clientId: client.clientId,
+    invalid: invalidCode,
+    replayRetentionMs: () => client.config.absoluteRefreshTokenLifetime * 1000,
+  };
+}

@@ -49,9 +49,9 @@ export const deviceCodeGrant: GrantHandler = {
       { scopes, subject, claims: record.claims ?? {} },
       {
         openId: { sid: record.sid },
-        // A repeated poll after success is ordinary client behaviour, not an attack: refuse it
-        // without revoking what the first poll received.
-        redeem: { key: handle.key, family: record.family, invalid: invalidDeviceCode, revokeOnReplay: false },
+        // A repeated poll after success is ordinary client behaviour, not an attack: refused
+        // without revoking what the first poll received (no replayRetentionMs).
+        redeem: { name: 'device code', key: handle.key, family: record.family, clientId: client.clientId, invalid: invalidDeviceCode },
       },
     );
   },

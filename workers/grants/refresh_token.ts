@@ -1,9 +1,10 @@
 import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
-import { newRefreshHandle, parseRefreshHandle } from '../tokens/refresh_token_handle.js';
+import { newRefreshHandle, parseRefreshHandle, type FamilyHandle } from '../tokens/refresh_token_handle.js';
 import { refreshExpiry, type RefreshTokenRecord } from '../tokens/refresh_token_record.js';
-import { issuedAccessTokenRecord, recordIssuedAccessToken, revokeRefreshFamily } from '../tokens/token_revocation.js';
+import { issuedAccessTokenRecord, recordIssuedAccessToken } from '../tokens/token_revocation.js';
 import { FamilyRevokedError, isStoreUnavailable, type Store, type StoreKey } from '../store/store.js';
 import type { GrantHandler } from './grant_handler.js';
+import { redeemOnce, refuseRedeemed, type SingleUseItem } from './redeem_once.js';
 import { userPolicy, type GrantedScopes, type ScopeRules } from './scope_rules.js';
 import type { RegisteredClient } from '../protocol/client_model.js';
 import { signAccessToken, signIdToken, tokenResponse } from './token_issuance.js';
@@ -25,18 +26,11 @@ export const refreshTokenGrant: GrantHandler = {
     const { store } = services;
     const client = request.client;
     const now = services.now();
+    const item = refreshTokenItem(handle, client.clientId);
 
     const record = await store.get<RefreshTokenRecord>(handle.key);
-    if (record === null) {
-      // Gone or retired. A retired one (consume only reports it; it is consumed already) means
-      // the token was used twice: someone else may hold it, so the family goes.
-      const retired = await store.consume<RefreshTokenRecord>(handle.key);
-      if (retired.status === 'replayed' && retired.value.clientId === client.clientId) {
-        await revokeRefreshFamily(store, handle.family, retentionOf(retired.value, now), now);
-        services.logger.warn({ clientId: client.clientId }, 'refresh token reused: family revoked');
-      }
-      throw invalidGrant();
-    }
+    // Gone or retired; a retired one presented again revokes its family.
+    if (record === null) return refuseRedeemed(services, item);
     // Bound to its client; another client's attempt leaves it untouched.
     if (record.clientId !== client.clientId) throw invalidGrant();
     if (record.expiresAt <= now || record.absoluteExpiresAt <= now) throw invalidGrant();
@@ -63,17 +57,15 @@ export const refreshTokenGrant: GrantHandler = {
     }
 
     const successor = newRefreshHandle(record.family);
-    let rotated;
     try {
       // The access token is recorded in the rotation's own atomic step: a family revocation
       // either comes first and refuses the rotation, or comes after and finds the token.
-      rotated = await store.rotate<RefreshTokenRecord, RefreshTokenRecord>(
-        handle.key,
-        successor.key,
-        { ...record, expiresAt },
-        expiresAt - now,
-        issuedAccessTokenRecord(record.family, accessToken, now),
-      );
+      await redeemOnce(services, item, {
+        key: successor.key,
+        value: { ...record, expiresAt },
+        ttlMs: expiresAt - now,
+        companion: issuedAccessTokenRecord(record.family, accessToken, now),
+      });
     } catch (err) {
       // A rotation whose answer was late may still have happened: then the successor exists and
       // is this client's, and answering 503 would lose it (the retry would count as reuse).
@@ -82,14 +74,24 @@ export const refreshTokenGrant: GrantHandler = {
       }
       throw err;
     }
-    if (rotated.status === 'consumed') return tokenResponse(request, accessToken, scopes.scope, successor.handle, idToken);
-    if (rotated.status === 'replayed') {
-      await revokeRefreshFamily(store, handle.family, retentionOf(rotated.value, now), now);
-      services.logger.warn({ clientId: client.clientId }, 'refresh token reused: family revoked');
-    }
-    throw invalidGrant();
+    return tokenResponse(request, accessToken, scopes.scope, successor.handle, idToken);
   },
 };
+
+/**
+ * RFC 9700 §4.14.2: a refresh token presented after it was rotated may be held by someone else,
+ * so its whole family goes, remembered as long as any token of the family could live.
+ */
+function refreshTokenItem(handle: FamilyHandle, clientId: string): SingleUseItem<RefreshTokenRecord> {
+  return {
+    name: 'refresh token',
+    key: handle.key,
+    family: handle.family,
+    clientId,
+    invalid: invalidGrant,
+    replayRetentionMs: (retired, now) => Math.max(1000, retired.absoluteExpiresAt - now),
+  };
+}
 
 /** A refresh may ask for less than was granted, never more (RFC 6749 §6). */
 function narrowedScopes(rules: ScopeRules, client: RegisteredClient, record: RefreshTokenRecord, requested: string | undefined): GrantedScopes {
@@ -109,9 +111,4 @@ async function appliedLate(store: Store, successor: StoreKey): Promise<boolean> 
   } catch {
     return false;
   }
-}
-
-// How long the revocation is remembered: as long as any token of the family could live.
-function retentionOf(record: RefreshTokenRecord, now: number): number {
-  return Math.max(1000, record.absoluteExpiresAt - now);
 }

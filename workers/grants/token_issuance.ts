@@ -1,10 +1,10 @@
 import { buildAccessTokenClaims, type ClaimValue } from '../tokens/access_token.js';
 import { newFamilyId, newRefreshHandle } from '../tokens/refresh_token_handle.js';
 import { refreshExpiry, type RefreshTokenRecord } from '../tokens/refresh_token_record.js';
-import { issuedAccessTokenRecord, revokeRefreshFamily, type IssuedAccessToken } from '../tokens/token_revocation.js';
+import { issuedAccessTokenRecord, type IssuedAccessToken } from '../tokens/token_revocation.js';
 import type { StoreKey } from '../store/store.js';
-import type { OAuthError } from '../protocol/oauth_errors.js';
 import type { GrantRequest, GrantServices, TokenResponse } from './grant_handler.js';
+import { redeemOnce, type Redeemable, type SingleUseItem } from './redeem_once.js';
 import type { GrantedScopes } from './scope_rules.js';
 
 /** What a grant decided; the shared last step turns it into tokens. */
@@ -21,16 +21,15 @@ export interface OpenIdGrant {
 }
 
 /** Issuance options of the user-centric grants. */
-export interface IssueOptions {
+export interface IssueOptions<T extends Redeemable = Redeemable> {
   /** Issue an ID token when `openid` is granted. */
   openId?: OpenIdGrant;
   /**
-   * A single-use record (an authorization code, an approved device code) redeemed by this
-   * issuance: consumed in the same atomic step that stores the refresh token, so of concurrent
-   * redemptions exactly one wins; a redemption that finds it consumed revokes what the first one
-   * issued (RFC 6749 §4.1.2) and fails with `invalid`.
+   * A single-use item (an authorization code, an approved device code) redeemed by this issuance
+   * (see `redeemOnce`), consumed in the same atomic step that stores the refresh token; the
+   * tokens join its family.
    */
-  redeem?: { key: StoreKey; family: string; invalid: () => OAuthError; revokeOnReplay?: boolean };
+  redeem?: SingleUseItem<T>;
 }
 
 export interface SignedAccessToken extends IssuedAccessToken {
@@ -93,7 +92,12 @@ export function signIdToken(
  * `offline_access` by a client allowed it, start a refresh-token family. The refresh token is
  * stored before anything is returned, so no token is issued whose state was not written.
  */
-export async function issueTokens(request: GrantRequest, services: GrantServices, grant: TokenGrant, options: IssueOptions = {}): Promise<TokenResponse> {
+export async function issueTokens<T extends Redeemable>(
+  request: GrantRequest,
+  services: GrantServices,
+  grant: TokenGrant,
+  options: IssueOptions<T> = {},
+): Promise<TokenResponse> {
   const { store } = services;
   const now = services.now();
   const client = request.client.config;
@@ -129,15 +133,9 @@ export async function issueTokens(request: GrantRequest, services: GrantServices
   }
 
   if (redeem !== undefined) {
-    const outcome =
-      refresh === undefined
-        ? await store.consume(redeem.key)
-        : await store.rotate(redeem.key, refresh.key, refresh.record, refresh.record.expiresAt - now, issued);
-    if (outcome.status === 'replayed' && redeem.revokeOnReplay !== false) {
-      await revokeRefreshFamily(store, family, client.absoluteRefreshTokenLifetime * 1000, now);
-      services.logger.warn({ clientId: request.client.clientId }, 'single-use grant redeemed twice: its tokens are revoked');
-    }
-    if (outcome.status !== 'consumed') throw redeem.invalid();
+    const successor =
+      refresh === undefined ? undefined : { key: refresh.key, value: refresh.record, ttlMs: refresh.record.expiresAt - now, companion: issued };
+    await redeemOnce(services, redeem, successor);
   } else if (refresh !== undefined) {
     await store.set(refresh.key, refresh.record, refresh.record.expiresAt - now);
   }

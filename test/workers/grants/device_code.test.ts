@@ -297,7 +297,7 @@ function pollingRules(t: Test, makeHarness: () => Harness, options: { realTtls: 
     t.equal(await h.pollError(device.handle), invalidGrant);
     h.advance(10_000);
     t.equal(await h.pollError(device.handle), invalidGrant);
-    // A client that polls once more after success is ordinary, not an attack (revokeOnReplay: false).
+    // A client that polls once more after success is ordinary, not an attack (its item has no replayRetentionMs).
     t.equal(await h.store.isFamilyRevoked(device.family), false);
     const refresh = parseRefreshHandle(tokens.refresh_token as string);
     t.not(await h.store.get(refresh?.key as FamilyHandle['key']), null, 'the first poll\'s refresh token still works');
