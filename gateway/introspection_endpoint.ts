@@ -2,7 +2,6 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { TesseraConfig } from './config/schema.js';
 import { decodeSecrets, type StoredSecret } from '../workers/protocol/client_model.js';
 import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
-import { Endpoint } from '../workers/protocol/token_task.js';
 import { matchesStoredSecret } from './client_authentication/authenticator.js';
 import { decodeBasicAuthorization, type BasicCredentials } from './client_authentication/credentials.js';
 import {
@@ -98,5 +97,5 @@ function authenticateConfidentialClient(route: IntrospectionRoute, request: Form
 /** A worker reads the token and answers; secrets stay on this thread. */
 function dispatchToWorker(route: IntrospectionRoute, { exchange, params }: FormRequest, caller: Caller): void {
   delete params.client_secret;
-  route.dispatcher.submit(exchange, [Endpoint.Introspection, caller[0], caller[1], params]);
+  route.dispatcher.submit(exchange, { kind: 'introspection', caller: caller[0], callerId: caller[1], params });
 }

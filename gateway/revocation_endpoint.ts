@@ -1,7 +1,6 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { RegisteredClient } from '../workers/protocol/client_model.js';
 import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
-import { Endpoint } from '../workers/protocol/token_task.js';
 import {
   authenticateClient,
   createClientAuthentication,
@@ -44,5 +43,5 @@ function answerRevocationRequest(route: RevocationRoute, request: FormRequest): 
 /** A worker revokes the token and answers; secrets stay on this thread. */
 function dispatchToWorker(route: RevocationRoute, { exchange, params }: FormRequest, client: RegisteredClient): void {
   delete params.client_secret;
-  route.dispatcher.submit(exchange, [Endpoint.Revocation, 'client', client.clientId, params]);
+  route.dispatcher.submit(exchange, { kind: 'revocation', clientId: client.clientId, params });
 }

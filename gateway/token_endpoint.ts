@@ -1,7 +1,6 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { RegisteredClient } from '../workers/protocol/client_model.js';
 import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
-import { Endpoint } from '../workers/protocol/token_task.js';
 import {
   authenticateClient,
   createClientAuthentication,
@@ -74,5 +73,5 @@ function checkGrantTypeAllowed(request: FormRequest, client: RegisteredClient, g
 /** The grant runs in a worker, which answers the request; secrets stay on this thread. */
 function dispatchToWorker(route: TokenRoute, { exchange, params }: FormRequest, client: RegisteredClient, grantType: string): void {
   delete params.client_secret;
-  route.dispatcher.submit(exchange, [Endpoint.Token, grantType, client.clientId, params]);
+  route.dispatcher.submit(exchange, { kind: 'token', grantType, clientId: client.clientId, params });
 }

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { Piscina } from 'piscina';
 import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
-import { packMessage, unpackMessage, type TokenTaskItem, type TokenTaskResult } from '../workers/protocol/token_task.js';
+import { packMessage, unpackMessage, type TaskItem, type TokenTaskResult } from '../workers/protocol/token_task.js';
 import type { Exchange } from './http/exchange.js';
 
 export interface DispatcherOptions {
@@ -39,7 +39,7 @@ function deliver(sink: Sink, result: TokenTaskResult): void {
  */
 export class WorkerDispatcher {
   private exchanges: Sink[] = [];
-  private items: TokenTaskItem[] = [];
+  private items: TaskItem[] = [];
   private scheduled = false;
   private inFlight = 0;
   private batchesInFlight = 0;
@@ -74,11 +74,11 @@ export class WorkerDispatcher {
   }
 
   /** Runs a task and hands its result to the caller instead of answering HTTP (login pages). */
-  call(item: TokenTaskItem): Promise<TokenTaskResult> {
+  call(item: TaskItem): Promise<TokenTaskResult> {
     return new Promise((resolve) => this.submit(resolve, item));
   }
 
-  submit(exchange: Sink, item: TokenTaskItem): void {
+  submit(exchange: Sink, item: TaskItem): void {
     if (this.inFlight >= this.options.maxQueue) {
       deliver(exchange, unavailableResult);
       return;
@@ -118,7 +118,7 @@ export class WorkerDispatcher {
     this.items = this.items.slice(start);
   };
 
-  private runBatch(exchanges: Sink[], items: TokenTaskItem[]): void {
+  private runBatch(exchanges: Sink[], items: TaskItem[]): void {
     this.batchesInFlight++;
     this.options.onBatch?.(items.length);
     const task = packMessage(items);

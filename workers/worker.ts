@@ -9,7 +9,7 @@ import { ChannelStore } from './store/memory_store_channel.js';
 import { createStore } from './store/create_store.js';
 import { registerClients } from './protocol/client_model.js';
 import { OAuthError, OAuthErrors } from './protocol/oauth_errors.js';
-import { Endpoint, packMessage, unpackMessage, type TokenTaskItem, type TokenTaskResult } from './protocol/token_task.js';
+import { packMessage, unpackMessage, type LoginItem, type TaskItem, type TokenItem, type TokenTaskResult } from './protocol/token_task.js';
 import { introspect } from './endpoints/introspection.js';
 import { revoke } from './endpoints/revocation.js';
 import type { WorkerBootData } from './protocol/worker_boot.js';
@@ -100,39 +100,53 @@ const storeUnavailable: TokenTaskResult = [OAuthErrors.temporarilyUnavailable.st
 
 const endpointServices = { tokenValidator, store, now: Date.now };
 
-async function handleItem(item: TokenTaskItem): Promise<TokenTaskResult> {
-  const [endpoint, name, callerId, params] = item;
+async function handleItem(item: TaskItem): Promise<TokenTaskResult> {
   try {
-    switch (endpoint) {
-      case Endpoint.Token:
-        return await handleTokenRequest(name, callerId, params);
-      case Endpoint.Introspection:
-        return [200, await introspect(name, callerId, params, endpointServices), null];
-      case Endpoint.Revocation:
-        await revoke(callerId, params, endpointServices);
+    switch (item.kind) {
+      case 'token':
+        return await handleTokenRequest(item);
+      case 'introspection':
+        return [200, await introspect(item.caller, item.callerId, item.params, endpointServices), null];
+      case 'revocation':
+        await revoke(item.clientId, item.params, endpointServices);
         return [200, '', null];
-      case Endpoint.Login:
-        return await handleLogin(callerId, params);
-      default:
-        logger.error({ endpoint }, 'task for an unknown endpoint');
+      case 'login':
+        return await handleLogin(item);
+      default: {
+        const unknown: never = item;
+        logger.error({ kind: (unknown as { kind?: unknown }).kind }, 'task for an unknown endpoint');
         return serverError;
+      }
     }
   } catch (err) {
+    const request = describeItem(item);
     if (err instanceof OAuthError) {
-      if (err.detail !== undefined) logger.info({ name, callerId, detail: err.detail }, 'request rejected');
+      if (err.detail !== undefined) logger.info({ ...request, detail: err.detail }, 'request rejected');
       return [err.status, err.body, err.retryAfter ?? null];
     }
     if (isStoreUnavailable(err)) {
-      logger.warn({ endpoint, name, callerId }, 'store unavailable');
+      logger.warn(request, 'store unavailable');
       return storeUnavailable;
     }
-    logger.error({ endpoint, name, callerId, err }, 'request handler failed');
+    logger.error({ ...request, err }, 'request handler failed');
     return serverError;
   }
 }
 
+/** What the logs say about a request: never its parameters (passwords, tokens). */
+function describeItem(item: TaskItem): Record<string, string> {
+  switch (item.kind) {
+    case 'token':
+      return { kind: item.kind, grantType: item.grantType, clientId: item.clientId };
+    case 'introspection':
+      return { kind: item.kind, caller: item.caller, callerId: item.callerId };
+    default:
+      return { kind: item.kind, clientId: item.clientId };
+  }
+}
+
 // The login pages' credential check: the password grant's, so both share validator and throttle.
-async function handleLogin(clientId: string, params: TokenTaskItem[3]): Promise<TokenTaskResult> {
+async function handleLogin({ clientId, params }: LoginItem): Promise<TokenTaskResult> {
   const client = services.clients.get(clientId);
   if (client === undefined) return serverError;
   const request = { grantType: 'authorization_code', client, params };
@@ -141,7 +155,7 @@ async function handleLogin(clientId: string, params: TokenTaskItem[3]): Promise<
   return [200, JSON.stringify(user), null];
 }
 
-async function handleTokenRequest(grantType: string, clientId: string, params: TokenTaskItem[3]): Promise<TokenTaskResult> {
+async function handleTokenRequest({ grantType, clientId, params }: TokenItem): Promise<TokenTaskResult> {
   const handler = registry.get(grantType);
   const client = services.clients.get(clientId);
   if (handler === undefined || client === undefined) {
@@ -154,7 +168,7 @@ async function handleTokenRequest(grantType: string, clientId: string, params: T
 
 /** One Piscina task: a packed batch of token requests in, a packed batch of answers out. */
 export default async function runTokenBatch(task: Uint8Array): Promise<unknown> {
-  const items = unpackMessage<TokenTaskItem[]>(task);
+  const items = unpackMessage<TaskItem[]>(task);
   const results = await Promise.all(items.map(handleItem));
   return move(packMessage(results));
 }

@@ -1,5 +1,4 @@
 import { OAuthErrors } from '../../workers/protocol/oauth_errors.js';
-import { Endpoint } from '../../workers/protocol/token_task.js';
 import type { WorkerDispatcher } from '../worker_dispatcher.js';
 import type { PageSecrets, Session } from './session.js';
 
@@ -24,7 +23,7 @@ export async function signIn(
   if (username === undefined || password === undefined) return { kind: 'retry', status: 400, message: 'Enter your username and password.' };
   const params = Object.assign(Object.create(null) as Record<string, string>, { username, password, scope: input.scope });
   if (input.acrValues !== undefined && input.acrValues.length > 0) params.acr_values = input.acrValues.join(' ');
-  const [status, body, retryAfter] = await dispatcher.call([Endpoint.Login, 'login', input.clientId, params]);
+  const [status, body, retryAfter] = await dispatcher.call({ kind: 'login', clientId: input.clientId, params });
   if (status === 200) {
     const user = JSON.parse(body) as { subject: string; claims: Session['claims'] };
     const session = secrets.newSession(user.subject, user.claims, username);
