@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { Piscina } from 'piscina';
 import { pino, type Logger } from 'pino';
@@ -9,7 +8,6 @@ import { registerClients } from '../workers/protocol/client_model.js';
 import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import type { WorkerBootData } from '../workers/protocol/worker_boot.js';
 import { createStore } from '../workers/store/create_store.js';
-import { serveMemoryStore } from '../workers/store/memory_store_channel.js';
 import type { Store } from '../workers/store/store.js';
 import type { SigningKeyMaterial } from '../workers/tokens/signing_key.js';
 import { AccessTokenValidator } from '../workers/tokens/token_validator.js';
@@ -31,6 +29,7 @@ import { createIntrospectionEndpoint } from './introspection_endpoint.js';
 import { createRevocationEndpoint } from './revocation_endpoint.js';
 import { loadValidatorModules, type ValidatorModule } from './validator_loader.js';
 import { watchValidators } from './validator_watcher.js';
+import { MemoryStoreHost } from './store/memory_store_host.js';
 import { WorkerDispatcher } from './worker_dispatcher.js';
 
 export interface StartOptions {
@@ -76,8 +75,8 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   const logger = options.logger ?? pino({ level: config.logLevel });
 
   const store: Store = createStore(config.store);
-  const storeChannel = config.store.type === 'memory' ? `tessera-store-${randomUUID()}` : null;
-  const stopServingStore = storeChannel !== null ? serveMemoryStore(store, storeChannel) : () => {};
+  // The memory store lives on this thread; each worker reaches it over a port of its own.
+  const storeHost = config.store.type === 'memory' ? new MemoryStoreHost(store) : null;
 
   let pool: Piscina | undefined;
   let stopWatching = (): void => {};
@@ -111,7 +110,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
         grantModules,
         validatorModules: modules.filter((m) => m.kind === 'extension_grant').map((m) => m.url),
         passwordValidatorModule: modules.find((m) => m.kind === 'resource_owner_password')?.url ?? null,
-        storeChannel,
+        storeHost,
         threads,
       });
     pool = await newPool(validators);
@@ -249,7 +248,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
           await Promise.race([dispatcher.drain(), delay(drainTimeoutMs)]);
           app.close();
           await dispatcher.currentPool.destroy();
-          stopServingStore();
+          storeHost?.close();
           await store.close();
           logger.info('tessera stopped');
         })();
@@ -259,7 +258,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   } catch (err) {
     stopWatching();
     await pool?.destroy().catch(() => {});
-    stopServingStore();
+    storeHost?.close();
     await store.close().catch(() => {});
     throw err;
   }
@@ -271,7 +270,7 @@ interface PoolInputs {
   grantModules: readonly string[];
   validatorModules: readonly string[];
   passwordValidatorModule: string | null;
-  storeChannel: string | null;
+  storeHost: MemoryStoreHost | null;
   threads: number;
 }
 
@@ -284,7 +283,6 @@ async function startPool(inputs: PoolInputs): Promise<Piscina> {
     grantModules: inputs.grantModules,
     validatorModules: inputs.validatorModules,
     passwordValidatorModule: inputs.passwordValidatorModule,
-    storeChannel: inputs.storeChannel,
     logLevel: config.logLevel,
   };
   const pool = new Piscina({
@@ -292,7 +290,7 @@ async function startPool(inputs: PoolInputs): Promise<Piscina> {
     minThreads: threads,
     maxThreads: threads,
     idleTimeout: Number.POSITIVE_INFINITY,
-    // Workers hold sockets (Redis, the store channel) and must keep their event loop turning
+    // Workers hold sockets (Redis, the store bridge's port) and must keep their event loop turning
     // between tasks, which synchronous Atomics.wait would block.
     atomics: 'disabled',
     // The dispatcher keeps two batches per thread out (one running, one queued behind it) so a
@@ -301,6 +299,9 @@ async function startPool(inputs: PoolInputs): Promise<Piscina> {
     maxQueue: config.workers.maxQueue,
     workerData: boot,
   });
+  // Attached before any worker can have posted: workers start when the pool is constructed, but
+  // their messages arrive on a later turn of the event loop.
+  if (inputs.storeHost !== null) pool.on('message', inputs.storeHost.acceptOffer);
   try {
     await Promise.all(Array.from({ length: threads }, () => pool.run(packEmptyBatch())));
   } catch (err) {

@@ -5,7 +5,6 @@
 import { move, workerData } from 'piscina';
 import { pino } from 'pino';
 import { isStoreUnavailable, type Store } from './store/store.js';
-import { ChannelStore } from './store/memory_store_channel.js';
 import { createStore } from './store/create_store.js';
 import { registerClients } from './protocol/client_model.js';
 import { OAuthError, OAuthErrors } from './protocol/oauth_errors.js';
@@ -33,8 +32,8 @@ const logger = pino({ level: boot.logLevel, base: { thread: 'worker' } });
 const firstKey = boot.signingKeys[0];
 if (firstKey === undefined) throw new Error('worker started without a signing key');
 
-const store: Store =
-  boot.storeChannel !== null ? new ChannelStore(boot.storeChannel) : createStore(boot.config.store);
+// With the memory store: this thread's bridge to the main thread's one.
+const store: Store = createStore(boot.config.store);
 
 const tokenValidator = new AccessTokenValidator({ issuer: boot.config.issuer, keys: boot.signingKeys, store, now: Date.now });
 const apiResources = validatorApiResources(boot.config);

@@ -12,7 +12,5 @@ export interface WorkerBootData {
   readonly validatorModules: readonly string[];
   /** URL of a custom password validator that replaces the built-in one, if any. */
   readonly passwordValidatorModule: string | null;
-  /** BroadcastChannel serving the main thread's in-memory store, when the store is memory. */
-  readonly storeChannel: string | null;
   readonly logLevel: string;
 }

@@ -3,7 +3,7 @@
  */
 import { isMainThread } from 'node:worker_threads';
 import type { StoreConfig } from '../../gateway/config/schema.js';
-import { ChannelStore } from './memory_store_channel.js';
+import { connectMemoryStoreHost } from './memory_store_client.js';
 import { MemoryStore } from './memory_store.js';
 import { RedisStore } from './redis_store.js';
 import type { Store } from './store.js';
@@ -11,11 +11,6 @@ import type { Store } from './store.js';
 export interface CreateStoreOptions {
   /** Clock of the in-memory store (tests). */
   now?: () => number;
-  /**
-   * In a worker thread with `{ "type": "memory" }`: the channel on which the main thread serves
-   * its MemoryStore (`serveMemoryStore`). Ignored on the main thread and for Redis.
-   */
-  memoryChannel?: string;
   /** Connection errors of the Redis client, for logging. */
   onError?: (err: Error) => void;
 }
@@ -23,9 +18,9 @@ export interface CreateStoreOptions {
 /**
  * Creates the configured store.
  *
- * - `memory`: a {@link MemoryStore} on the main thread; in a worker thread a {@link ChannelStore}
- *   to the main thread's one. A private MemoryStore per worker would let each thread redeem the
- *   same code once, so a worker without `memoryChannel` is refused.
+ * - `memory`: a {@link MemoryStore} on the main thread; in a worker thread the bridge to the main
+ *   thread's one ({@link connectMemoryStoreHost}, served by the gateway's `MemoryStoreHost`). A
+ *   private MemoryStore per worker would let each thread redeem the same code once.
  * - `redis` / `redis-cluster`: a {@link RedisStore} (one connection per thread that calls this).
  *
  * @example
@@ -37,10 +32,7 @@ export function createStore(config: StoreConfig, options: CreateStoreOptions = {
   switch (config.type) {
     case 'memory':
       if (isMainThread) return new MemoryStore(options.now === undefined ? {} : { now: options.now });
-      if (options.memoryChannel === undefined) {
-        throw new Error('the in-memory store lives on the main thread; a worker needs its memoryChannel');
-      }
-      return new ChannelStore(options.memoryChannel);
+      return connectMemoryStoreHost();
     case 'redis':
       return new RedisStore({
         url: config.url,

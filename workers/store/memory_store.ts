@@ -3,7 +3,8 @@
  *
  * Every operation runs synchronously between two awaits, so on one event loop it is atomic by
  * construction: that is what makes consume-once and rotate hold here without locks. Worker
- * threads reach the one instance on the main thread through `memory_store_channel.ts`.
+ * threads reach the one instance on the main thread through its thread bridge
+ * (`memory_store_client.ts`, served by the gateway's `MemoryStoreHost`).
  *
  * Semantics match `RedisStore` rule for rule (the conformance suite runs against both):
  * records are stored packed (callers can never mutate a stored record), a consumed record stays
@@ -61,7 +62,7 @@ function toRecordKey(key: StoreKey): string {
  * @example
  * ```ts
  * const store = new MemoryStore();
- * const stop = serveMemoryStore(store, 'tessera:store'); // let worker threads use it
+ * pool.on('message', new MemoryStoreHost(store).acceptOffer); // let worker threads use it
  * ```
  */
 export class MemoryStore implements Store {

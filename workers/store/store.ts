@@ -166,7 +166,7 @@ export class StoreUnavailableError extends Error {
 /** A write into a family that was revoked. */
 export class FamilyRevokedError extends Error {
   readonly code = 'family_revoked' as const;
-  constructor(family: string) {
+  constructor(readonly family: string) {
     super(`family ${family} is revoked`);
     this.name = 'FamilyRevokedError';
   }

@@ -1,0 +1,153 @@
+/**
+ * The in-memory store seen from a worker thread: a {@link Store} whose every call is one request
+ * on this worker's own `MessagePort` to the main thread's `MemoryStore`, answered on the same
+ * port (the wire is `workers/protocol/store_bridge.ts`; the main-thread half is
+ * `gateway/store/memory_store_host.ts`). Same semantics as the store it reaches, one
+ * structured-clone hop away.
+ */
+import { MessageChannel, parentPort, type MessagePort } from 'node:worker_threads';
+import { storeMethods, toBridgeError, type BridgeError, type BridgeRequest, type BridgeResponse, type StoreMethod, type StorePortOffer } from '../protocol/store_bridge.js';
+import { FamilyRevokedError, StoreUnavailableError, type Store } from './store.js';
+
+/** A call with no answer after this long rejects with StoreUnavailableError, unless told otherwise. */
+export const defaultBridgeTimeoutMs = 2000;
+
+export interface BridgedStoreOptions {
+  /** A call with no answer after this long rejects with StoreUnavailableError. Default 2000 ms. */
+  timeoutMs?: number;
+}
+
+/**
+ * The store of a Piscina worker when the store is `memory`: opens a channel, offers one end to
+ * the main thread on `parentPort` (where the gateway's `MemoryStoreHost` serves it) and calls the
+ * store over the other. Calls made before the main thread picks the port up wait in the port.
+ *
+ * @example
+ * ```ts
+ * const store = connectMemoryStoreHost();
+ * const found = await store.consume({ kind: 'code', id: hashHandle(code) });
+ * ```
+ */
+export function connectMemoryStoreHost(options: BridgedStoreOptions = {}): Store {
+  if (parentPort === null) throw new Error('the in-memory store lives on the main thread; only a worker thread connects to it');
+  const { port1, port2 } = new MessageChannel();
+  parentPort.postMessage({ kind: 'tessera.store-port', port: port2 } satisfies StorePortOffer, [port2]);
+  return createBridgedStore(port1, options);
+}
+
+/**
+ * A {@link Store} over `port`, whose other end a `MemoryStoreHost` serves. `close()` closes the
+ * port, not the store behind it.
+ */
+export function createBridgedStore(port: MessagePort, options: BridgedStoreOptions = {}): Store {
+  const caller = new PortCaller(port, options.timeoutMs ?? defaultBridgeTimeoutMs);
+  // The methods are the bridge's list, each a call with the arguments as given: one generic
+  // proxy instead of a hand-written forwarder per method.
+  const store: Partial<Record<keyof Store, unknown>> = { close: () => caller.close() };
+  for (const method of storeMethods) store[method] = (...args: unknown[]) => caller.call(method, args);
+  return store as Store;
+}
+
+interface PendingCall {
+  resolve: (value: unknown) => void;
+  reject: (err: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+/**
+ * Requests out, responses in, matched by id; every call settles, at the latest on its timeout.
+ * The calls made in one turn of the event loop leave as one message (a worker runs a batch of
+ * requests at once, so their store calls come together): one wake-up of the main thread for all.
+ */
+class PortCaller {
+  readonly #port: MessagePort;
+  readonly #timeoutMs: number;
+  readonly #pending = new Map<number, PendingCall>();
+  #outbox: BridgeRequest[] = [];
+  #lastId = 0;
+  #closed = false;
+
+  constructor(port: MessagePort, timeoutMs: number) {
+    this.#port = port;
+    this.#timeoutMs = timeoutMs;
+    port.on('message', (responses: BridgeResponse[]) => {
+      for (const response of responses) this.#receive(response);
+    });
+    // The main thread went away (the pool is being destroyed): nothing will answer any more.
+    port.once('close', () => this.#shut('the store host closed the port'));
+    // The port never keeps a thread alive by itself; a pending call's timer does.
+    port.unref();
+  }
+
+  call(method: StoreMethod, args: unknown[]): Promise<unknown> {
+    if (this.#closed) return Promise.reject(new StoreUnavailableError('bridged store closed'));
+    const id = ++this.#lastId;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#pending.delete(id);
+        reject(new StoreUnavailableError(`no answer to ${method} from the main thread within ${this.#timeoutMs} ms`));
+      }, this.#timeoutMs);
+      this.#pending.set(id, { resolve, reject, timer });
+      if (this.#outbox.push({ id, method, args }) === 1) setImmediate(this.#flush);
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#shut('bridged store closed');
+    this.#port.close();
+  }
+
+  readonly #flush = (): void => {
+    const requests = this.#outbox;
+    this.#outbox = [];
+    if (this.#closed) return;
+    try {
+      this.#port.postMessage(requests);
+    } catch {
+      // Some value cannot be cloned (a function, a socket): a caller bug, not an outage. Only
+      // the calls that carry one fail, at once rather than on their timeout.
+      for (const request of requests) {
+        try {
+          this.#port.postMessage([request]);
+        } catch (err) {
+          this.#settle(request.id, { id: request.id, ok: false, error: toBridgeError(err) });
+        }
+      }
+    }
+  };
+
+  #shut(reason: string): void {
+    this.#closed = true;
+    for (const [id, call] of this.#pending) {
+      clearTimeout(call.timer);
+      this.#pending.delete(id);
+      call.reject(new StoreUnavailableError(reason));
+    }
+  }
+
+  #receive(response: BridgeResponse): void {
+    this.#settle(response.id, response);
+  }
+
+  #settle(id: number, response: BridgeResponse): void {
+    const call = this.#pending.get(id);
+    // A call that already timed out.
+    if (call === undefined) return;
+    this.#pending.delete(id);
+    clearTimeout(call.timer);
+    if (response.ok) call.resolve(response.value);
+    else call.reject(fromBridgeError(response.error));
+  }
+}
+
+function fromBridgeError(e: BridgeError): Error {
+  switch (e.code) {
+    case 'family_revoked':
+      return new FamilyRevokedError(e.family ?? '');
+    case 'store_unavailable':
+      return new StoreUnavailableError(e.message);
+    case 'error':
+      return e.name === 'RangeError' ? new RangeError(e.message) : e.name === 'TypeError' ? new TypeError(e.message) : new Error(e.message);
+  }
+}
