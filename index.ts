@@ -26,4 +26,5 @@ export {
 } from './workers/protocol/validator_api.js';
 export { createTessera, TesseraBuilder } from './gateway/service_builder.js';
 export type { RunningGateway } from './gateway/server.js';
-export type { TesseraConfig, ClientConfig, UserConfig } from './gateway/config/schema.js';
+export type { TesseraConfig } from './gateway/config/schema.js';
+export type { ClientConfig, UserConfig } from './workers/protocol/worker_config.js';

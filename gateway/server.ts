@@ -11,12 +11,13 @@ import type { WorkerBootData } from '../workers/protocol/worker_boot.js';
 import { createStore } from '../workers/store/create_store.js';
 import { serveMemoryStore } from '../workers/store/memory_store_channel.js';
 import type { Store } from '../workers/store/store.js';
-import type { SigningKeyMaterial } from '../workers/tokens/signing_key.js';
+import type { SigningKeyMaterial } from '../workers/protocol/signing_key.js';
 import { AccessTokenValidator } from '../workers/tokens/token_validator.js';
 import { ClientAuthenticator } from './client_authentication/authenticator.js';
 import { ClientAuthThrottle, FailureThrottle } from './client_authentication/throttle.js';
 import type { ConfigError, LoadedConfig } from './config/load.js';
 import { builtInGrantTypes } from './config/schema.js';
+import { workerConfigOf } from './config/worker_config.js';
 import { buildDiscoveryDocument, buildJwksDocument, discoveryPath, jwksPath } from './discovery.js';
 import { Exchange } from './http/exchange.js';
 import { loadSigningKeys } from './key_loader.js';
@@ -279,7 +280,7 @@ interface PoolInputs {
 async function startPool(inputs: PoolInputs): Promise<Piscina> {
   const { config, threads } = inputs;
   const boot: WorkerBootData = {
-    config,
+    config: workerConfigOf(config),
     signingKeys: inputs.keys,
     grantModules: inputs.grantModules,
     validatorModules: inputs.validatorModules,
