@@ -2,7 +2,8 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
-import { ConfigError, loadConfigFile, validateConfig, type LoadedConfig } from './config/load.js';
+import { ConfigError } from './config/config_error.js';
+import { loadConfigFile, validateConfig, type LoadedConfig } from './config/load.js';
 import type { RunningGateway } from './server.js';
 import { listValidatorFiles, peekGrantTypes } from './validator_loader.js';
 

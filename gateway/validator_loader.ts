@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { ExtensionGrantValidator, ResourceOwnerPasswordValidator, ValidatorServices } from '../workers/protocol/validator_api.js';
 import { ensureTypeScriptLoader, isTypeScriptModule } from '../workers/typescript_loader.js';
-import { ConfigError } from './config/load.js';
+import { ConfigError } from './config/config_error.js';
 
 /** A validator module that loaded and whose grant type is free. */
 export interface ValidatorModule {

@@ -1,5 +1,5 @@
 /**
- * The config file's schema (SPEC §2). Validated once at start; `config/tessera.schema.json` is
+ * The config file's schema (README, "Configuration reference"). Validated once at start; `config/tessera.schema.json` is
  * generated from it (`npm run schema`) so editors can check config files too.
  */
 import { z } from 'zod';

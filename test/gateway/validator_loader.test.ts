@@ -5,7 +5,7 @@ import t from 'tap';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { ConfigError } from '../../gateway/config/load.js';
+import { ConfigError } from '../../gateway/config/config_error.js';
 import { builtInGrantTypes } from '../../gateway/config/schema.js';
 import { listValidatorFiles, loadValidatorModules, peekGrantTypes } from '../../gateway/validator_loader.js';
 import type { ValidatorServices } from '../../workers/protocol/validator_api.js';
