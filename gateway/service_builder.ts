@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
 import { ConfigError } from './config/config_error.js';
 import { loadConfigFile, validateConfig, type LoadedConfig } from './config/load.js';
-import type { RunningGateway } from './server.js';
+import { startGateway, type RunningGateway } from './server.js';
 import { listValidatorFiles, peekGrantTypes } from './validator_loader.js';
 
 /**
@@ -60,9 +60,6 @@ export class TesseraBuilder {
    */
   async start(): Promise<RunningGateway> {
     const config = await this.loadConfig();
-    // Loaded on demand: validator modules import this package's root, and must not pull the
-    // native HTTP server into every worker thread.
-    const { startGateway } = await import('./server.js');
     return startGateway({
       config,
       validatorModules: this.validatorModules,

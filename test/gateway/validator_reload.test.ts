@@ -13,7 +13,7 @@ const auth = basicAuthorization('hot');
 
 /** A validator that stamps its version into the token, after a short delay (so requests overlap a reload). */
 const stampValidator = (grantType: string, version: string) => `
-import { GrantValidationResult, type ExtensionGrantValidationContext, type ExtensionGrantValidator } from 'tessera';
+import { GrantValidationResult, type ExtensionGrantValidationContext, type ExtensionGrantValidator } from 'tessera/validator';
 
 export default class Stamp implements ExtensionGrantValidator {
   readonly grantType: string = ${JSON.stringify(grantType)};
