@@ -10,6 +10,7 @@ interface Probe {
   rootEntry: string;
   validatorExports: string[];
   rootExports: string[];
+  rootExportsInWorker: string[];
 }
 
 /** Runs a plain-JavaScript module from `dir` under plain Node (no tsx) and returns what it printed. */
@@ -30,14 +31,27 @@ function runProbe(dir: string): Promise<{ code: number | null; stdout: string; s
 t.test('tessera/validator and tessera resolve to the built entries and export the validator API', async (t) => {
   const dir = t.testdir({
     'probe.mjs': `
+      import { Worker } from 'node:worker_threads';
       const validator = await import('tessera/validator');
       const root = await import('tessera');
+      // A validator that imports the root loads it in a worker thread, HTTP server and all.
+      const rootExportsInWorker = await new Promise((resolve, reject) => {
+        const worker = new Worker(new URL('./worker_probe.mjs', import.meta.url));
+        worker.once('message', resolve);
+        worker.once('error', reject);
+      });
       console.log(JSON.stringify({
         validatorEntry: import.meta.resolve('tessera/validator'),
         rootEntry: import.meta.resolve('tessera'),
         validatorExports: Object.keys(validator).sort(),
         rootExports: Object.keys(root).sort(),
+        rootExportsInWorker,
       }));
+    `,
+    'worker_probe.mjs': `
+      import { parentPort } from 'node:worker_threads';
+      const root = await import('tessera');
+      parentPort.postMessage(Object.keys(root).sort());
     `,
   });
   const { code, stdout, stderr } = await runProbe(dir);
@@ -46,5 +60,7 @@ t.test('tessera/validator and tessera resolve to the built entries and export th
   t.match(probe.validatorEntry, /\/dist\/validator\.js$/);
   t.match(probe.rootEntry, /\/dist\/index\.js$/);
   t.same(probe.validatorExports, ['GrantValidationResult', 'TokenRequestErrors'], 'the validator entry holds the validator API only');
-  t.same(probe.rootExports, ['GrantValidationResult', 'TesseraBuilder', 'TokenRequestErrors', 'createTessera'], 'the root keeps the validator API beside the embedding API');
+  const rootExports = ['GrantValidationResult', 'TesseraBuilder', 'TokenRequestErrors', 'createTessera'];
+  t.same(probe.rootExports, rootExports, 'the root keeps the validator API beside the embedding API');
+  t.same(probe.rootExportsInWorker, rootExports, 'the root loads in a worker thread too, for validators that import it');
 });
