@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
 import { ConfigError } from './config/config_error.js';
 import { loadConfigFile, validateConfig, type LoadedConfig } from './config/load.js';
-import { startGateway, type RunningGateway } from './server.js';
+import type { RunningGateway } from './server.js';
 import { listValidatorFiles, peekGrantTypes } from './validator_loader.js';
 
 /**
@@ -60,6 +60,9 @@ export class TesseraBuilder {
    */
   async start(): Promise<RunningGateway> {
     const config = await this.loadConfig();
+    // Loaded on start only: the builder also validates configs for `tessera check-config`, and
+    // every CLI command loads it; none but `start` needs the HTTP server and the worker pool.
+    const { startGateway } = await import('./server.js');
     return startGateway({
       config,
       validatorModules: this.validatorModules,
