@@ -8,6 +8,7 @@ import { generateSigningKey } from '../../gateway/key_loader.js';
 import type { RunningGateway } from '../../gateway/server.js';
 import { createTessera } from '../../gateway/service_builder.js';
 import { constructionsInThisThread } from '../fixtures/validators/counts_constructions.js';
+import { basicAuthorization } from '../helpers/basic_authorization.js';
 import { sha256Secret } from '../helpers/test_gateway.js';
 
 const fixture = new URL('../fixtures/validators/counts_constructions.ts', import.meta.url);
@@ -22,7 +23,7 @@ interface Answer {
 async function requestGrant(gateway: RunningGateway): Promise<Answer> {
   const res = await fetch(`${gateway.url}/connect/token`, {
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('counter:secret').toString('base64')}` },
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basicAuthorization('counter') },
     body: 'grant_type=test_counts_constructions&scope=api1',
   });
   const body = (await res.json()) as { thread: number; constructions: number };
