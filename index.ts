@@ -1,29 +1,10 @@
 /**
- * Tessera's public API: what validator authors and embedding code import from `'tessera'`.
+ * Tessera's embedding API: start a gateway from code (`createTessera`), with the config types it
+ * takes. Validator authors import from `'tessera/validator'` (validator.ts), which loads no HTTP
+ * server; the validator API is re-exported here too, so `import … from 'tessera'` keeps working.
  */
-export {
-  GrantValidationResult,
-  TokenRequestErrors,
-  type ApiResource,
-  type Claim,
-  type ClaimValue,
-  type ExtensionGrantValidationContext,
-  type ExtensionGrantValidator,
-  type ExtensionGrantValidatorClass,
-  type PasswordValidationRequest,
-  type ResourceOwnerPasswordValidationContext,
-  type ResourceOwnerPasswordValidator,
-  type ResourceOwnerPasswordValidatorClass,
-  type RawParameters,
-  type SuccessOptions,
-  type TokenRequestError,
-  type TokenValidationResult,
-  type TokenValidator,
-  type ValidatedClient,
-  type ValidatedTokenRequest,
-  type ValidatorLogger,
-  type ValidatorServices,
-} from './workers/protocol/validator_api.js';
+export * from './validator.js';
 export { createTessera, TesseraBuilder } from './gateway/service_builder.js';
 export type { RunningGateway } from './gateway/server.js';
-export type { TesseraConfig, ClientConfig, UserConfig } from './gateway/config/schema.js';
+export type { TesseraConfig } from './gateway/config/schema.js';
+export type { ClientConfig, UserConfig } from './workers/protocol/worker_config.js';

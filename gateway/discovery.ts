@@ -1,6 +1,6 @@
 import type { LoadedConfig } from './config/load.js';
-import type { SigningKeyMaterial } from '../workers/tokens/signing_key.js';
-import { publicJwk } from '../workers/tokens/signing_key.js';
+import type { SigningKeyMaterial } from '../workers/protocol/signing_key.js';
+import { publicJwk } from '../workers/protocol/signing_key.js';
 import { ScopeRules } from '../workers/grants/scope_rules.js';
 import { IdTokenBuilder } from '../workers/tokens/id_token.js';
 

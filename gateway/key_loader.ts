@@ -4,7 +4,7 @@ import path from 'node:path';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
 import type { Logger } from 'pino';
 import type { Store } from '../workers/store/store.js';
-import { isSigningAlgorithm, type SigningAlgorithm, type SigningKeyMaterial } from '../workers/tokens/signing_key.js';
+import { isSigningAlgorithm, type SigningAlgorithm, type SigningKeyMaterial } from '../workers/protocol/signing_key.js';
 import type { LoadedConfig } from './config/load.js';
 
 /** Key type each algorithm needs (RFC 7518 §3, RFC 8037). */

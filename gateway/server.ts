@@ -2,19 +2,19 @@ import { pathToFileURL } from 'node:url';
 import { Piscina } from 'piscina';
 import { pino, type Logger } from 'pino';
 import * as uWS from 'uWebSockets.js';
-import { validatorApiResources } from '../workers/grants/extension_grant.js';
 import { isGrantHandler } from '../workers/grants/registry.js';
 import { registerClients } from '../workers/protocol/client_model.js';
 import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import type { WorkerBootData } from '../workers/protocol/worker_boot.js';
 import { createStore } from '../workers/store/create_store.js';
 import type { Store } from '../workers/store/store.js';
-import type { SigningKeyMaterial } from '../workers/tokens/signing_key.js';
-import { AccessTokenValidator } from '../workers/tokens/token_validator.js';
+import type { SigningKeyMaterial } from '../workers/protocol/signing_key.js';
 import { ClientAuthenticator } from './client_authentication/authenticator.js';
 import { ClientAuthThrottle, FailureThrottle } from './client_authentication/throttle.js';
-import type { ConfigError, LoadedConfig } from './config/load.js';
+import type { ConfigError } from './config/config_error.js';
+import type { LoadedConfig } from './config/load.js';
 import { builtInGrantTypes } from '../workers/protocol/grant_types.js';
+import { workerConfigOf } from './config/worker_config.js';
 import { buildDiscoveryDocument, buildJwksDocument, discoveryPath, jwksPath } from './discovery.js';
 import { Exchange } from './http/exchange.js';
 import { loadSigningKeys } from './key_loader.js';
@@ -93,14 +93,8 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     const reservedGrantTypes = [...new Set([...builtInGrantTypes, ...internalGrantTypes])];
 
     // Validators are checked here once (exit 2 on a bad module) before every worker loads them.
-    const validatorServices = {
-      tokenValidator: new AccessTokenValidator({ issuer: config.issuer, keys, store, now: Date.now }),
-      logger: logger.child({ component: 'validator-check' }),
-      issuer: config.issuer,
-      apiResources: validatorApiResources(config),
-    };
     const validatorSources = { dir: config.validatorsDir, modules: (options.validatorModules ?? []).map(toModuleUrl) };
-    let validators = await loadValidatorModules(validatorSources, validatorServices, reservedGrantTypes);
+    let validators = await loadValidatorModules(validatorSources, reservedGrantTypes);
 
     const threads = config.workers.threads;
     const newPool = (modules: readonly ValidatorModule[]): Promise<Piscina> =>
@@ -192,7 +186,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     const reloadValidators = async (): Promise<void> => {
       let next: ValidatorModule[];
       try {
-        next = await loadValidatorModules(validatorSources, validatorServices, reservedGrantTypes);
+        next = await loadValidatorModules(validatorSources, reservedGrantTypes);
       } catch (err) {
         const problems = (err as Partial<ConfigError>).problems ?? [{ path: config.validatorsDir, message: String(err) }];
         logger.error({ problems }, 'validator reload refused; the previous validators stay in service');
@@ -278,7 +272,7 @@ interface PoolInputs {
 async function startPool(inputs: PoolInputs): Promise<Piscina> {
   const { config, threads } = inputs;
   const boot: WorkerBootData = {
-    config,
+    config: workerConfigOf(config),
     signingKeys: inputs.keys,
     grantModules: inputs.grantModules,
     validatorModules: inputs.validatorModules,

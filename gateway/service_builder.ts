@@ -2,7 +2,8 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
-import { ConfigError, loadConfigFile, validateConfig, type LoadedConfig } from './config/load.js';
+import { ConfigError } from './config/config_error.js';
+import { loadConfigFile, validateConfig, type LoadedConfig } from './config/load.js';
 import type { RunningGateway } from './server.js';
 import { listValidatorFiles, peekGrantTypes } from './validator_loader.js';
 
@@ -59,8 +60,8 @@ export class TesseraBuilder {
    */
   async start(): Promise<RunningGateway> {
     const config = await this.loadConfig();
-    // Loaded on demand: validator modules import this package's root, and must not pull the
-    // native HTTP server into every worker thread.
+    // Loaded on start only: the builder also validates configs for `tessera check-config`, and
+    // every CLI command loads it; none but `start` needs the HTTP server and the worker pool.
     const { startGateway } = await import('./server.js');
     return startGateway({
       config,

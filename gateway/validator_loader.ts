@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { ExtensionGrantValidator, ResourceOwnerPasswordValidator, ValidatorServices } from '../workers/protocol/validator_api.js';
 import { ensureTypeScriptLoader, isTypeScriptModule } from '../workers/typescript_loader.js';
-import { ConfigError } from './config/load.js';
+import { ConfigError } from './config/config_error.js';
 
 /** A validator module that loaded and whose grant type is free. */
 export interface ValidatorModule {
@@ -37,15 +37,14 @@ export async function listValidatorFiles(dir: string): Promise<string[]> {
 }
 
 /**
- * Imports every validator module, checks its default export, constructs it once to read its
- * `grantType`, and refuses collisions. Any problem is a {@link ConfigError} naming the file, so
- * `tessera start` exits 2 (SPEC §6).
+ * Imports every validator module, checks its default export, reads its `grantType` (see
+ * {@link inspectValidator}), and refuses collisions. Any problem is a {@link ConfigError} naming
+ * the file, so `tessera start` exits 2 (validators/README.md, "Drop it in").
  *
  * Modules are imported with their modification time in the URL so that a reload sees new code.
  */
 export async function loadValidatorModules(
   sources: { dir?: string | undefined; modules?: readonly string[] },
-  services: ValidatorServices,
   reservedGrantTypes: readonly string[],
 ): Promise<ValidatorModule[]> {
   const specs: string[] = [];
@@ -63,41 +62,107 @@ export async function loadValidatorModules(
     const file = url.startsWith('file:') ? fileURLToPath(url) : url;
     try {
       const version = await versionOf(file);
-      if (isTypeScriptModule(file)) ensureTypeScriptLoader();
-      let module: { default?: unknown };
-      try {
-        module = (await import(`${url}?v=${version}`)) as { default?: unknown };
-      } catch (err) {
-        throw new Error(`cannot be imported: ${(err as Error).message.split('\n')[0]}`);
-      }
-      const Validator = module.default;
-      // An arrow function has no prototype and cannot be constructed: not a class either.
-      if (typeof Validator !== 'function' || Validator.prototype === undefined) throw new Error('has no default export that is a validator class');
-      let instance: ExtensionGrantValidator | ResourceOwnerPasswordValidator;
-      try {
-        instance = new (Validator as new (s: ValidatorServices) => ExtensionGrantValidator)(services);
-      } catch (err) {
-        throw new Error(`its constructor threw: ${(err as Error).message.split('\n')[0]}`);
-      }
-      if (typeof instance.validate !== 'function') throw new Error('its validator has no validate(context) method');
-      if ('kind' in instance && instance.kind === 'resource_owner_password') {
+      const { kind, grantType } = await inspectValidator(url, file, version);
+      if (kind === 'resource_owner_password') {
         if (passwordOwner !== undefined) throw new Error(`a password validator is already registered by ${passwordOwner}`);
         passwordOwner = file;
-        loaded.push({ file, url, kind: 'resource_owner_password', grantType: 'password', version });
+        loaded.push({ file, url, kind, grantType, version });
         continue;
       }
-      const grantType = (instance as ExtensionGrantValidator).grantType;
-      if (typeof grantType !== 'string' || grantType.length === 0) throw new Error('its validator has no grantType');
       const owner = owners.get(grantType);
       if (owner !== undefined) throw new Error(`grant type "${grantType}" is already registered by ${owner}`);
       owners.set(grantType, file);
-      loaded.push({ file, url, kind: 'extension_grant', grantType, version });
+      loaded.push({ file, url, kind, grantType, version });
     } catch (err) {
       problems.push({ path: file, message: (err as Error).message });
     }
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return loaded;
+}
+
+/**
+ * The grant types of validator modules, read before the config is validated (which needs them).
+ * Modules that fail here are skipped: {@link loadValidatorModules} reports them properly later.
+ */
+export async function peekGrantTypes(urls: readonly string[]): Promise<string[]> {
+  const names: string[] = [];
+  for (const url of urls) {
+    try {
+      const file = url.startsWith('file:') ? fileURLToPath(url) : url;
+      const inspection = await inspectValidator(url, file, await versionOf(file));
+      if (inspection.kind === 'extension_grant') names.push(inspection.grantType);
+    } catch {
+      // reported by loadValidatorModules
+    }
+  }
+  return names;
+}
+
+/** What the main thread learns from a validator class: which grant it serves. */
+interface ValidatorInspection {
+  readonly kind: ValidatorModule['kind'];
+  readonly grantType: string;
+}
+
+/**
+ * What a validator's constructor gets on the main thread, where the class is only inspected:
+ * nothing validates here, so the token validator refuses, and there is no issuer or API resource.
+ * The worker threads construct their own instances with the real services.
+ */
+const inspectionServices: ValidatorServices = Object.freeze({
+  tokenValidator: Object.freeze({
+    validateAccessToken: async (): Promise<never> => {
+      throw new Error('validators validate in the worker threads; the main thread only reads their grantType');
+    },
+  }),
+  logger: Object.freeze({ debug() {}, info() {}, warn() {}, error() {} }),
+  issuer: '',
+  apiResources: Object.freeze([]),
+});
+
+// The main thread constructs each version of a validator module once, whichever asks first: the
+// config check before start (peekGrantTypes), the start, or a reload (validators/README.md,
+// "Contract reference"). Only successes are kept: a module that failed is tried again, since what
+// made it fail (a file its constructor reads, say) may be fixed without the module changing.
+const inspections = new Map<string, ValidatorInspection>();
+
+/**
+ * Imports a module version (`url?v=version`), constructs its default export once with
+ * {@link inspectionServices}, and reads its kind and grant type. Throws an Error whose message
+ * says what is wrong, for a {@link ConfigError} naming the file.
+ */
+async function inspectValidator(url: string, file: string, version: string): Promise<ValidatorInspection> {
+  const versionedUrl = `${url}?v=${version}`;
+  const known = inspections.get(versionedUrl);
+  if (known !== undefined) return known;
+  if (isTypeScriptModule(file)) ensureTypeScriptLoader();
+  let module: { default?: unknown };
+  try {
+    module = (await import(versionedUrl)) as { default?: unknown };
+  } catch (err) {
+    throw new Error(`cannot be imported: ${(err as Error).message.split('\n')[0]}`);
+  }
+  const Validator = module.default;
+  // An arrow function has no prototype and cannot be constructed: not a class either.
+  if (typeof Validator !== 'function' || Validator.prototype === undefined) throw new Error('has no default export that is a validator class');
+  let instance: ExtensionGrantValidator | ResourceOwnerPasswordValidator;
+  try {
+    instance = new (Validator as new (s: ValidatorServices) => ExtensionGrantValidator)(inspectionServices);
+  } catch (err) {
+    throw new Error(`its constructor threw: ${(err as Error).message.split('\n')[0]}`);
+  }
+  if (typeof instance.validate !== 'function') throw new Error('its validator has no validate(context) method');
+  let inspection: ValidatorInspection;
+  if ('kind' in instance && instance.kind === 'resource_owner_password') {
+    inspection = { kind: 'resource_owner_password', grantType: 'password' };
+  } else {
+    const grantType = (instance as ExtensionGrantValidator).grantType;
+    if (typeof grantType !== 'string' || grantType.length === 0) throw new Error('its validator has no grantType');
+    inspection = { kind: 'extension_grant', grantType };
+  }
+  inspections.set(versionedUrl, inspection);
+  return inspection;
 }
 
 async function versionOf(file: string): Promise<string> {
@@ -107,34 +172,4 @@ async function versionOf(file: string): Promise<string> {
   } catch {
     return '0';
   }
-}
-
-/**
- * The grant types of validator modules, read before the config is validated (which needs them).
- * Modules that fail here are skipped: {@link loadValidatorModules} reports them properly later.
- */
-export async function peekGrantTypes(urls: readonly string[]): Promise<string[]> {
-  const unavailable = async (): Promise<never> => {
-    throw new Error('services are not available while the config is being checked');
-  };
-  const services: ValidatorServices = {
-    tokenValidator: { validateAccessToken: unavailable },
-    logger: { debug() {}, info() {}, warn() {}, error() {} },
-    issuer: '',
-    apiResources: [],
-  };
-  const names: string[] = [];
-  for (const url of urls) {
-    try {
-      if (isTypeScriptModule(url)) ensureTypeScriptLoader();
-      const file = url.startsWith('file:') ? fileURLToPath(url) : url;
-      const module = (await import(`${url}?v=${await versionOf(file)}`)) as { default?: unknown };
-      if (typeof module.default !== 'function') continue;
-      const grantType = (new (module.default as new (s: ValidatorServices) => { grantType?: unknown })(services)).grantType;
-      if (typeof grantType === 'string' && grantType.length > 0) names.push(grantType);
-    } catch {
-      // reported by loadValidatorModules
-    }
-  }
-  return names;
 }

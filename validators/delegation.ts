@@ -12,7 +12,7 @@ import {
   type ExtensionGrantValidationContext,
   type ExtensionGrantValidator,
   type ValidatorServices,
-} from 'tessera';
+} from 'tessera/validator';
 
 export default class DelegationGrantValidator implements ExtensionGrantValidator {
   readonly grantType = 'delegation';

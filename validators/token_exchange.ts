@@ -28,7 +28,7 @@ import {
   type ExtensionGrantValidationContext,
   type ExtensionGrantValidator,
   type ValidatorServices,
-} from 'tessera';
+} from 'tessera/validator';
 
 /** RFC 8693 §3 token type identifiers this validator accepts and issues. */
 export const TokenTypes = {

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { Expectation } from '../load/load_generator.js';
 import { benchClient, benchClients, benchUser, introspectingResource } from '../support/bench_config.js';
 import type { BenchAlgorithm } from '../support/keys.js';
-import type { ClaimValue } from '../support/seed.js';
+import type { ClaimValue } from '../../workers/protocol/validator_api.js';
 import {
   basicAuthorization,
   formPost,

@@ -8,9 +8,8 @@
  * - node-oidc-provider: its own models (`Grant`, `RefreshToken`) saved through its adapter, on
  *   an IPC request to `peers/oidc_provider_process.ts`.
  */
+import type { ClaimValue } from '../../workers/protocol/validator_api.js';
 import { basicAuthorization } from '../scenarios/scenario.js';
-
-export type ClaimValue = string | number | boolean | readonly string[];
 
 export type SeedRequest =
   | {

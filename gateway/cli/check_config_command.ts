@@ -1,7 +1,9 @@
 /** `tessera check-config FILE`: validate a config file the way `start` would, and explain it. */
 import { isAbsolute, relative } from 'node:path';
 import { parseArgs } from 'node:util';
-import { checkSigningKeyFiles, ConfigError, type LoadedConfig } from '../config/load.js';
+import { ConfigError } from '../config/config_error.js';
+import type { LoadedConfig } from '../config/load.js';
+import { checkSigningKeyFiles } from '../config/signing_key_files.js';
 import { createTessera } from '../service_builder.js';
 import { ExitCode, UsageError, type CliCommand } from './command.js';
 

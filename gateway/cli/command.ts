@@ -2,7 +2,7 @@
  * What every `tessera` subcommand shares: its description for the help text, the streams it
  * writes to, and the exit codes.
  */
-import { formatProblems, type ConfigError } from '../config/load.js';
+import { formatProblems, type ConfigError } from '../config/config_error.js';
 
 /** Exit codes: 2 means "fix what you gave me" (usage or config), 1 means "it failed". */
 export const ExitCode = { Ok: 0, Failure: 1, Usage: 2, InvalidConfig: 2 } as const;

@@ -1,5 +1,5 @@
 /** `tessera --help` and `tessera help COMMAND`. */
-import { envOverrideNames } from '../config/load.js';
+import { envOverrideNames } from '../config/env_overrides.js';
 import type { CliCommand } from './command.js';
 
 /** The overview: one line per command. */

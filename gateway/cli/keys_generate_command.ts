@@ -3,10 +3,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
-import { signingAlgorithms } from '../config/schema.js';
+import { isSigningAlgorithm, signingAlgorithms, type SigningAlgorithm } from '../../workers/protocol/signing_key.js';
 import { ExitCode, UsageError, type CliCommand } from './command.js';
-
-type SigningAlgorithm = (typeof signingAlgorithms)[number];
 
 export const keysGenerateCommand: CliCommand = {
   words: ['keys', 'generate'],
@@ -63,8 +61,4 @@ export async function generateSigningJwk(algorithm: SigningAlgorithm): Promise<J
   // The thumbprint covers only the public members, so the published key has the same kid.
   const kid = await calculateJwkThumbprint(jwk, 'sha256');
   return { ...jwk, kid, alg: algorithm, use: 'sig' };
-}
-
-function isSigningAlgorithm(value: string): value is SigningAlgorithm {
-  return (signingAlgorithms as readonly string[]).includes(value);
 }

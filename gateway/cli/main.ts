@@ -7,7 +7,7 @@ import { hashSecretCommand } from './hash_secret_command.js';
 import { formatCommandHelp, formatHelp } from './help.js';
 import { keysGenerateCommand } from './keys_generate_command.js';
 import { startCommand } from './start_command.js';
-import { ConfigError } from '../config/load.js';
+import { ConfigError } from '../config/config_error.js';
 
 const commands: readonly CliCommand[] = [
   startCommand,

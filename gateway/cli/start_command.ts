@@ -1,7 +1,8 @@
 /** `tessera start [--config FILE]`: load the config, start the gateway, serve until a signal. */
 import { parseArgs } from 'node:util';
 import { pino, type Logger } from 'pino';
-import { ConfigError, type LoadedConfig } from '../config/load.js';
+import { ConfigError } from '../config/config_error.js';
+import type { LoadedConfig } from '../config/load.js';
 import { createTessera } from '../service_builder.js';
 import type { RunningGateway } from '../server.js';
 import { describeError, ExitCode, type CliCommand, type CliIo } from './command.js';

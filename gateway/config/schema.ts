@@ -1,16 +1,16 @@
 /**
- * The config file's schema (SPEC §2). Validated once at start; `config/tessera.schema.json` is
+ * The config file's schema (README, "Configuration reference"). Validated once at start; `config/tessera.schema.json` is
  * generated from it (`npm run schema`) so editors can check config files too.
  */
 import { z } from 'zod';
+import { signingAlgorithms } from '../../workers/protocol/signing_key.js';
+import type { ClientConfig, SecretConfig, StoreConfig, UserConfig, WorkerConfig } from '../../workers/protocol/worker_config.js';
 
 /** Grant types shipped as validators in `validators/`; known to config validation by name. */
 export const shippedExtensionGrantTypes = [
   'delegation',
   'urn:ietf:params:oauth:grant-type:token-exchange',
 ] as const;
-
-export const signingAlgorithms = ['ES256', 'EdDSA', 'RS256', 'PS256'] as const;
 
 const positiveSeconds = z.number().int().positive();
 const nonEmpty = z.string().min(1, { error: 'must not be empty' });
@@ -206,6 +206,7 @@ export const configSchema = z
   })
   .meta({ title: 'Tessera config', description: 'Config file of the Tessera OAuth 2.0 / OpenID Connect token service.' });
 
+/** Recursively readonly view of a plain-data type. */
 export type DeepReadonly<T> = T extends (infer E)[]
   ? readonly DeepReadonly<E>[]
   : T extends object
@@ -216,8 +217,28 @@ export type DeepReadonly<T> = T extends (infer E)[]
 export type ParsedConfig = z.output<typeof configSchema>;
 /** A validated config as the rest of the code sees it: read-only all the way down. */
 export type TesseraConfig = DeepReadonly<ParsedConfig>;
-export type ClientConfig = TesseraConfig['clients'][number];
-export type UserConfig = TesseraConfig['users'][number];
-export type StoreConfig = TesseraConfig['store'];
-export type SecretConfig = ClientConfig['clientSecrets'][number];
-export type DemoCredentialConfig = NonNullable<TesseraConfig['demoCredentials']>[number];
+
+/**
+ * `true` when A and B have the same members and each is assignable to the other: a compile-time
+ * equality of shapes (assignability alone would let an optional member go missing on one side).
+ */
+export type SameShape<A, B> = [A] extends [B]
+  ? [B] extends [A]
+    ? [keyof A] extends [keyof B]
+      ? [keyof B] extends [keyof A]
+        ? true
+        : false
+      : false
+    : false
+  : false;
+
+// The worker threads declare the config they read on their side of the thread boundary
+// (workers/protocol/worker_config.ts), so that they never load this schema. These lines stop the
+// build when the schema and those types drift apart: whole sections must match exactly, and a
+// validated config must carry everything the workers read.
+true satisfies SameShape<TesseraConfig['clients'][number], ClientConfig>;
+true satisfies SameShape<TesseraConfig['clients'][number]['clientSecrets'][number], SecretConfig>;
+true satisfies SameShape<TesseraConfig['apiResources'][number]['secrets'][number], SecretConfig>;
+true satisfies SameShape<TesseraConfig['users'][number], UserConfig>;
+true satisfies SameShape<TesseraConfig['store'], StoreConfig>;
+true satisfies (TesseraConfig extends WorkerConfig ? true : false);

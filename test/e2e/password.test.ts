@@ -29,7 +29,7 @@ t.test('openid-client gets a password-grant token that a resource server accepts
 t.test('a password validator dropped into validatorsDir replaces the configured users', async (t) => {
   const dir = t.testdir({
     'directory_password_validator.ts': `
-      import { GrantValidationResult, type ResourceOwnerPasswordValidator, type ResourceOwnerPasswordValidationContext } from 'tessera';
+      import { GrantValidationResult, type ResourceOwnerPasswordValidator, type ResourceOwnerPasswordValidationContext } from 'tessera/validator';
       export default class DirectoryPasswordValidator implements ResourceOwnerPasswordValidator {
         readonly kind = 'resource_owner_password';
         async validate(context: ResourceOwnerPasswordValidationContext): Promise<void> {

@@ -306,7 +306,7 @@ t.test('user code collisions, on the endpoint alone', async (t) => {
         issuer: 'http://tessera.test',
         authenticator: new ClientAuthenticator(clients),
         throttle: new ClientAuthThrottle(new FailureThrottle(store, 'client', { maxFailures: 10, windowSeconds: 60 }), (id) => clients.has(id), pino({ level: 'silent' })),
-        scopes: new ScopeRules({ identityResources: [], apiScopes: [{ name: 'api1' }], apiResources: [{ name: 'urn:api1', scopes: ['api1'], secrets: [] }] }),
+        scopes: new ScopeRules({ identityResources: [], apiScopes: [{ name: 'api1' }], apiResources: [{ name: 'urn:api1', scopes: ['api1'] }] }),
         store,
       }),
     );

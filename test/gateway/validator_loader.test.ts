@@ -5,22 +5,14 @@ import t from 'tap';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { ConfigError } from '../../gateway/config/load.js';
+import { ConfigError } from '../../gateway/config/config_error.js';
 import { builtInGrantTypes } from '../../workers/protocol/grant_types.js';
 import { listValidatorFiles, loadValidatorModules, peekGrantTypes } from '../../gateway/validator_loader.js';
-import type { ValidatorServices } from '../../workers/protocol/validator_api.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
-const services: ValidatorServices = {
-  tokenValidator: { validateAccessToken: async () => ({ isError: true, error: 'invalid_token', claims: [] }) },
-  logger: { debug() {}, info() {}, warn() {}, error() {} },
-  issuer: 'http://127.0.0.1:5000',
-  apiResources: [],
-};
-
 const tsValidator = (grantType: string) => `
-import { GrantValidationResult, type ExtensionGrantValidationContext, type ExtensionGrantValidator } from 'tessera';
+import { GrantValidationResult, type ExtensionGrantValidationContext, type ExtensionGrantValidator } from 'tessera/validator';
 
 export default class Validator implements ExtensionGrantValidator {
   readonly grantType: string = ${JSON.stringify(grantType)};
@@ -40,7 +32,7 @@ export default class Validator {
 /** Loads the folder and returns the problems it was refused with (none: `[]`). */
 async function problemsOf(dir: string): Promise<{ path: string; message: string }[]> {
   try {
-    await loadValidatorModules({ dir }, services, builtInGrantTypes);
+    await loadValidatorModules({ dir }, builtInGrantTypes);
     return [];
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
@@ -51,7 +43,7 @@ async function problemsOf(dir: string): Promise<{ path: string; message: string 
 t.test('loading validators', async (t) => {
   t.test('loads a TypeScript module with no build step', async (t) => {
     const dir = t.testdir({ 'my_grant.ts': tsValidator('my_grant') });
-    const loaded = await loadValidatorModules({ dir }, services, builtInGrantTypes);
+    const loaded = await loadValidatorModules({ dir }, builtInGrantTypes);
     t.same(
       loaded.map((m) => ({ file: m.file, url: m.url, grantType: m.grantType })),
       [{ file: path.join(dir, 'my_grant.ts'), url: pathToFileURL(path.join(dir, 'my_grant.ts')).href, grantType: 'my_grant' }],
@@ -59,9 +51,15 @@ t.test('loading validators', async (t) => {
     t.match(loaded[0]?.version, /^\d+-\d+$/);
   });
 
+  t.test('loads a validator that imports the package root, as validators written before tessera/validator do', async (t) => {
+    const dir = t.testdir({ 'root_grant.ts': tsValidator('root_grant').replace("from 'tessera/validator'", "from 'tessera'") });
+    const loaded = await loadValidatorModules({ dir }, builtInGrantTypes);
+    t.same(loaded.map((m) => m.grantType), ['root_grant']);
+  });
+
   t.test('loads a JavaScript (.mjs) module', async (t) => {
     const dir = t.testdir({ 'js_grant.mjs': jsValidator('js_grant') });
-    const loaded = await loadValidatorModules({ dir }, services, builtInGrantTypes);
+    const loaded = await loadValidatorModules({ dir }, builtInGrantTypes);
     t.same(loaded.map((m) => m.grantType), ['js_grant']);
   });
 
@@ -69,7 +67,6 @@ t.test('loading validators', async (t) => {
     const dir = t.testdir({ 'a.ts': tsValidator('grant_a'), extra: { 'b.mjs': jsValidator('grant_b') } });
     const loaded = await loadValidatorModules(
       { dir, modules: [pathToFileURL(path.join(dir, 'extra', 'b.mjs')).href] },
-      services,
       builtInGrantTypes,
     );
     t.same(loaded.map((m) => m.grantType), ['grant_a', 'grant_b']);
@@ -91,7 +88,7 @@ t.test('loading validators', async (t) => {
 
   t.test('treats a missing folder as no validators', async (t) => {
     const dir = t.testdir({});
-    t.same(await loadValidatorModules({ dir: path.join(dir, 'nope') }, services, builtInGrantTypes), []);
+    t.same(await loadValidatorModules({ dir: path.join(dir, 'nope') }, builtInGrantTypes), []);
   });
 
   t.test('refuses a grant type registered by two files, naming the second', async (t) => {

@@ -13,7 +13,7 @@ const auth = basicAuthorization('hot');
 
 /** A validator that stamps its version into the token, after a short delay (so requests overlap a reload). */
 const stampValidator = (grantType: string, version: string) => `
-import { GrantValidationResult, type ExtensionGrantValidationContext, type ExtensionGrantValidator } from 'tessera';
+import { GrantValidationResult, type ExtensionGrantValidationContext, type ExtensionGrantValidator } from 'tessera/validator';
 
 export default class Stamp implements ExtensionGrantValidator {
   readonly grantType: string = ${JSON.stringify(grantType)};
@@ -42,7 +42,8 @@ async function advertised(gw: TestGateway): Promise<string[]> {
  */
 async function change(t: Test, gw: TestGateway, edit: () => void, expectApplied: boolean): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), 8000)));
+  // A reload boots a new worker pool: about a second, but far longer on a loaded CI machine.
+  const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), 30_000)));
   let next = gw.nextValidatorReload();
   edit();
   try {

@@ -10,7 +10,7 @@ import { startGateway, type RunningGateway, type StartOptions } from '../../gate
 import { listValidatorFiles, peekGrantTypes } from '../../gateway/validator_loader.js';
 import { freePort } from './free_port.js';
 import { generateSigningKey } from '../../gateway/key_loader.js';
-import type { SigningKeyMaterial } from '../../workers/tokens/signing_key.js';
+import type { SigningKeyMaterial } from '../../workers/protocol/signing_key.js';
 
 export const sha256Secret = (secret: string): string => createHash('sha256').update(secret, 'utf8').digest('base64');
 

@@ -1,4 +1,4 @@
-import type { UserConfig } from '../../gateway/config/schema.js';
+import type { UserConfig } from '../protocol/worker_config.js';
 import { verifyPassword } from '../crypto/password_hash.js';
 import {
   GrantValidationResult,

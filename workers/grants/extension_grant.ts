@@ -11,10 +11,10 @@ import {
   type ValidatedTokenRequest,
 } from '../protocol/validator_api.js';
 import type { FormParams } from '../protocol/token_task.js';
-import type { TesseraConfig } from '../../gateway/config/schema.js';
+import type { WorkerConfig } from '../protocol/worker_config.js';
 import { isStoreUnavailable } from '../store/store.js';
 import type { RegisteredClient } from '../protocol/client_model.js';
-import { protectedClaims, type ClaimValue as TokenClaimValue } from '../tokens/access_token.js';
+import { protectedClaims } from '../tokens/access_token.js';
 import type { GrantHandler, GrantRequest, GrantServices, TokenResponse } from './grant_handler.js';
 import { clientOnlyPolicy, userPolicy } from './scope_rules.js';
 import { issueTokens } from './token_issuance.js';
@@ -27,7 +27,7 @@ const standardResponseMembers = new Set(['access_token', 'token_type', 'expires_
 const truthfulIssuedTokenTypes = new Set(['urn:ietf:params:oauth:token-type:access_token', 'urn:ietf:params:oauth:token-type:jwt']);
 
 /** The `apiResources` of {@link ValidatorServices}: names and scopes, never secrets. */
-export function validatorApiResources(config: Pick<TesseraConfig, 'apiResources'>): readonly ApiResource[] {
+export function validatorApiResources(config: Pick<WorkerConfig, 'apiResources'>): readonly ApiResource[] {
   return Object.freeze(config.apiResources.map((r) => Object.freeze({ name: r.name, scopes: Object.freeze([...r.scopes]) })));
 }
 
@@ -169,14 +169,14 @@ function rawParameters(params: FormParams): RawParameters {
 
 // Claims of a validator: registered JWT claims are the service's to set, except `act`, which
 // delegation exists to add (RFC 8693 §4.1).
-export function grantClaims(claims: GrantValidationResult['claims']): Record<string, TokenClaimValue> {
-  const out: Record<string, TokenClaimValue> = {};
+export function grantClaims(claims: GrantValidationResult['claims']): Record<string, ClaimValue> {
+  const out: Record<string, ClaimValue> = {};
   if (claims === undefined) return out;
   const add = (type: string, value: ClaimValue) => {
     if (type !== 'act' && protectedClaims.has(type)) return;
     const existing = out[type];
-    if (existing === undefined) out[type] = value as TokenClaimValue;
-    else out[type] = [...(Array.isArray(existing) ? existing : [existing]), value] as TokenClaimValue;
+    if (existing === undefined) out[type] = value;
+    else out[type] = [...(Array.isArray(existing) ? existing : [existing]), value] as ClaimValue;
   };
   if (Array.isArray(claims)) for (const { type, value } of claims as readonly Claim[]) add(type, value);
   else for (const [type, value] of Object.entries(claims as Record<string, ClaimValue>)) add(type, value);

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { createValidatorErrorEntry, isTokenRequestError, OAuthError, OAuthErrors, TokenRequestErrors } from '../protocol/oauth_errors.js';
 import {
   GrantValidationResult,
+  type ClaimValue,
   type ResourceOwnerPasswordValidationContext,
   type ResourceOwnerPasswordValidator,
 } from '../protocol/validator_api.js';
@@ -10,7 +11,6 @@ import { grantClaims, isResult, runWithTimeout, validatedRequest } from './exten
 import type { FailureThrottle } from './failure_throttle.js';
 import type { GrantHandler, GrantRequest, GrantServices } from './grant_handler.js';
 import { userPolicy, type GrantedScopes } from './scope_rules.js';
-import type { ClaimValue as TokenClaimValue } from '../tokens/access_token.js';
 import { issueTokens } from './token_issuance.js';
 
 /**
@@ -22,7 +22,7 @@ import { issueTokens } from './token_issuance.js';
 export interface AuthenticatedUser {
   readonly subject: string;
   /** `auth_time`, `idp`, `amr`, `tenant` and the validator's own claims. */
-  readonly claims: Record<string, TokenClaimValue>;
+  readonly claims: Record<string, ClaimValue>;
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { TesseraConfig } from '../../gateway/config/schema.js';
+import type { WorkerConfig } from '../protocol/worker_config.js';
 import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
 import type { RegisteredClient } from '../protocol/client_model.js';
 
@@ -38,7 +38,7 @@ export class ScopeRules {
   // Clients send the same few scope strings again and again; a valid one is resolved once.
   private readonly resolved = new WeakMap<RegisteredClient, Map<ScopePolicy, Map<string, GrantedScopes>>>();
 
-  constructor(config: Pick<TesseraConfig, 'identityResources' | 'apiScopes' | 'apiResources'>) {
+  constructor(config: Pick<WorkerConfig, 'identityResources' | 'apiScopes' | 'apiResources'>) {
     for (const r of config.identityResources) this.identity.add(r.name);
     for (const s of config.apiScopes) this.api.add(s.name);
     for (const resource of config.apiResources) {

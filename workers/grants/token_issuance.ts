@@ -1,4 +1,5 @@
-import { buildAccessTokenClaims, type ClaimValue } from '../tokens/access_token.js';
+import { buildAccessTokenClaims } from '../tokens/access_token.js';
+import type { ClaimValue } from '../protocol/validator_api.js';
 import { newFamilyId, newRefreshHandle } from '../tokens/refresh_token_handle.js';
 import { refreshExpiry, type RefreshTokenRecord } from '../tokens/refresh_token_record.js';
 import { issuedAccessTokenRecord, type IssuedAccessToken } from '../tokens/token_revocation.js';

@@ -1,4 +1,4 @@
-import type { ClientConfig, SecretConfig } from '../../gateway/config/schema.js';
+import type { ClientConfig, SecretConfig } from './worker_config.js';
 
 /** A configured client secret, decoded once at boot. */
 export interface StoredSecret {

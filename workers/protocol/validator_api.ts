@@ -1,6 +1,7 @@
 /**
- * The public API for validator authors (SPEC §6), re-exported from the package root:
- * `import { GrantValidationResult, TokenRequestErrors, type ExtensionGrantValidator } from 'tessera'`.
+ * The public API for validator authors (validators/README.md), published as the package's
+ * `tessera/validator` entry (validator.ts):
+ * `import { GrantValidationResult, TokenRequestErrors, type ExtensionGrantValidator } from 'tessera/validator'`.
  *
  * It mirrors IdentityServer's `IExtensionGrantValidator` in TypeScript idiom: a class with a
  * `grantType` and an async `validate(context)` that sets `context.result`.
@@ -111,7 +112,7 @@ export interface ValidatorServices {
  * ```ts
  * import { GrantValidationResult, TokenRequestErrors,
  *          type ExtensionGrantValidator, type ExtensionGrantValidationContext,
- *          type ValidatorServices } from 'tessera';
+ *          type ValidatorServices } from 'tessera/validator';
  *
  * export default class DelegationGrantValidator implements ExtensionGrantValidator {
  *   readonly grantType = 'delegation';
@@ -259,7 +260,7 @@ export interface ResourceOwnerPasswordValidationContext {
  * @example
  * ```ts
  * import { GrantValidationResult, type ResourceOwnerPasswordValidator,
- *          type ResourceOwnerPasswordValidationContext, type ValidatorServices } from 'tessera';
+ *          type ResourceOwnerPasswordValidationContext, type ValidatorServices } from 'tessera/validator';
  *
  * export default class LdapPasswordValidator implements ResourceOwnerPasswordValidator {
  *   readonly kind = 'resource_owner_password';

@@ -1,9 +1,9 @@
-import type { TesseraConfig } from '../../gateway/config/schema.js';
-import type { SigningKeyMaterial } from '../tokens/signing_key.js';
+import type { SigningKeyMaterial } from './signing_key.js';
+import type { WorkerConfig } from './worker_config.js';
 
 /** What each worker thread receives at start (Piscina `workerData`, structured clone). */
 export interface WorkerBootData {
-  readonly config: TesseraConfig;
+  readonly config: WorkerConfig;
   /** The first key signs; the others are only published. */
   readonly signingKeys: readonly SigningKeyMaterial[];
   /** URLs of extra grant-handler modules (default export: a GrantHandler). */

@@ -2,7 +2,7 @@
  * Builds the store the config asks for (SPEC §2 `store`, §7).
  */
 import { isMainThread } from 'node:worker_threads';
-import type { StoreConfig } from '../../gateway/config/schema.js';
+import type { StoreConfig } from '../protocol/worker_config.js';
 import { connectMemoryStoreHost } from './memory_store_client.js';
 import { MemoryStore } from './memory_store.js';
 import { RedisStore } from './redis_store.js';

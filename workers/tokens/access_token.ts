@@ -1,14 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { RegisteredClient } from '../protocol/client_model.js';
 import type { GrantedScopes } from '../grants/scope_rules.js';
+import type { ClaimValue } from '../protocol/validator_api.js';
 
 /** Claims a client or an extension grant can never set: they carry the token's meaning. */
 export const protectedClaims: ReadonlySet<string> = new Set([
   'iss', 'sub', 'aud', 'exp', 'nbf', 'iat', 'jti', 'client_id', 'scope', 'auth_time', 'idp', 'amr',
   'act', 'cnf', 'typ', 'azp', 'nonce', 'at_hash', 'c_hash', 'sid',
 ]);
-
-export type ClaimValue = string | number | boolean | string[] | Record<string, unknown>;
 
 const clientClaimsCache = new WeakMap<RegisteredClient, Readonly<Record<string, string | string[]>>>();
 

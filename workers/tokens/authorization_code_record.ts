@@ -1,4 +1,4 @@
-import type { ClaimValue } from './access_token.js';
+import type { ClaimValue } from '../protocol/validator_api.js';
 
 /** What the store keeps for one authorization code (keyed by SHA-256 of the code). */
 export interface AuthorizationCodeRecord {

@@ -1,6 +1,6 @@
 import { createHash, randomInt } from 'node:crypto';
 import type { StoreKey } from '../store/store.js';
-import type { ClaimValue } from './access_token.js';
+import type { ClaimValue } from '../protocol/validator_api.js';
 
 /** RFC 8628 §6.1: consonants only, so no word can be spelled and nothing looks alike. */
 export const userCodeAlphabet = 'BCDFGHJKLMNPQRSTVWXZ';

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import type { TesseraConfig } from '../../gateway/config/schema.js';
+import type { WorkerConfig } from '../protocol/worker_config.js';
 import type { RegisteredClient } from '../protocol/client_model.js';
 import type { GrantedScopes } from '../grants/scope_rules.js';
-import type { ClaimValue } from './access_token.js';
-import type { SigningAlgorithm } from './signing_key.js';
+import type { ClaimValue } from '../protocol/validator_api.js';
+import type { SigningAlgorithm } from '../protocol/signing_key.js';
 
 export interface IdTokenInput {
   client: RegisteredClient;
@@ -30,7 +30,7 @@ export class IdTokenBuilder {
   private readonly userClaims = new Map<string, Readonly<Record<string, unknown>>>();
 
   constructor(
-    config: Pick<TesseraConfig, 'identityResources' | 'users'>,
+    config: Pick<WorkerConfig, 'identityResources' | 'users'>,
     private readonly issuer: string,
     private readonly alg: SigningAlgorithm,
   ) {

@@ -1,5 +1,5 @@
-import type { ClientConfig } from '../../gateway/config/schema.js';
-import type { ClaimValue } from './access_token.js';
+import type { ClientConfig } from '../protocol/worker_config.js';
+import type { ClaimValue } from '../protocol/validator_api.js';
 
 /** What the store keeps for one refresh token (SPEC §5, keyed by SHA-256 of the handle). */
 export interface RefreshTokenRecord {

@@ -1,7 +1,7 @@
 import { createLocalJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import type { Claim, TokenValidationResult, TokenValidator } from '../protocol/validator_api.js';
 import type { Store } from '../store/store.js';
-import { publicJwk, type SigningKeyMaterial } from './signing_key.js';
+import { publicJwk, type SigningKeyMaterial } from '../protocol/signing_key.js';
 
 /** Seconds of clock skew tolerated on `exp`/`nbf`/`iat` between gateway instances. */
 export const clockToleranceSeconds = 5;

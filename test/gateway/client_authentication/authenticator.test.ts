@@ -1,6 +1,7 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
-import { clientSchema, type ClientConfig } from '../../../gateway/config/schema.js';
+import { clientSchema } from '../../../gateway/config/schema.js';
+import type { ClientConfig } from '../../../workers/protocol/worker_config.js';
 import { ClientAuthenticator } from '../../../gateway/client_authentication/authenticator.js';
 import { registerClients } from '../../../workers/protocol/client_model.js';
 import { basicAuthorization } from '../../helpers/basic_authorization.js';

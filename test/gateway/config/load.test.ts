@@ -2,15 +2,9 @@ import t from 'tap';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  checkSigningKeyFiles,
-  ConfigError,
-  formatProblems,
-  loadConfigFile,
-  validateConfig,
-  type LoadedConfig,
-  type ValidateConfigOptions,
-} from '../../../gateway/config/load.js';
+import { ConfigError, formatProblems } from '../../../gateway/config/config_error.js';
+import { loadConfigFile, validateConfig, type LoadedConfig, type ValidateConfigOptions } from '../../../gateway/config/load.js';
+import { checkSigningKeyFiles } from '../../../gateway/config/signing_key_files.js';
 import { configSchema } from '../../../gateway/config/schema.js';
 import { builtInGrantTypes } from '../../../workers/protocol/grant_types.js';
 import { generateSigningJwk } from '../../../gateway/cli/keys_generate_command.js';

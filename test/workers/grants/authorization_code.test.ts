@@ -8,7 +8,8 @@ import t, { type Test } from 'tap';
 import { Redis } from 'ioredis';
 import { decodeJwt } from 'jose';
 import { pino } from 'pino';
-import { clientSchema, type UserConfig } from '../../../gateway/config/schema.js';
+import { clientSchema } from '../../../gateway/config/schema.js';
+import type { UserConfig } from '../../../workers/protocol/worker_config.js';
 import { generateSigningKey } from '../../../gateway/key_loader.js';
 import { authorizationCodeGrant } from '../../../workers/grants/authorization_code.js';
 import type { GrantServices, TokenResponse } from '../../../workers/grants/grant_handler.js';
@@ -57,7 +58,7 @@ t.test('called directly, with a clock', async (t) => {
     const services: GrantServices = {
       issuer,
       clients,
-      scopes: new ScopeRules({ identityResources, apiScopes: [{ name: 'api1' }], apiResources: [{ name: 'urn:api1', scopes: ['api1'], secrets: [] }] }),
+      scopes: new ScopeRules({ identityResources, apiScopes: [{ name: 'api1' }], apiResources: [{ name: 'urn:api1', scopes: ['api1'] }] }),
       signer: new JwtSigner(signingKey),
       idTokens: new IdTokenBuilder({ identityResources, users: [alice] }, issuer, 'ES256'),
       store,

@@ -5,7 +5,8 @@
 import t, { type Test } from 'tap';
 import { decodeJwt, importJWK, jwtVerify } from 'jose';
 import { pino } from 'pino';
-import { clientSchema, type ClientConfig } from '../../../gateway/config/schema.js';
+import { clientSchema } from '../../../gateway/config/schema.js';
+import type { ClientConfig } from '../../../workers/protocol/worker_config.js';
 import { generateSigningKey } from '../../../gateway/key_loader.js';
 import { deviceCodeGrant } from '../../../workers/grants/device_code.js';
 import { deviceCodeGrantType } from '../../../workers/protocol/grant_types.js';
@@ -21,7 +22,7 @@ import { expiredGraceMs, pollStateKey, type DeviceCodeRecord, type PollState } f
 import { IdTokenBuilder } from '../../../workers/tokens/id_token.js';
 import { JwtSigner } from '../../../workers/tokens/jwt_signer.js';
 import { newFamilyHandle, newFamilyId, parseRefreshHandle, type FamilyHandle } from '../../../workers/tokens/refresh_token_handle.js';
-import { publicJwk } from '../../../workers/tokens/signing_key.js';
+import { publicJwk } from '../../../workers/protocol/signing_key.js';
 import { startRedisServer } from '../../helpers/redis_server.js';
 
 const issuer = 'https://tessera.test';

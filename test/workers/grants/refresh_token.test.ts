@@ -5,7 +5,8 @@
 import t, { type Test } from 'tap';
 import { decodeJwt } from 'jose';
 import { pino } from 'pino';
-import { clientSchema, type ClientConfig } from '../../../gateway/config/schema.js';
+import { clientSchema } from '../../../gateway/config/schema.js';
+import type { ClientConfig } from '../../../workers/protocol/worker_config.js';
 import { generateSigningKey } from '../../../gateway/key_loader.js';
 import type { GrantServices, TokenResponse } from '../../../workers/grants/grant_handler.js';
 import { refreshTokenGrant } from '../../../workers/grants/refresh_token.js';
@@ -75,8 +76,8 @@ function harness(t: Test): Harness {
     identityResources,
     apiScopes: [{ name: 'api1' }, { name: 'api2' }],
     apiResources: [
-      { name: 'urn:api1', scopes: ['api1'], secrets: [] },
-      { name: 'urn:api2', scopes: ['api2'], secrets: [] },
+      { name: 'urn:api1', scopes: ['api1'] },
+      { name: 'urn:api2', scopes: ['api2'] },
     ],
   });
   const clients = registerClients(clientConfigs);

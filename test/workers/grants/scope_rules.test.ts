@@ -1,5 +1,6 @@
 import t from 'tap';
-import { clientSchema, type ClientConfig } from '../../../gateway/config/schema.js';
+import { clientSchema } from '../../../gateway/config/schema.js';
+import type { ClientConfig } from '../../../workers/protocol/worker_config.js';
 import { clientOnlyPolicy, ScopeRules, userPolicy } from '../../../workers/grants/scope_rules.js';
 import { OAuthError } from '../../../workers/protocol/oauth_errors.js';
 import { registerClient } from '../../../workers/protocol/client_model.js';
@@ -8,8 +9,8 @@ const rules = new ScopeRules({
   identityResources: [{ name: 'openid', claims: ['sub'] }, { name: 'profile', claims: [] }],
   apiScopes: [{ name: 'api1' }, { name: 'api2' }, { name: 'api3' }],
   apiResources: [
-    { name: 'urn:one', scopes: ['api1'], secrets: [] },
-    { name: 'urn:both', scopes: ['api1', 'api2'], secrets: [] },
+    { name: 'urn:one', scopes: ['api1'] },
+    { name: 'urn:both', scopes: ['api1', 'api2'] },
   ],
 });
 const make = (c: Partial<ClientConfig>) =>

@@ -1,6 +1,12 @@
+/**
+ * Signing key material as it crosses the thread boundary: the gateway loads (or generates) the
+ * keys and publishes their public halves; every worker signs with the first.
+ */
 import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
 import type { JWK } from 'jose';
-import { signingAlgorithms } from '../../gateway/config/schema.js';
+
+/** The JWS algorithms Tessera signs with (`signing.algorithm` in the config). */
+export const signingAlgorithms = ['ES256', 'EdDSA', 'RS256', 'PS256'] as const;
 
 export type SigningAlgorithm = (typeof signingAlgorithms)[number];
 

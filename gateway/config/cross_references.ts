@@ -1,0 +1,95 @@
+/**
+ * Checks that need the whole, schema-valid document: unknown or duplicate names across sections,
+ * secrets and redirect URIs a client's grants need, password hash formats.
+ */
+import { isPasswordHash } from '../../workers/crypto/password_hash.js';
+import type { UserConfig } from '../../workers/protocol/worker_config.js';
+import type { ConfigProblem } from './config_error.js';
+import { builtInGrantTypes } from '../../workers/protocol/grant_types.js';
+import { shippedExtensionGrantTypes, type TesseraConfig } from './schema.js';
+
+export function checkCrossReferences(config: TesseraConfig, extraGrantTypes: readonly string[]): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const report = (path: string, message: string): void => {
+    problems.push({ path, message });
+  };
+
+  // Identity resources and API scopes share one namespace: the `scope` parameter.
+  const scopeOwners = new Map<string, string>();
+  const registerScope = (name: string, path: string): void => {
+    if (name === 'offline_access') {
+      report(path, '"offline_access" is built in and cannot be registered');
+      return;
+    }
+    const first = scopeOwners.get(name);
+    if (first !== undefined) report(path, `duplicate scope name "${name}" (also ${first})`);
+    else scopeOwners.set(name, path);
+  };
+  config.identityResources.forEach((resource, i) => registerScope(resource.name, `identityResources[${i}].name`));
+  const apiScopeNames = new Set<string>();
+  config.apiScopes.forEach((scope, i) => {
+    registerScope(scope.name, `apiScopes[${i}].name`);
+    apiScopeNames.add(scope.name);
+  });
+
+  const resourceNames = new Map<string, string>();
+  config.apiResources.forEach((resource, i) => {
+    const first = resourceNames.get(resource.name);
+    if (first !== undefined) report(`apiResources[${i}].name`, `duplicate API resource name "${resource.name}" (also ${first})`);
+    else resourceNames.set(resource.name, `apiResources[${i}].name`);
+    resource.scopes.forEach((scope, j) => {
+      if (!apiScopeNames.has(scope)) report(`apiResources[${i}].scopes[${j}]`, `unknown API scope "${scope}"`);
+    });
+  });
+
+  const knownGrantTypes = new Set<string>([...builtInGrantTypes, ...shippedExtensionGrantTypes, ...extraGrantTypes]);
+  const clientIds = new Map<string, string>();
+  config.clients.forEach((client, i) => {
+    const at = `clients[${i}]`;
+    const first = clientIds.get(client.clientId);
+    if (first !== undefined) report(`${at}.clientId`, `duplicate client id "${client.clientId}" (also ${first})`);
+    else clientIds.set(client.clientId, `${at}.clientId`);
+
+    if (client.requireClientSecret && client.clientSecrets.length === 0) {
+      report(`${at}.clientSecrets`, 'must list at least one secret when requireClientSecret is true');
+    }
+    client.allowedGrantTypes.forEach((grantType, j) => {
+      if (!knownGrantTypes.has(grantType)) report(`${at}.allowedGrantTypes[${j}]`, `unknown grant type "${grantType}"`);
+    });
+    if (client.allowedGrantTypes.includes('authorization_code') && client.redirectUris.length === 0) {
+      report(`${at}.redirectUris`, 'must list at least one redirect URI for the authorization_code grant');
+    }
+    client.allowedScopes.forEach((scope, j) => {
+      if (scope === 'offline_access') {
+        if (!client.allowOfflineAccess) report(`${at}.allowedScopes[${j}]`, '"offline_access" requires allowOfflineAccess: true');
+      } else if (!scopeOwners.has(scope)) {
+        report(`${at}.allowedScopes[${j}]`, `unknown scope "${scope}"`);
+      }
+    });
+    if (client.slidingRefreshTokenLifetime > client.absoluteRefreshTokenLifetime) {
+      report(
+        `${at}.slidingRefreshTokenLifetime`,
+        `must not exceed absoluteRefreshTokenLifetime (${client.slidingRefreshTokenLifetime} > ${client.absoluteRefreshTokenLifetime})`,
+      );
+    }
+  });
+
+  // A username is unique within its tenant and identity provider.
+  const usernames = new Map<string, string>();
+  config.users.forEach((user, i) => {
+    const key = JSON.stringify([user.username, user.tenant ?? null, user.idp]);
+    const first = usernames.get(key);
+    if (first !== undefined) report(`users[${i}].username`, `duplicate user "${user.username}"${describeRealm(user)} (also ${first})`);
+    else usernames.set(key, `users[${i}].username`);
+    if (!isPasswordHash(user.passwordHash)) {
+      report(`users[${i}].passwordHash`, 'must be an argon2id or scrypt PHC string as printed by "tessera hash-password"');
+    }
+  });
+
+  return problems;
+}
+
+function describeRealm(user: UserConfig): string {
+  const parts = [...(user.tenant === undefined ? [] : [`tenant "${user.tenant}"`]), `idp "${user.idp}"`];
+  return ` in ${parts.join(', ')}`;
+}

@@ -1,0 +1,20 @@
+import type { WorkerConfig } from '../../workers/protocol/worker_config.js';
+import type { TesseraConfig } from './schema.js';
+
+/**
+ * The part of a validated config that each worker thread receives in its boot data: what the
+ * workers read (workers/protocol/worker_config.ts), and nothing else of the document.
+ */
+export function workerConfigOf(config: TesseraConfig): WorkerConfig {
+  return {
+    issuer: config.issuer,
+    store: config.store,
+    clients: config.clients,
+    users: config.users,
+    identityResources: config.identityResources,
+    apiScopes: config.apiScopes,
+    apiResources: config.apiResources,
+    throttling: { password: config.throttling.password },
+    validatorTimeoutMs: config.validatorTimeoutMs,
+  };
+}

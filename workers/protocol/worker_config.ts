@@ -1,0 +1,111 @@
+/**
+ * The configuration as the worker threads read it. These types are declared here, on the worker
+ * side of the thread boundary, so that no worker module imports the gateway (or loads zod); the
+ * gateway's zod schema (`gateway/config/schema.ts`) is checked against them at compile time, so
+ * the two cannot drift apart. What each field means: the README's "Configuration reference".
+ */
+
+/** A configured client or API resource secret: `clientSecrets[]`, `apiResources[].secrets[]`. */
+export interface SecretConfig {
+  /** Base64(SHA-256(UTF-8 secret)), as printed by `tessera hash-secret`. */
+  readonly value: string;
+  readonly description?: string | undefined;
+  /** ISO 8601 date or date-time after which the secret is refused. */
+  readonly expiration?: string | undefined;
+}
+
+/** A client claim (`clients[].claims[]`), added to the client's tokens. */
+export interface ClientClaimConfig {
+  readonly type: string;
+  readonly value: string;
+}
+
+/** One entry of `clients`, with the schema's defaults applied. */
+export interface ClientConfig {
+  readonly clientId: string;
+  readonly clientName?: string | undefined;
+  readonly enabled: boolean;
+  readonly clientSecrets: readonly SecretConfig[];
+  readonly requireClientSecret: boolean;
+  readonly allowedGrantTypes: readonly string[];
+  readonly allowedScopes: readonly string[];
+  readonly allowOfflineAccess: boolean;
+  readonly redirectUris: readonly string[];
+  readonly requirePkce: boolean;
+  /** Always `false`: PKCE is S256 only. */
+  readonly allowPlainTextPkce: false;
+  /** Seconds. */
+  readonly accessTokenLifetime: number;
+  readonly identityTokenLifetime: number;
+  readonly authorizationCodeLifetime: number;
+  readonly deviceCodeLifetime: number;
+  /** Minimum seconds between device token polls (RFC 8628 §3.5). */
+  readonly pollingInterval: number;
+  readonly refreshTokenUsage: 'oneTimeOnly' | 'reUse';
+  readonly refreshTokenExpiration: 'absolute' | 'sliding';
+  readonly absoluteRefreshTokenLifetime: number;
+  readonly slidingRefreshTokenLifetime: number;
+  /** Identity providers (users' `idp`) this client accepts; empty accepts all. */
+  readonly identityProviderRestrictions: readonly string[];
+  readonly claims: readonly ClientClaimConfig[];
+  readonly alwaysSendClientClaims: boolean;
+}
+
+/** One entry of `users`: the built-in password check, the login page and the device page. */
+export interface UserConfig {
+  readonly subjectId: string;
+  readonly username: string;
+  /** An argon2id or scrypt PHC string, as printed by `tessera hash-password`. */
+  readonly passwordHash: string;
+  readonly enabled: boolean;
+  readonly tenant?: string | undefined;
+  readonly idp: string;
+  /** Claims of the user; a JSON config holds these kinds of claim value only. */
+  readonly claims: Readonly<Record<string, string | number | boolean | readonly string[]>>;
+}
+
+/** `store`: where state that outlives a request is kept. */
+export type StoreConfig =
+  | { readonly type: 'memory' }
+  | { readonly type: 'redis'; readonly url: string; readonly keyPrefix: string; readonly commandTimeoutMs: number }
+  | { readonly type: 'redis-cluster'; readonly nodes: readonly string[]; readonly keyPrefix: string; readonly commandTimeoutMs: number };
+
+/** One failure throttle of `throttling`. */
+export interface ThrottleConfig {
+  readonly maxFailures: number;
+  readonly windowSeconds: number;
+}
+
+/** An identity resource as the workers read it: the scope name and the claims it releases. */
+export interface IdentityResourceConfig {
+  readonly name: string;
+  readonly claims: readonly string[];
+}
+
+/** An API scope as the workers read it. */
+export interface ApiScopeConfig {
+  readonly name: string;
+}
+
+/** An API resource as the workers read it: its name (a token's `aud`) and the scopes reaching it. */
+export interface ApiResourceConfig {
+  readonly name: string;
+  readonly scopes: readonly string[];
+}
+
+/**
+ * What of the validated configuration the worker threads read. The gateway sends exactly this
+ * (`workerConfigOf` in `gateway/config/worker_config.ts`) in each worker's boot data.
+ */
+export interface WorkerConfig {
+  readonly issuer: string;
+  readonly store: StoreConfig;
+  readonly clients: readonly ClientConfig[];
+  readonly users: readonly UserConfig[];
+  readonly identityResources: readonly IdentityResourceConfig[];
+  readonly apiScopes: readonly ApiScopeConfig[];
+  readonly apiResources: readonly ApiResourceConfig[];
+  readonly throttling: { readonly password: ThrottleConfig };
+  /** How long a validator's `validate` may run before the request is answered 503. */
+  readonly validatorTimeoutMs: number;
+}
