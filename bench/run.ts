@@ -10,7 +10,7 @@ import type { LoadGenerator } from './load/load_generator.js';
 import { createWrk, findWrk } from './load/wrk.js';
 import { renderChart } from './report/chart.js';
 import { formatProfiles, summariseProfiles } from './report/cpu_profile.js';
-import { writeResults, type BenchResults, type ScenarioResult } from './report/results.js';
+import { writeResults, type BenchResults, type ScenarioResult, type SignResults } from './report/results.js';
 import { formatScenario, formatSettings } from './report/table.js';
 import { formatThroughputBound, throughputBound } from './report/throughput_bound.js';
 import { RunContext } from './runner/context.js';
@@ -23,7 +23,7 @@ import type { ActiveScenario, PendingScenario } from './scenarios/scenario.js';
 import { repoRoot } from './support/child_server.js';
 import { describeCheckout } from './support/git_info.js';
 import { describeMachine, formatMachine } from './support/machine.js';
-import { runSignBench, type SignResults } from './sign.js';
+import { runSignBench } from './sign.js';
 
 function chooseGenerator(options: BenchOptions): LoadGenerator {
   const wrkVersion = findWrk();

@@ -13,30 +13,10 @@ import { createPublicKey, generateKeyPairSync, randomUUID, sign, verify, type Js
 import { pathToFileURL } from 'node:url';
 import { calculateJwkThumbprint, createLocalJWKSet, importJWK, jwtVerify, SignJWT, type JWK } from 'jose';
 import { JwtSigner } from '../workers/tokens/jwt_signer.js';
-import { bareSignCase } from './report/throughput_bound.js';
+import type { SignCase, SignResults } from './report/results.js';
 
-export interface SignCase {
-  name: string;
-  signatures: number;
-  seconds: number;
-  /** Wall-clock rate. */
-  perSecond: number;
-  /** Process CPU time used (all threads: WebCrypto signs on the libuv pool). */
-  cpuSeconds: number;
-  /** Signatures per CPU-second: the per-core figure. */
-  perCpuSecond: number;
-}
-
-export interface SignResults {
-  durationS: number;
-  cases: SignCase[];
-  /** node:crypto sign per CPU-second ÷ jose SignJWT's best per CPU-second (either concurrency). */
-  nodeCryptoOverJose: number | null;
-  /** Verification cases (`signatures` counts verifications). */
-  verifyCases?: SignCase[];
-  /** node:crypto verify per CPU-second ÷ jose jwtVerify's best per CPU-second. */
-  nodeCryptoVerifyOverJose?: number | null;
-}
+/** The case that is one bare ES256 signature: the signing share of the bound (report/throughput_bound.ts). */
+export const bareSignCase = "node:crypto sign('sha256', ieee-p1363)";
 
 function payloadAt(now: number): Record<string, unknown> {
   return {

@@ -1,5 +1,7 @@
 /** The peers Tessera is measured against, one entry per peer scenario. */
-import { basicAuthorization, formPost, subjectIs, tokenExpectation, tokenResponse, verifyAccessTokenResponse, type PeerDefinition } from '../scenarios/scenario.js';
+import { subjectIs, tokenExpectation, tokenResponse, verifyAccessTokenResponse } from '../scenarios/checks.js';
+import { basicAuthorization, formPost } from '../scenarios/requests.js';
+import type { PeerDefinition } from '../scenarios/scenario.js';
 
 /** The client `oidc_provider_process.ts` registers: the same credentials and scope as Tessera's. */
 export const peerClient = { clientId: 'm2m', secret: 'secret', resource: 'urn:api1', scope: 'api1' } as const;

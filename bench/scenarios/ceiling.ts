@@ -1,5 +1,7 @@
 import { benchClient } from '../support/bench_config.js';
-import { basicAuthorization, formPost, verifyJsonMember, type ActiveScenario } from './scenario.js';
+import { verifyJsonMember } from './checks.js';
+import { basicAuthorization, formPost } from './requests.js';
+import type { ActiveScenario } from './scenario.js';
 
 export const ceiling: ActiveScenario = {
   kind: 'active',

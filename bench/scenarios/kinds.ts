@@ -8,18 +8,9 @@ import type { Expectation } from '../load/load_generator.js';
 import { benchClient, benchClients, benchUser, introspectingResource } from '../support/bench_config.js';
 import type { BenchAlgorithm } from '../support/keys.js';
 import type { ClaimValue } from '../support/seed.js';
-import {
-  basicAuthorization,
-  formPost,
-  parseJson,
-  subjectIs,
-  tokenExpectation,
-  tokenResponse,
-  verifyAccessTokenResponse,
-  type RequestKind,
-  type RequestPlan,
-  type ServerAccess,
-} from './scenario.js';
+import { parseJson, subjectIs, tokenExpectation, tokenResponse, verifyAccessTokenResponse } from './checks.js';
+import { basicAuthorization, formPost } from './requests.js';
+import type { RequestKind, RequestPlan, ServerAccess } from './scenario.js';
 
 const tokenPath = '/connect/token';
 const form = (fields: Record<string, string>): string => new URLSearchParams(fields).toString();

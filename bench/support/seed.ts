@@ -8,7 +8,7 @@
  * - node-oidc-provider: its own models (`Grant`, `RefreshToken`) saved through its adapter, on
  *   an IPC request to `peers/oidc_provider_process.ts`.
  */
-import { basicAuthorization } from '../scenarios/scenario.js';
+import { basicAuthorization } from '../scenarios/requests.js';
 
 export type ClaimValue = string | number | boolean | readonly string[];
 
