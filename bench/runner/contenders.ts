@@ -1,13 +1,13 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../../test/helpers/free_port.js';
 import type { ContenderKind } from '../report/results.js';
 import type { LoadRequest } from '../load/load_generator.js';
 import type { ActiveScenario, PeerDefinition, RequestKind, RequestPlan, ServerAccess, StoreKind } from '../scenarios/scenario.js';
 import { buildBenchConfig } from '../support/bench_config.js';
 import { repoRoot, startChild, type ChildServer } from '../support/child_server.js';
 import { seedTessera, type SeededItem } from '../support/seed.js';
-import { freePort } from '../support/free_port.js';
 import { publishedKeySet, type KeySet } from '../support/token_signatures.js';
 import type { RunContext } from './context.js';
 
