@@ -1,7 +1,7 @@
 /**
- * The results file, `bench/results/<timestamp>.json`: one per run, meant to be committed. Its
- * types are the file format; the code that fills each part (sign.ts, report/throughput_bound.ts,
- * runner/) imports them from here.
+ * The results file, `bench/results/<timestamp>.json`, one per run; the newest per machine and
+ * scenario are committed (bench/README.md, "Results files"). Its types are the file format: the
+ * code that fills each part (sign.ts, report/throughput_bound.ts, runner/) imports them from here.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
