@@ -22,3 +22,13 @@ export function formPost(path: string, form: Record<string, string>, authorizati
 export function get(path: string): LoadRequest {
   return { method: 'GET', path, headers: {} };
 }
+
+/** Sends one request outside the load (a token a kind needs, a deep check), given `timeoutMs`. */
+export function sendOnce(baseUrl: string, request: LoadRequest, timeoutMs: number): Promise<Response> {
+  return fetch(baseUrl + request.path, {
+    method: request.method,
+    headers: request.headers,
+    ...(request.body === undefined ? {} : { body: request.body }),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+}
