@@ -1,11 +1,8 @@
 /** The requests scenarios send, built as the load generators replay them. */
 import type { LoadRequest } from '../load/load_generator.js';
 
-/** RFC 6749 §2.3.1: id and secret are form-urlencoded before Base64. */
-export function basicAuthorization(clientId: string, secret: string): string {
-  const encode = (value: string): string => encodeURIComponent(value).replace(/%20/g, '+');
-  return `Basic ${Buffer.from(`${encode(clientId)}:${encode(secret)}`).toString('base64')}`;
-}
+// The tests' Basic header (RFC 6749 §2.3.1: id and secret form-urlencoded, then Base64), not a copy.
+export { basicAuthorization } from '../../test/helpers/basic_authorization.js';
 
 export function formPost(path: string, form: Record<string, string>, authorization?: string): LoadRequest {
   return {
