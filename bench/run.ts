@@ -23,7 +23,7 @@ import type { ActiveScenario, PendingScenario } from './scenarios/scenario.js';
 import { repoRoot } from './support/child_server.js';
 import { describeCheckout } from './support/git_info.js';
 import { describeMachine, formatMachine } from './support/machine.js';
-import { runSignBench, type SignResults } from './sign.js';
+import { formatSignRatios, runSignBench } from './sign.js';
 
 function chooseGenerator(options: BenchOptions): LoadGenerator {
   const wrkVersion = findWrk();
@@ -133,10 +133,8 @@ async function main(): Promise<number> {
     }
     if (runSign) {
       console.log('### sign (ES256 signing and verification, one thread, 2 s each)\n');
-      const sign: SignResults = await runSignBench(2, (line) => console.log(line));
-      results.sign = sign;
-      if (sign.nodeCryptoOverJose !== null) console.log(`node:crypto sign: ${sign.nodeCryptoOverJose.toFixed(1)}x jose SignJWT's best, per CPU-second`);
-      if (sign.nodeCryptoVerifyOverJose != null) console.log(`node:crypto verify: ${sign.nodeCryptoVerifyOverJose.toFixed(1)}x jose jwtVerify's best, per CPU-second`);
+      results.sign = await runSignBench(2, (line) => console.log(line));
+      for (const line of formatSignRatios(results.sign)) console.log(line);
       console.log('');
     }
   } finally {

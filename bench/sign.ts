@@ -13,30 +13,10 @@ import { createPublicKey, generateKeyPairSync, randomUUID, sign, verify, type Js
 import { pathToFileURL } from 'node:url';
 import { calculateJwkThumbprint, createLocalJWKSet, importJWK, jwtVerify, SignJWT, type JWK } from 'jose';
 import { JwtSigner } from '../workers/tokens/jwt_signer.js';
-import { bareSignCase } from './report/throughput_bound.js';
+import type { SignCase, SignResults } from './report/results.js';
 
-export interface SignCase {
-  name: string;
-  signatures: number;
-  seconds: number;
-  /** Wall-clock rate. */
-  perSecond: number;
-  /** Process CPU time used (all threads: WebCrypto signs on the libuv pool). */
-  cpuSeconds: number;
-  /** Signatures per CPU-second: the per-core figure. */
-  perCpuSecond: number;
-}
-
-export interface SignResults {
-  durationS: number;
-  cases: SignCase[];
-  /** node:crypto sign per CPU-second ÷ jose SignJWT's best per CPU-second (either concurrency). */
-  nodeCryptoOverJose: number | null;
-  /** Verification cases (`signatures` counts verifications). */
-  verifyCases?: SignCase[];
-  /** node:crypto verify per CPU-second ÷ jose jwtVerify's best per CPU-second. */
-  nodeCryptoVerifyOverJose?: number | null;
-}
+/** The case that is one bare ES256 signature: the signing share of the bound (report/throughput_bound.ts). */
+export const bareSignCase = "node:crypto sign('sha256', ieee-p1363)";
 
 function payloadAt(now: number): Record<string, unknown> {
   return {
@@ -108,23 +88,19 @@ export async function runSignBench(durationS = 2, log: (line: string) => void = 
   const joseKey = await importJWK(jwk, 'ES256');
 
   const cases: SignCase[] = [];
-  const run = async (next: () => SignCase | Promise<SignCase>): Promise<void> => {
+  const verifyCases: SignCase[] = [];
+  const into = (list: SignCase[]) => async (next: () => SignCase | Promise<SignCase>): Promise<void> => {
     const result = await next();
-    cases.push(result);
+    list.push(result);
     log(`  ${result.name.padEnd(52)} ${Math.round(result.perSecond).toLocaleString('en-US').padStart(8)}/s  ${Math.round(result.perCpuSecond).toLocaleString('en-US').padStart(8)}/CPU-s`);
   };
+  const run = into(cases);
+  const runVerify = into(verifyCases);
+  const joseSign = (): Promise<string> => new SignJWT(payloadAt(now)).setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid }).sign(joseKey);
   await run(() => measureSync(bareSignCase, durationS, () => sign('sha256', signingInput, signOptions)));
   await run(() => measureSync('node:crypto full JWT (workers JwtSigner.sign)', durationS, () => signer.sign(payloadAt(now), 'at+jwt')));
-  await run(() =>
-    measureAsync('jose SignJWT (one at a time)', durationS, 1, () =>
-      new SignJWT(payloadAt(now)).setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid }).sign(joseKey),
-    ),
-  );
-  await run(() =>
-    measureAsync('jose SignJWT (64 in flight)', durationS, 64, () =>
-      new SignJWT(payloadAt(now)).setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid }).sign(joseKey),
-    ),
-  );
+  await run(() => measureAsync('jose SignJWT (one at a time)', durationS, 1, joseSign));
+  await run(() => measureAsync('jose SignJWT (64 in flight)', durationS, 64, joseSign));
   const nodeBest = cases[0]?.perCpuSecond ?? 0;
   const joseBest = Math.max(0, ...cases.filter((c) => c.name.startsWith('jose')).map((c) => c.perCpuSecond));
 
@@ -137,20 +113,15 @@ export async function runSignBench(durationS = 2, log: (line: string) => void = 
   const verifyOptions = { key: publicKey, dsaEncoding: 'ieee-p1363' as const };
   const { d: _private, ...publicJwk } = jwk;
   const keySet = createLocalJWKSet({ keys: [publicJwk] });
-  const verifyCases: SignCase[] = [];
-  const runVerify = async (next: () => SignCase | Promise<SignCase>): Promise<void> => {
-    const result = await next();
-    verifyCases.push(result);
-    log(`  ${result.name.padEnd(52)} ${Math.round(result.perSecond).toLocaleString('en-US').padStart(8)}/s  ${Math.round(result.perCpuSecond).toLocaleString('en-US').padStart(8)}/CPU-s`);
-  };
   log('ES256 verification:');
   await runVerify(() =>
     measureSync("node:crypto verify('sha256', ieee-p1363)", durationS, () => {
       if (!verify('sha256', input, verifyOptions, signatureBytes)) throw new Error('signature does not verify');
     }),
   );
-  await runVerify(() => measureAsync('jose jwtVerify, local JWK set (one at a time)', durationS, 1, () => jwtVerify(token, keySet, { typ: 'at+jwt' })));
-  await runVerify(() => measureAsync('jose jwtVerify, local JWK set (64 in flight)', durationS, 64, () => jwtVerify(token, keySet, { typ: 'at+jwt' })));
+  const verifyWithJose = () => jwtVerify(token, keySet, { typ: 'at+jwt' });
+  await runVerify(() => measureAsync('jose jwtVerify, local JWK set (one at a time)', durationS, 1, verifyWithJose));
+  await runVerify(() => measureAsync('jose jwtVerify, local JWK set (64 in flight)', durationS, 64, verifyWithJose));
   const nodeVerify = verifyCases[0]?.perCpuSecond ?? 0;
   const joseVerify = Math.max(0, ...verifyCases.slice(1).map((c) => c.perCpuSecond));
   return {
@@ -162,9 +133,15 @@ export async function runSignBench(durationS = 2, log: (line: string) => void = 
   };
 }
 
+/** How many times faster node:crypto signs and verifies than jose's best, per CPU-second. */
+export function formatSignRatios(results: SignResults): string[] {
+  return [
+    ...(results.nodeCryptoOverJose === null ? [] : [`node:crypto sign: ${results.nodeCryptoOverJose.toFixed(1)}x jose SignJWT's best, per CPU-second`]),
+    ...(results.nodeCryptoVerifyOverJose == null ? [] : [`node:crypto verify: ${results.nodeCryptoVerifyOverJose.toFixed(1)}x jose jwtVerify's best, per CPU-second`]),
+  ];
+}
+
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   console.log('ES256 signatures, 2 s each:');
-  const results = await runSignBench();
-  if (results.nodeCryptoOverJose !== null) console.log(`node:crypto sign: ${results.nodeCryptoOverJose.toFixed(1)}x jose SignJWT's best, per CPU-second`);
-  if (results.nodeCryptoVerifyOverJose != null) console.log(`node:crypto verify: ${results.nodeCryptoVerifyOverJose.toFixed(1)}x jose jwtVerify's best, per CPU-second`);
+  for (const line of formatSignRatios(await runSignBench())) console.log(line);
 }

@@ -1,5 +1,8 @@
 /** The peers Tessera is measured against, one entry per peer scenario. */
-import { basicAuthorization, formPost, subjectIs, tokenExpectation, tokenResponse, verifyAccessTokenResponse, type PeerDefinition } from '../scenarios/scenario.js';
+import { tokenResponse, verifyAccessTokenResponse } from '../scenarios/checks.js';
+import { refreshTokenKind } from '../scenarios/kinds.js';
+import { basicAuthorization, formPost } from '../scenarios/requests.js';
+import type { PeerDefinition } from '../scenarios/scenario.js';
 
 /** The client `oidc_provider_process.ts` registers: the same credentials and scope as Tessera's. */
 export const peerClient = { clientId: 'm2m', secret: 'secret', resource: 'urn:api1', scope: 'api1' } as const;
@@ -36,32 +39,14 @@ export const oidcProviderRefreshToken: PeerDefinition = {
   expectedRps: 2_500,
   workload: () =>
     Promise.resolve([
-      {
-        name: 'refresh_token',
-        weight: 1,
-        request: formPost('/token', { grant_type: 'refresh_token', refresh_token: '' }, basicAuthorization(peerClient.clientId, peerClient.secret)),
-        expect: tokenExpectation({ refreshToken: true, idToken: false }),
-        verify: verifyAccessTokenResponse('ES256', peerClient.scope, {
-          refreshToken: true,
-          idToken: false,
-          claims: subjectIs(peerSubject),
-        }),
-        supply: {
-          mode: 'once',
-          async make(count, server) {
-            const items = await server.seed({
-              type: 'refresh_token',
-              count,
-              clientId: peerClient.clientId,
-              subject: peerSubject,
-              scopes: ['offline_access', peerClient.scope],
-              claims: {},
-              lifetimeS: 3600,
-            });
-            return items.map((item) => new URLSearchParams({ grant_type: 'refresh_token', refresh_token: item.refresh_token as string }).toString());
-          },
-        },
-      },
+      refreshTokenKind(1, {
+        path: '/token',
+        client: peerClient,
+        subject: peerSubject,
+        scopes: ['offline_access', peerClient.scope],
+        accessTokenScope: peerClient.scope,
+        claims: () => ({}),
+      }),
     ]),
 };
 

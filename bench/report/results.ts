@@ -1,5 +1,8 @@
-/** The results file, `bench/results/<timestamp>.json`: one per run, meant to be committed. */
-import type { ThroughputBound } from './throughput_bound.js';
+/**
+ * The results file, `bench/results/<timestamp>.json`, one per run; the newest per machine and
+ * scenario are committed (bench/README.md, "Results files"). Its types are the file format: the
+ * code that fills each part (sign.ts, report/throughput_bound.ts, runner/) imports them from here.
+ */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
@@ -8,7 +11,6 @@ import type { StoreKind } from '../scenarios/scenario.js';
 import type { GitInfo } from '../support/git_info.js';
 import type { MachineInfo } from '../support/machine.js';
 import type { RssTrend } from '../support/rss_trend.js';
-import type { SignResults } from '../sign.js';
 
 export interface CpuFigures {
   /** CPU seconds per second of the server process (all its threads): 1.0 = one core busy. */
@@ -124,6 +126,51 @@ export interface BenchSettings {
     git: GitInfo | null;
   };
   redis: string | null;
+}
+
+/** One case of the `sign` micro-bench (sign.ts). */
+export interface SignCase {
+  name: string;
+  signatures: number;
+  seconds: number;
+  /** Wall-clock rate. */
+  perSecond: number;
+  /** Process CPU time used (all threads: WebCrypto signs on the libuv pool). */
+  cpuSeconds: number;
+  /** Signatures per CPU-second: the per-core figure. */
+  perCpuSecond: number;
+}
+
+export interface SignResults {
+  durationS: number;
+  cases: SignCase[];
+  /** node:crypto sign per CPU-second ÷ jose SignJWT's best per CPU-second (either concurrency). */
+  nodeCryptoOverJose: number | null;
+  /** Verification cases (`signatures` counts verifications). */
+  verifyCases?: SignCase[];
+  /** node:crypto verify per CPU-second ÷ jose jwtVerify's best per CPU-second. */
+  nodeCryptoVerifyOverJose?: number | null;
+}
+
+/**
+ * The most `client_credentials` requests per second this machine can serve with the load
+ * generator on the same cores, for ANY design that signs one ES256 token per request in Node and
+ * answers HTTP no cheaper than a bare uWebSockets.js endpoint: every core busy with nothing but
+ * the signature, the bare HTTP exchange and the load generator's own share. All three costs are
+ * measured in the same run (the `sign` micro-bench, the `ceiling` scenario, the load generator's
+ * CPU in Tessera's `client_credentials` runs), so the bound moves with the machine.
+ */
+export interface ThroughputBound {
+  cores: number;
+  /** One bare ES256 signature, µs of CPU. */
+  signUs: number;
+  /** The ceiling endpoint's server CPU per request. */
+  httpUs: number;
+  /** The load generator's CPU per request against Tessera. */
+  loadgenUs: number;
+  boundRps: number;
+  tesseraRps: number;
+  peerRps: number | null;
 }
 
 export interface BenchResults {

@@ -1,6 +1,7 @@
 /** The console report: one Markdown table per scenario (pasteable into bench/README.md). */
 import { errorCount } from '../load/load_generator.js';
 import { formatRssTrend } from '../support/rss_trend.js';
+import { medianOrNull } from '../support/stats.js';
 import type { BenchResults, ContenderResult, RatioResult, ScenarioResult } from './results.js';
 
 const dash = '–';
@@ -76,13 +77,6 @@ export function formatRatio(ratio: RatioResult, contenders: readonly ContenderRe
   return `${name(ratio.tessera)} ÷ ${name(ratio.peer)}: **${ratio.rps.toFixed(1)}x** req/s${rounds}${cpu}`;
 }
 
-function median(values: readonly number[]): number | null {
-  if (values.length === 0) return null;
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? (sorted[middle] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
-}
-
 /** Per contender: its mix as answered, the worker batch size, the items made per run. */
 function contenderDetails(contender: ContenderResult): string[] {
   const out: string[] = [];
@@ -98,9 +92,9 @@ function contenderDetails(contender: ContenderResult): string[] {
     );
     out.push(`${label}: answers per kind, each checked against its kind: ${shares.join(', ')}`);
   }
-  const batch = median(valid.map((r) => r.batch).filter((b): b is number => b !== null && b !== undefined));
+  const batch = medianOrNull(valid.map((r) => r.batch ?? null));
   if (batch !== null) out.push(`${label}: ${batch.toFixed(1)} requests per worker task on average (tessera_worker_batch_size)`);
-  const made = median(valid.map((r) => r.itemsMade).filter((m): m is number => m !== null && m !== undefined));
+  const made = medianOrNull(valid.map((r) => r.itemsMade ?? null));
   if (made !== null) out.push(`${label}: ${formatInteger(made)} single-use items made for each measured run`);
   // Runs too short to judge keep their samples in the results file only.
   const trends = contender.rounds.flatMap((r) => (r.rss === undefined || r.rss === null || r.rss.flat === null ? [] : [`round ${r.round}: ${formatRssTrend(r.rss)}`]));

@@ -1,28 +1,5 @@
-import type { BenchResults, ContenderResult } from './results.js';
-
-/** The name of the sign micro-bench case that is one bare ES256 signature. */
-export const bareSignCase = "node:crypto sign('sha256', ieee-p1363)";
-
-/**
- * The most `client_credentials` requests per second this machine can serve with the load
- * generator on the same cores, for ANY design that signs one ES256 token per request in Node and
- * answers HTTP no cheaper than a bare uWebSockets.js endpoint: every core busy with nothing but
- * the signature, the bare HTTP exchange and the load generator's own share. All three costs are
- * measured in the same run (the `sign` micro-bench, the `ceiling` scenario, the load generator's
- * CPU in Tessera's `client_credentials` runs), so the bound moves with the machine.
- */
-export interface ThroughputBound {
-  cores: number;
-  /** One bare ES256 signature, µs of CPU. */
-  signUs: number;
-  /** The ceiling endpoint's server CPU per request. */
-  httpUs: number;
-  /** The load generator's CPU per request against Tessera. */
-  loadgenUs: number;
-  boundRps: number;
-  tesseraRps: number;
-  peerRps: number | null;
-}
+import { bareSignCase } from '../sign.js';
+import type { BenchResults, ContenderResult, ThroughputBound } from './results.js';
 
 function summaryOf(results: BenchResults, scenario: string, pick: (c: ContenderResult) => boolean): ContenderResult['summary'] {
   const found = results.scenarios.find((s) => s.name === scenario)?.contenders.find((c) => pick(c) && c.summary !== null);

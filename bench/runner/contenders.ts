@@ -1,13 +1,14 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../../test/helpers/free_port.js';
 import type { ContenderKind } from '../report/results.js';
 import type { LoadRequest } from '../load/load_generator.js';
+import { sendOnce } from '../scenarios/requests.js';
 import type { ActiveScenario, PeerDefinition, RequestKind, RequestPlan, ServerAccess, StoreKind } from '../scenarios/scenario.js';
 import { buildBenchConfig } from '../support/bench_config.js';
 import { repoRoot, startChild, type ChildServer } from '../support/child_server.js';
 import { seedTessera, type SeededItem } from '../support/seed.js';
-import { freePort } from '../support/free_port.js';
 import { publishedKeySet, type KeySet } from '../support/token_signatures.js';
 import type { RunContext } from './context.js';
 
@@ -53,12 +54,7 @@ function kindsOf(name: string, plan: RequestPlan | undefined, workload: ((server
 
 /** Sends one request and returns the JSON object answered (status 200 only). */
 async function call(url: string, request: LoadRequest): Promise<Record<string, unknown>> {
-  const response = await fetch(url + request.path, {
-    method: request.method,
-    headers: request.headers,
-    ...(request.body === undefined ? {} : { body: request.body }),
-    signal: AbortSignal.timeout(30_000),
-  });
+  const response = await sendOnce(url, request, 30_000);
   const text = await response.text();
   if (response.status !== 200) throw new Error(`${request.method} ${request.path}: status ${response.status}: ${text.slice(0, 200)}`);
   const value: unknown = JSON.parse(text);

@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { sendRedisCommand, startRedisServer, type RedisServer } from '../../test/helpers/redis_server.js';
 import type { LoadGenerator } from '../load/load_generator.js';
 import { writeBenchKey, type BenchAlgorithm, type BenchKey } from '../support/keys.js';
-import { startBenchRedis, type BenchRedis } from '../support/redis_server.js';
 import type { BenchOptions } from './options.js';
 import type { Progress } from './progress.js';
 import type { GatewayTarget } from './target.js';
@@ -12,7 +12,7 @@ import type { GatewayTarget } from './target.js';
 export class RunContext {
   readonly tmp = mkdtempSync(path.join(tmpdir(), 'tessera-bench-'));
   private readonly keys = new Map<BenchAlgorithm, Promise<BenchKey>>();
-  private redis: Promise<BenchRedis> | undefined;
+  private redis: Promise<RedisServer> | undefined;
   redisVersion: string | null = null;
   readonly profileDir: string | null;
   /**
@@ -40,11 +40,15 @@ export class RunContext {
   }
 
   /** The run's private redis-server, started the first time a contender needs it. */
-  ensureRedis(): Promise<BenchRedis> {
-    this.redis ??= startBenchRedis().then((redis) => {
-      this.redisVersion = redis.version;
+  ensureRedis(): Promise<RedisServer> {
+    this.redis ??= (async () => {
+      const redis = await startRedisServer();
+      // Not one that already runs: the bench reads its server's CPU time, and shares it with nothing.
+      if (!redis.managed) throw new Error('redis-server is not installed (Debian: apt-get install -y redis-server); or run with --store memory');
+      const info = (await sendRedisCommand(redis.port, 'INFO server', 1000)) ?? '';
+      this.redisVersion = /redis_version:(\S+)/.exec(info)?.[1] ?? 'unknown';
       return redis;
-    });
+    })();
     return this.redis;
   }
 

@@ -1,12 +1,13 @@
 import type { ContenderResult, RatioResult, RoundResult, ScenarioResult, Summary } from '../report/results.js';
 import { meets } from '../load/load_generator.js';
+import { sendOnce } from '../scenarios/requests.js';
 import type { ActiveScenario } from '../scenarios/scenario.js';
 import { processMemory } from '../support/proc_stats.js';
 import { tokenSignatureProblem, type KeySet } from '../support/token_signatures.js';
 import { contendersOf, type Contender, type StartedContender } from './contenders.js';
 import type { RunContext } from './context.js';
 import { measureRound, type ContenderProgress } from './measure.js';
-import { median, medianOrNull } from './stats.js';
+import { median, medianOrNull } from '../support/stats.js';
 import { Workload } from './workload.js';
 
 interface ContenderState {
@@ -33,12 +34,7 @@ async function checkRequests(workload: Workload, url: string, keys: KeySet | nul
     const label = workload.kinds.length > 1 ? `${when}, ${kind.name}` : when;
     let response: Response;
     try {
-      response = await fetch(url + request.path, {
-        method: request.method,
-        headers: request.headers,
-        ...(request.body === undefined ? {} : { body: request.body }),
-        signal: AbortSignal.timeout(5000),
-      });
+      response = await sendOnce(url, request, 5000);
     } catch (err) {
       throw new Error(`${label}: no answer within 5 s (${describeError(err)})`);
     }

@@ -1,4 +1,6 @@
-import { get, verifyJsonMember, type ActiveScenario } from './scenario.js';
+import { verifyJsonMember } from './checks.js';
+import { get } from './requests.js';
+import type { ActiveScenario } from './scenario.js';
 
 export const jwks: ActiveScenario = {
   kind: 'active',

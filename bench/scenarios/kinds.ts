@@ -8,18 +8,9 @@ import type { Expectation } from '../load/load_generator.js';
 import { benchClient, benchClients, benchUser, introspectingResource } from '../support/bench_config.js';
 import type { BenchAlgorithm } from '../support/keys.js';
 import type { ClaimValue } from '../../workers/protocol/validator_api.js';
-import {
-  basicAuthorization,
-  formPost,
-  parseJson,
-  subjectIs,
-  tokenExpectation,
-  tokenResponse,
-  verifyAccessTokenResponse,
-  type RequestKind,
-  type RequestPlan,
-  type ServerAccess,
-} from './scenario.js';
+import { parseJson, subjectIs, tokenExpectation, tokenResponse, verifyAccessTokenResponse } from './checks.js';
+import { basicAuthorization, formPost } from './requests.js';
+import type { RequestKind, RequestPlan, ServerAccess } from './scenario.js';
 
 const tokenPath = '/connect/token';
 const form = (fields: Record<string, string>): string => new URLSearchParams(fields).toString();
@@ -49,28 +40,48 @@ export function clientCredentialsKind(weight = 1): RequestKind {
 /** The scopes of a password sign-in that wants a refresh token. */
 export const refreshScopes = ['api1', 'offline_access'] as const;
 
+/** Who presents the refresh tokens, and where: Tessera's `ro.client`, or a peer's client. */
+export interface RefreshTokenParty {
+  path: string;
+  client: { readonly clientId: string; readonly secret: string };
+  subject: string;
+  /** The scopes the refresh tokens are seeded with. */
+  scopes: readonly string[];
+  /** The `scope` of the access token each refresh answers. */
+  accessTokenScope: string;
+  claims: () => Record<string, ClaimValue>;
+}
+
+const tesseraRefresh: RefreshTokenParty = {
+  path: tokenPath,
+  client: benchClients.ro,
+  subject: benchUser.subject,
+  scopes: refreshScopes,
+  accessTokenScope: refreshScopes.join(' '),
+  claims: userClaims,
+};
+
 /**
  * A refresh with rotation (`ro.client`, `oneTimeOnly`): each request presents a refresh token that
  * was seeded into the store as the password grant would have stored it, and gets a new one.
  */
-export function refreshTokenKind(weight = 1): RequestKind {
-  const scope = refreshScopes.join(' ');
+export function refreshTokenKind(weight = 1, party: RefreshTokenParty = tesseraRefresh): RequestKind {
   return {
     name: 'refresh_token',
     weight,
-    request: formPost(tokenPath, { grant_type: 'refresh_token', refresh_token: '' }, basicAuthorization(benchClients.ro.clientId, benchClients.ro.secret)),
+    request: formPost(party.path, { grant_type: 'refresh_token', refresh_token: '' }, basicAuthorization(party.client.clientId, party.client.secret)),
     expect: tokenExpectation({ refreshToken: true, idToken: false }),
-    verify: verifyAccessTokenResponse('ES256', scope, { refreshToken: true, idToken: false, claims: subjectIs(benchUser.subject) }),
+    verify: verifyAccessTokenResponse('ES256', party.accessTokenScope, { refreshToken: true, idToken: false, claims: subjectIs(party.subject) }),
     supply: {
       mode: 'once',
       async make(count, server) {
         const items = await server.seed({
           type: 'refresh_token',
           count,
-          clientId: benchClients.ro.clientId,
-          subject: benchUser.subject,
-          scopes: refreshScopes,
-          claims: userClaims(),
+          clientId: party.client.clientId,
+          subject: party.subject,
+          scopes: party.scopes,
+          claims: party.claims(),
           lifetimeS: seededLifetimeS,
         });
         return items.map((item) => form({ grant_type: 'refresh_token', refresh_token: item.refresh_token as string }));

@@ -2,7 +2,9 @@ import os from 'node:os';
 import { addBenchUser, addClients, benchClients, benchUser } from '../support/bench_config.js';
 import { describeHashCost, measureHashCost } from '../support/argon2_cost.js';
 import { refreshScopes } from './kinds.js';
-import { basicAuthorization, formPost, subjectIs, tokenExpectation, verifyAccessTokenResponse, type ActiveScenario } from './scenario.js';
+import { subjectIs, tokenExpectation, verifyAccessTokenResponse } from './checks.js';
+import { basicAuthorization, formPost } from './requests.js';
+import type { ActiveScenario } from './scenario.js';
 
 const scope = refreshScopes.join(' ');
 

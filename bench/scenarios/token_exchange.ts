@@ -1,7 +1,9 @@
 import path from 'node:path';
 import { addBenchUser, addClients, benchClients, benchUser } from '../support/bench_config.js';
 import { obtainAccessToken } from './kinds.js';
-import { basicAuthorization, formPost, subjectIs, tokenExpectation, verifyAccessTokenResponse, type ActiveScenario } from './scenario.js';
+import { subjectIs, tokenExpectation, verifyAccessTokenResponse } from './checks.js';
+import { basicAuthorization, formPost } from './requests.js';
+import type { ActiveScenario } from './scenario.js';
 
 const grantType = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const accessTokenType = 'urn:ietf:params:oauth:token-type:access_token';

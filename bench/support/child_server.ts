@@ -1,5 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { killAtExit } from '../../test/helpers/kill_at_exit.js';
 import { isReadyMessage, isReplyMessage, type AskMessage, type StopMessage } from './child_protocol.js';
 
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -28,18 +29,6 @@ export interface StartChildOptions {
   readyTimeoutMs?: number;
 }
 
-const started = new Set<ChildProcess>();
-let exitHookInstalled = false;
-
-function killStartedAtExit(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  // 'exit' handlers run synchronously: a kill of each child we started is all there is time for.
-  process.on('exit', () => {
-    for (const child of started) child.kill('SIGKILL');
-  });
-}
-
 /** Keeps the tail of a child's output without letting the pipe fill up and block it. */
 class OutputTail {
   private lines: string[] = [];
@@ -62,22 +51,16 @@ class OutputTail {
  * and resolves once it has. Rejects, with the process's output, when it exits or stays silent.
  */
 export function startChild(options: StartChildOptions): Promise<ChildServer> {
-  killStartedAtExit();
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', options.entry, ...(options.args ?? [])], {
     cwd: repoRoot,
     env: { ...process.env, NODE_ENV: 'production', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
-  started.add(child);
+  killAtExit(child);
   const tail = new OutputTail(200);
   child.stdout?.on('data', (chunk: Buffer) => tail.push(chunk));
   child.stderr?.on('data', (chunk: Buffer) => tail.push(chunk));
-  const exited = new Promise<void>((resolve) =>
-    child.once('exit', () => {
-      started.delete(child);
-      resolve();
-    }),
-  );
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
 
   let askSequence = 0;
   const asked = new Map<number, { resolve: (value: unknown) => void; reject: (err: Error) => void; timer: NodeJS.Timeout }>();

@@ -9,7 +9,7 @@
  *   an IPC request to `peers/oidc_provider_process.ts`.
  */
 import type { ClaimValue } from '../../workers/protocol/validator_api.js';
-import { basicAuthorization } from '../scenarios/scenario.js';
+import { basicAuthorization } from '../scenarios/requests.js';
 
 export type SeedRequest =
   | {

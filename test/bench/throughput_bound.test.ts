@@ -1,6 +1,7 @@
 import t from 'tap';
 import type { BenchResults, ContenderResult, ScenarioResult, Summary } from '../../bench/report/results.js';
-import { bareSignCase, formatThroughputBound, throughputBound } from '../../bench/report/throughput_bound.js';
+import { formatThroughputBound, throughputBound } from '../../bench/report/throughput_bound.js';
+import { bareSignCase } from '../../bench/sign.js';
 
 function summary(rps: number, figures: Partial<Summary> = {}): Summary {
   return {

@@ -1,19 +1,23 @@
 /**
- * A private `redis-server` per test file: its own free port, no persistence, killed at exit.
- * Tests stop and start it again on the same port to simulate an outage and its recovery.
+ * A private `redis-server`: its own free port, no persistence, killed at exit. One per test file,
+ * and one per bench run (bench/runner/context.ts). Tests stop and start it again on the same port
+ * to simulate an outage and its recovery.
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { accessSync, constants } from 'node:fs';
 import { connect } from 'node:net';
+import path from 'node:path';
 import { freePort } from './free_port.js';
+import { killAtExit } from './kill_at_exit.js';
 
-const redisServerBinary = '/usr/bin/redis-server';
 const fallbackPort = 6379;
 
 export interface RedisServer {
   readonly url: string;
   readonly port: number;
+  /** The running process's id (the bench reads its CPU time); null when not managed or stopped. */
+  readonly pid: number | null;
   /**
    * Set when no redis-server binary was found and the tests fall back to an already running
    * 127.0.0.1:6379; `t.comment()` it. Such a server cannot be stopped or restarted.
@@ -33,47 +37,57 @@ export interface RedisServer {
   resume(): void;
 }
 
-/** One PING over a raw socket: resolves whether `+PONG` came back within `timeoutMs`. */
-function answersPing(port: number, timeoutMs = 200): Promise<boolean> {
+/** The first executable `redis-server` on the PATH, or null. */
+export function findRedisServer(): string | null {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    if (dir === '') continue;
+    const candidate = path.join(dir, 'redis-server');
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not in this folder
+    }
+  }
+  return null;
+}
+
+/**
+ * Sends one inline command over a raw socket and resolves the raw reply: a status or error line,
+ * or a whole bulk string (`INFO`). Null when nothing complete came back within `timeoutMs`.
+ */
+export function sendRedisCommand(port: number, command: string, timeoutMs = 200): Promise<string | null> {
   return new Promise((resolve) => {
     const socket = connect({ host: '127.0.0.1', port });
     let received = '';
-    const finish = (ok: boolean): void => {
+    const finish = (reply: string | null): void => {
       socket.destroy();
-      resolve(ok);
+      resolve(reply);
     };
-    socket.setTimeout(timeoutMs, () => finish(false));
-    socket.once('error', () => finish(false));
-    socket.once('connect', () => socket.write('PING\r\n'));
-    socket.on('data', (chunk) => {
+    socket.setTimeout(timeoutMs, () => finish(null));
+    socket.once('error', () => finish(null));
+    socket.once('connect', () => socket.write(`${command}\r\n`));
+    socket.on('data', (chunk: Buffer) => {
       received += chunk.toString('latin1');
-      if (received.includes('\r\n')) finish(received.startsWith('+PONG'));
+      const lineEnd = received.indexOf('\r\n');
+      if (lineEnd === -1) return;
+      // A bulk reply (`$<length>`) is complete once its length and the closing CRLF arrived.
+      if (!received.startsWith('$')) finish(received);
+      else if (received.length >= lineEnd + 2 + Number(received.slice(1, lineEnd)) + 2) finish(received);
     });
   });
 }
 
-async function waitForPing(port: number, timeoutMs: number, child: ChildProcess): Promise<void> {
+async function waitForPing(port: number, timeoutMs: number, child: ChildProcess, output: () => string): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`redis-server on port ${port} exited early (${child.exitCode ?? child.signalCode})`);
+      throw new Error(`redis-server on port ${port} exited early (${child.exitCode ?? child.signalCode}): ${output()}`);
     }
-    if (await answersPing(port)) return;
+    if ((await sendRedisCommand(port, 'PING'))?.startsWith('+PONG')) return;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   throw new Error(`redis-server on port ${port} did not answer PING within ${timeoutMs} ms`);
-}
-
-const running = new Set<ChildProcess>();
-let exitHookInstalled = false;
-
-function killAllAtExit(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  // 'exit' handlers must be synchronous: a plain kill is all there is time for.
-  process.on('exit', () => {
-    for (const child of running) child.kill('SIGKILL');
-  });
 }
 
 /**
@@ -88,11 +102,13 @@ function killAllAtExit(): void {
  * ```
  */
 export async function startRedisServer(options: { port?: number } = {}): Promise<RedisServer> {
-  if (!existsSync(redisServerBinary)) {
+  const binary = findRedisServer();
+  if (binary === null) {
     return {
       url: `redis://127.0.0.1:${fallbackPort}`,
       port: fallbackPort,
-      warning: `${redisServerBinary} not found; using the Redis at 127.0.0.1:${fallbackPort}`,
+      pid: null,
+      warning: `no redis-server on the PATH; using the Redis at 127.0.0.1:${fallbackPort}`,
       managed: false,
       stop: async () => {},
       start: async () => {},
@@ -101,19 +117,20 @@ export async function startRedisServer(options: { port?: number } = {}): Promise
       resume: () => {},
     };
   }
-  killAllAtExit();
   const port = options.port ?? (await freePort());
   let child: ChildProcess | null = null;
 
   const start = async (): Promise<void> => {
     if (child !== null) return;
     const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning'];
-    const spawned = spawn(redisServerBinary, args, { stdio: ['ignore', 'ignore', 'inherit'] });
+    const spawned = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     child = spawned;
-    running.add(spawned);
-    spawned.once('exit', () => running.delete(spawned));
+    killAtExit(spawned);
+    // Its warnings are kept for the error of a server that does not come up, not printed.
+    let stderr = '';
+    spawned.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-2000)));
     try {
-      await waitForPing(port, 5000, spawned);
+      await waitForPing(port, 5000, spawned, () => stderr.trim());
     } catch (err) {
       spawned.kill('SIGKILL');
       child = null;
@@ -138,6 +155,9 @@ export async function startRedisServer(options: { port?: number } = {}): Promise
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
+    get pid() {
+      return child?.pid ?? null;
+    },
     warning: null,
     managed: true,
     stop,
