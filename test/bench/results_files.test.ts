@@ -32,7 +32,10 @@ t.test('every results file bench/README.md cites is in bench/results/, with its 
 
 t.test('each committed run is the newest on its machine for one of its scenarios, and has a README row', async (t) => {
   const files = trackedResults();
-  if (files === null) return t.pass('not a git checkout: nothing is committed');
+  if (files === null) {
+    t.pass('not a git checkout: nothing is committed');
+    return;
+  }
   const runs = files.map((file) => ({ file, results: JSON.parse(readFileSync(`${benchDir}${file}`, 'utf8')) as BenchResults }));
   const measured = (results: BenchResults): string[] => [...results.scenarios.map((s) => s.name), ...(results.sign === null ? [] : ['sign'])];
   for (const { file, results } of runs) {
