@@ -53,10 +53,6 @@ export const gatewayMayImport: readonly AllowedWorkerModule[] = [
     why: 'client authentication and the device page throttle failures in the store, like the password grant',
   },
   {
-    module: 'workers/grants/device_code.ts',
-    why: 'device authorization names the device code grant type it issues codes for',
-  },
-  {
     module: 'workers/grants/registry.ts',
     why: 'the gateway checks grant modules before the workers load them, and lists the built-in grant types it routes',
   },
