@@ -1,0 +1,115 @@
+import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import type { RegisteredClient } from '../workers/protocol/client_model.js';
+import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
+import type { SigningKeyMaterial } from '../workers/protocol/signing_key.js';
+import { ScopeRules } from '../workers/grants/scope_rules.js';
+import type { Store } from '../workers/store/store.js';
+import type { ClientAuthenticationDeps } from './client_authentication/step.js';
+import type { LoadedConfig } from './config/load.js';
+import { createDeviceAuthorizationEndpoint, deviceAuthorizationPath } from './device_authorization_endpoint.js';
+import { buildJwksDocument, discoveryPath, jwksPath } from './discovery.js';
+import { Exchange } from './http/exchange.js';
+import { createIntrospectionEndpoint } from './introspection_endpoint.js';
+import type { GatewayMetrics } from './metrics.js';
+import { registerAuthorizeEndpoint } from './pages/authorize_endpoint.js';
+import { registerDeviceEndpoint } from './pages/device_endpoint.js';
+import { PageSecrets } from './pages/session.js';
+import { createRevocationEndpoint } from './revocation_endpoint.js';
+import { createTokenEndpoint } from './token_endpoint.js';
+import type { WorkerDispatcher } from './worker_dispatcher.js';
+
+/** What the routes are built from; everything here is made once at start. */
+export interface RouteDeps {
+  readonly config: LoadedConfig;
+  readonly keys: readonly SigningKeyMaterial[];
+  readonly store: Store;
+  readonly clients: ReadonlyMap<string, RegisteredClient>;
+  /** One authenticator and one throttle for every endpoint that authenticates clients. */
+  readonly clientAuthentication: ClientAuthenticationDeps;
+  readonly dispatcher: WorkerDispatcher;
+  readonly metrics: GatewayMetrics;
+  /** Read per request: a validator reload changes both. */
+  readonly grantTypes: () => ReadonlySet<string>;
+  readonly discoveryBody: () => string;
+}
+
+/** Every endpoint of docs/endpoints.md on one uWS app. */
+export function registerRoutes(app: TemplatedApp, deps: RouteDeps): void {
+  const { config, keys, store, clients, clientAuthentication, dispatcher, metrics } = deps;
+  app.any(
+    '/connect/token',
+    createTokenEndpoint({ ...clientAuthentication, grantTypes: deps.grantTypes, dispatcher, observe: metrics.countTokenResponse }),
+  );
+  app.any('/connect/introspect', createIntrospectionEndpoint({ ...clientAuthentication, apiResources: config.apiResources, dispatcher }));
+  app.any('/connect/revocation', createRevocationEndpoint({ ...clientAuthentication, dispatcher }));
+
+  const scopes = new ScopeRules(config);
+  app.any(deviceAuthorizationPath, createDeviceAuthorizationEndpoint({ ...clientAuthentication, scopes, store }));
+  const secrets = pageSecretsOf(config, keys);
+  registerAuthorizeEndpoint(app, { config, clients, scopes, secrets, dispatcher, store });
+  registerDeviceEndpoint(app, { config, clients, secrets, dispatcher, store });
+
+  const jwksBody = buildJwksDocument(keys);
+  app.any(discoveryPath, getOnly((ex) => ex.sendStatic(200, 'application/json; charset=utf-8', deps.discoveryBody(), 'public, max-age=300')));
+  app.any(jwksPath, getOnly((ex) => ex.sendStatic(200, 'application/jwk-set+json', jwksBody, 'public, max-age=300')));
+
+  app.any('/healthz', getOnly((ex) => ex.sendStatic(200, 'application/json', '{"status":"ok"}', 'no-store')));
+  app.any('/readyz', getOnly((ex) => answerReadiness(ex, store, dispatcher, keys.length)));
+  app.any(
+    '/metrics',
+    getOnly((ex) => {
+      metrics.registry.metrics().then(
+        (text) => ex.sendStatic(200, metrics.registry.contentType, text, 'no-store'),
+        () => ex.sendStatic(500, 'text/plain', 'metrics unavailable', 'no-store'),
+      );
+    }),
+  );
+  app.any('/*', (res) => {
+    new Exchange(res).sendStatic(404, 'application/json', '{"error":"not_found"}', 'no-store');
+  });
+}
+
+/**
+ * Keys for the pages' cookies and CSRF tokens, derived from the first signing key because every
+ * instance behind one issuer shares it (docs/operations.md, "Several gateways").
+ */
+function pageSecretsOf(config: LoadedConfig, keys: readonly SigningKeyMaterial[]): PageSecrets {
+  const firstKey = keys[0] as SigningKeyMaterial;
+  return new PageSecrets(`${firstKey.kid}:${String(firstKey.jwk.d)}`, config.issuer.startsWith('https:'), config.sessionLifetimeSeconds * 1000);
+}
+
+/** `/readyz`: 200 when keys, worker threads and the store are there, else 503 naming what is not. */
+function answerReadiness(exchange: Exchange, store: Store, dispatcher: WorkerDispatcher, keyCount: number): void {
+  checkReady(store, dispatcher, keyCount).then(
+    (problems) =>
+      problems.length === 0
+        ? exchange.sendStatic(200, 'application/json', '{"status":"ready"}', 'no-store')
+        : exchange.sendStatic(503, 'application/json', JSON.stringify({ status: 'not_ready', problems }), 'no-store'),
+    () => exchange.sendStatic(503, 'application/json', '{"status":"not_ready"}', 'no-store'),
+  );
+}
+
+async function checkReady(store: Store, dispatcher: WorkerDispatcher, keyCount: number): Promise<string[]> {
+  const problems: string[] = [];
+  if (keyCount === 0) problems.push('no signing keys');
+  if (dispatcher.currentPool.threads.length === 0) problems.push('no worker threads');
+  try {
+    await store.ping();
+  } catch {
+    problems.push('store unreachable');
+  }
+  return problems;
+}
+
+/** Discovery, JWKS, health and metrics answer GET and HEAD only (405 with `Allow: GET`). */
+function getOnly(handler: (exchange: Exchange) => void): (res: HttpResponse, req: HttpRequest) => void {
+  return (res, req) => {
+    const exchange = new Exchange(res);
+    const method = req.getMethod();
+    if (method !== 'get' && method !== 'head') {
+      exchange.sendError(OAuthErrors.getOnly, { allow: 'GET' });
+      return;
+    }
+    handler(exchange);
+  };
+}
