@@ -43,7 +43,7 @@ export function buildDiscoveryDocument(
   return JSON.stringify(document);
 }
 
-/** The JWKS document: public halves only, every key that is published (SPEC §5). */
+/** The JWKS document: public halves only, every key that is published (RFC 7517 §5, docs/endpoints.md "Discovery and JWKS"). */
 export function buildJwksDocument(keys: readonly SigningKeyMaterial[]): string {
   return JSON.stringify({ keys: keys.map(publicJwk) });
 }

@@ -39,7 +39,7 @@ export const TokenTypes = {
 // Tessera's access tokens are JWTs, so both identifiers describe them (RFC 8693 §3).
 const acceptedTokenTypes: ReadonlySet<string> = new Set([TokenTypes.AccessToken, TokenTypes.Jwt]);
 
-// Fixed, safe descriptions (SPEC §4): they say which rule failed, never why a token was refused.
+// Fixed, safe descriptions (docs/endpoints.md, "Error table"): they say which rule failed, never why a token was refused.
 const descriptions = {
   missingSubjectToken: 'The subject_token parameter is missing.',
   missingSubjectTokenType: 'The subject_token_type parameter is missing.',

@@ -3,7 +3,7 @@ import { register } from 'tsx/esm/api';
 const registered = Symbol.for('tessera.tsx-registered');
 
 /**
- * Lets this thread import `.ts` validator modules with no build step (SPEC §6). Hooks are per
+ * Lets this thread import `.ts` validator modules with no build step (validators/README.md). Hooks are per
  * thread on Node 20, so each worker registers its own; registering twice is avoided.
  */
 export function ensureTypeScriptLoader(): void {

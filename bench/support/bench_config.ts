@@ -120,7 +120,7 @@ export interface BenchConfigOptions {
   seeding?: boolean;
 }
 
-/** The Tessera config of a bench run (SPEC §2), before a scenario's `configure` adds to it. */
+/** The Tessera config of a bench run (docs/configuration.md), before a scenario's `configure` adds to it. */
 export function buildBenchConfig(options: BenchConfigOptions): Record<string, unknown> {
   if (options.store === 'redis' && options.redisUrl === undefined) throw new Error('a Redis bench config needs redisUrl');
   return {

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-/** The `tessera` command line (SPEC §1): picks the command and maps failures to exit codes. */
+/** The `tessera` command line (docs/operations.md, "Command line"): picks the command and maps failures to exit codes. */
 import { checkConfigCommand } from './check_config_command.js';
 import { describeError, ExitCode, reportConfigError, UsageError, type CliCommand, type CliIo } from './command.js';
 import { hashPasswordCommand } from './hash_password_command.js';

@@ -1,6 +1,6 @@
 import type { Exchange } from './exchange.js';
 
-/** SPEC §4: token-endpoint bodies are at most 64 KiB. */
+/** Token-endpoint bodies are at most 64 KiB (docs/operations.md, "Limits"). */
 export const maxBodyBytes = 64 * 1024;
 
 /** Where {@link readBody} hands the body, or says it was too large. */

@@ -81,7 +81,7 @@ export class Exchange {
 
   /**
    * An HTML page or a redirect from the login and consent pages, with the security headers of
-   * SPEC §3 and any cookies to set.
+   * docs/endpoints.md and any cookies to set.
    */
   sendPage(status: number, html: string, options: { location?: string; cookies?: readonly string[]; retryAfter?: number | undefined } = {}): void {
     if (this.aborted || this.done) return;

@@ -1,4 +1,4 @@
-// Refresh tokens end to end (SPEC §4, §7; RFC 6749 §6, RFC 9700 §4.14.2): openid-client against
+// Refresh tokens end to end (docs/endpoints.md, docs/storage.md; RFC 6749 §6, RFC 9700 §4.14.2): openid-client against
 // real gateways on the memory store and on a private redis-server, including two gateways that
 // share it. Races are real: 50 sockets hold back the last byte of their request and release it
 // together (test/helpers/release_at_once.ts). The expiry rules, with a clock moved by hand, are

@@ -11,7 +11,7 @@ export interface RawAnswer {
  * Sends the same HTTP/1.1 request once per entry of `ports`, each on its own socket held back one
  * byte short of its end until every socket has written the rest; then the last bytes go out in
  * one loop, so the gateways see all requests complete within the same moment. For races that
- * must be real (SPEC §4: of any number of concurrent redemptions exactly one succeeds).
+ * must be real (docs/storage.md "Guarantees": of any number of concurrent redemptions exactly one succeeds).
  */
 export async function releaseAtOnce(ports: readonly number[], request: Buffer): Promise<RawAnswer[]> {
   const head = request.subarray(0, request.length - 1);

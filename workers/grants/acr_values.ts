@@ -1,4 +1,4 @@
-/** `acr_values` as the password grant and the login pages read it (SPEC §4). */
+/** `acr_values` as the password grant and the login pages read it (docs/endpoints.md, "Grants"). */
 export interface AcrValues {
   readonly values: readonly string[];
   readonly idp: string | undefined;

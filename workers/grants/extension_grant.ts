@@ -19,7 +19,7 @@ import type { GrantHandler, GrantRequest, GrantServices, TokenResponse } from '.
 import { clientOnlyPolicy, userPolicy } from './scope_rules.js';
 import { issueTokens } from './token_issuance.js';
 
-/** Members of a token response that a custom response can never replace (SPEC §6). */
+/** Members of a token response that a custom response can never replace (validators/README.md). */
 const standardResponseMembers = new Set(['access_token', 'token_type', 'expires_in', 'scope', 'refresh_token', 'id_token']);
 
 // RFC 8693 §2.2.1: `issued_token_type` states what was issued. A validator may state it (a token
@@ -122,9 +122,9 @@ export async function runWithTimeout<C>(
     }
   } catch (err) {
     if (err instanceof OAuthError) throw err;
-    // The store (e.g. the token validator's deny list) is down: 503, not a rejected grant (SPEC §4).
+    // The store (e.g. the token validator's deny list) is down: 503, not a rejected grant (docs/endpoints.md, "Error table").
     if (isStoreUnavailable(err)) throw err;
-    // The message goes to the log only: it may hold anything (SPEC §4).
+    // The message goes to the log only: it may hold anything (validators/README.md).
     logger.warn({ grantType: validator.grantType, err }, 'validator threw');
     throw new OAuthError(OAuthErrors.invalidGrant);
   } finally {

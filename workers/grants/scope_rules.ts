@@ -27,7 +27,7 @@ export interface GrantedScopes {
 }
 
 /**
- * Scope rules of SPEC §4, built once per thread from the config. Results for an omitted `scope`
+ * Scope rules of docs/endpoints.md ("Scope"), built once per thread from the config. Results for an omitted `scope`
  * are cached per client and policy, since that is the common request.
  */
 export class ScopeRules {

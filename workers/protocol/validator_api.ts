@@ -229,7 +229,7 @@ export class GrantValidationResult {
   }
 }
 
-/** The password grant's request as a password validator sees it (SPEC §6). */
+/** The password grant's request as a password validator sees it (validators/README.md). */
 export interface PasswordValidationRequest extends ValidatedTokenRequest {
   /** Space-separated `acr_values`, split. */
   readonly acrValues: readonly string[];

@@ -1,5 +1,5 @@
 /**
- * Builds the store the config asks for (SPEC §2 `store`, §7).
+ * Builds the store the config asks for (docs/configuration.md `store`, docs/storage.md).
  */
 import { isMainThread } from 'node:worker_threads';
 import type { StoreConfig } from '../protocol/worker_config.js';

@@ -1,12 +1,13 @@
 /**
- * Opaque handles: refresh tokens, authorization codes and device codes (SPEC §5).
+ * Opaque handles: refresh tokens, authorization codes and device codes (docs/endpoints.md,
+ * "Refresh tokens, codes, device codes").
  *
  * A handle is random (≥ 256 bits, RFC 6749 §10.10 and RFC 9700 §4.14 ask for unguessable tokens)
  * and the store only ever sees its SHA-256, so a leaked store dump holds no usable token.
  */
 import { createHash, randomBytes } from 'node:crypto';
 
-/** Entropy floor of a handle: 256 bits (SPEC §5). */
+/** Entropy floor of a handle: 256 bits (RFC 6749 §10.10, docs/endpoints.md). */
 const minHandleBytes = 32;
 
 /**

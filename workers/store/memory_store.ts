@@ -1,5 +1,5 @@
 /**
- * The embedded store for one process (SPEC §7, `"store": { "type": "memory" }`).
+ * The embedded store for one process (docs/storage.md, `"store": { "type": "memory" }`).
  *
  * Every operation runs synchronously between two awaits, so on one event loop it is atomic by
  * construction: that is what makes consume-once and rotate hold here without locks. Worker

@@ -1,5 +1,5 @@
 /**
- * How store records become bytes (SPEC §7: records are packed with msgpackr).
+ * How store records become bytes (docs/storage.md: records are packed with msgpackr).
  *
  * One `Packr` per thread: this module is evaluated once per thread, so every Piscina worker and
  * the main thread each get their own instance and never share its scratch buffer.

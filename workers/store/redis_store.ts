@@ -1,5 +1,5 @@
 /**
- * The shared store for any number of gateway processes (SPEC §7), on Redis or Redis Cluster.
+ * The shared store for any number of gateway processes (docs/storage.md), on Redis or Redis Cluster.
  *
  * ## Key layout
  *
@@ -15,9 +15,9 @@
  * | `<p>{<family>}~<name>:…` | | a sub-family (`subFamily`): the three rows above for its own records, in its family's slot |
  * | `<p>ctr:<name>` | string | a fixed-window counter; TTL = the rest of the window |
  *
- * `<id>` is base64url(SHA-256(handle)) (SPEC §5: never the handle itself). The `{<family>}` hash
- * tag puts a family in one Cluster slot, so the scripts that touch several of its keys stay atomic
- * there (SPEC §7).
+ * `<id>` is base64url(SHA-256(handle)) (docs/storage.md: never the handle itself). The
+ * `{<family>}` hash tag puts a family in one Cluster slot, so the scripts that touch several of its
+ * keys stay atomic there (docs/storage.md, "Redis key layout").
  *
  * A record's value is one header byte followed by the msgpackr body: `0` live, `1` consumed.
  * Consuming overwrites only that byte (`SETRANGE`), which keeps the key's TTL, so a consumed

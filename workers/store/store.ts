@@ -1,5 +1,5 @@
 /**
- * The one contract for state that outlives a request (SPEC §7). Two implementations pass the same
+ * The one contract for state that outlives a request (docs/storage.md). Two implementations pass the same
  * conformance suite: {@link MemoryStore} (one process) and {@link RedisStore} (any number of
  * gateway processes).
  *

@@ -12,7 +12,7 @@ export interface AuthorizationCodeRecord {
   readonly claims: Readonly<Record<string, ClaimValue>>;
   readonly nonce?: string | undefined;
   readonly sid?: string | undefined;
-  /** S256 only (SPEC §3). */
+  /** S256 only (RFC 7636 §4.2, RFC 9700 §2.1.1). */
   readonly codeChallenge?: string | undefined;
   /** The family its tokens will belong to: redeeming it twice revokes them. */
   readonly family: string;

@@ -8,7 +8,7 @@ const handleLength = Math.ceil(((familyBytes + secretBytes) * 4) / 3);
 
 /**
  * Refresh tokens and authorization codes are 48 random bytes, base64url: 16 name the family, 32
- * are the secret (≥ 256 bits, SPEC §5). Carrying the family in the handle lets the store key the
+ * are the secret (≥ 256 bits, docs/endpoints.md). Carrying the family in the handle lets the store key the
  * record under the family's hash tag (`{family}`), so consuming, rotating and revoking stay
  * single-slot operations on Redis Cluster; the store itself only ever sees SHA-256 of the whole
  * handle. A code and the refresh tokens issued from it share one family, so replaying the code

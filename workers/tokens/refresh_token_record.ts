@@ -1,7 +1,7 @@
 import type { ClientConfig } from '../protocol/worker_config.js';
 import type { ClaimValue } from '../protocol/validator_api.js';
 
-/** What the store keeps for one refresh token (SPEC §5, keyed by SHA-256 of the handle). */
+/** What the store keeps for one refresh token (docs/storage.md, keyed by SHA-256 of the handle). */
 export interface RefreshTokenRecord {
   readonly v: 1;
   readonly clientId: string;

@@ -29,7 +29,7 @@ export async function recordIssuedAccessToken(store: Store, family: string, toke
   if (record !== undefined) await store.set(record.key, record.value, record.ttlMs);
 }
 
-/** Puts a JWT access token on the deny list until it would have expired (SPEC §5). */
+/** Puts a JWT access token on the deny list until it would have expired (RFC 7009 §2, docs/storage.md). */
 export async function denyAccessToken(store: Store, token: IssuedAccessToken, nowMs: number): Promise<void> {
   const ttl = token.exp * 1000 - nowMs;
   if (ttl <= 0) return;

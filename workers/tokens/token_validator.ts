@@ -9,7 +9,7 @@ export const clockToleranceSeconds = 5;
 // An access token longer than this is not ours; refuse before parsing.
 const maxTokenLength = 16 * 1024;
 
-/** A revoked `jti` lives in the store until the token would have expired (SPEC §5). */
+/** A revoked `jti` lives in the store until the token would have expired (docs/storage.md, "Records"). */
 export function revokedJtiKey(jti: string) {
   return { kind: 'jti', id: jti } as const;
 }

@@ -1,4 +1,4 @@
-// The authorization endpoint and its pages (gateway/pages/*; SPEC §3, RFC 6749 §4.1.1-§4.1.2,
+// The authorization endpoint and its pages (gateway/pages/*; docs/endpoints.md, RFC 6749 §4.1.1-§4.1.2,
 // RFC 9207, RFC 9700 §4.1, OIDC Core §3.1.2) driven over real HTTP on a real gateway: which
 // mistakes get an error page and never a redirect, which get an error redirect with `state` and
 // `iss`, the forms' CSRF protection, the cookies, the security headers and escaping.
@@ -384,7 +384,7 @@ t.test('the consent page', async (t) => {
     const { flow, consent } = await signedIn();
     const answer = await flow.decide(consent, 'allow');
     const code = new URL(answer.location ?? 'about:blank').searchParams.get('code') ?? '';
-    t.match(code, /^[\w-]{64}$/, '48 random bytes: at least 256 bits (SPEC §5)');
+    t.match(code, /^[\w-]{64}$/, '48 random bytes: at least 256 bits (docs/endpoints.md)');
     assertRedirect(t, answer, callbackUri, { code, state: 'st-123' });
   });
 

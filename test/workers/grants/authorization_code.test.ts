@@ -1,5 +1,5 @@
 // The authorization_code grant (workers/grants/authorization_code.ts, pkce.ts, and the redeem step
-// of token_issuance.ts; SPEC §4, RFC 6749 §4.1.3, RFC 7636, RFC 9700 §2.1.1).
+// of token_issuance.ts; docs/endpoints.md, RFC 6749 §4.1.3, RFC 7636, RFC 9700 §2.1.1).
 // First called directly with a clock the test moves by hand: expiry at the millisecond and the ID
 // token's claims. Then on the wire against real gateways (memory store, and a private
 // redis-server), with codes obtained through the login and consent pages: every rejection, replay

@@ -1,5 +1,5 @@
 /**
- * The rules every {@link Store} keeps (SPEC §7: both implementations pass the same conformance
+ * The rules every {@link Store} keeps (docs/storage.md: both implementations pass the same conformance
  * tests). Each test file runs this suite against one implementation.
  *
  * Races are real: 50 calls are started in one tick and awaited together.
