@@ -4,6 +4,7 @@
  * interleaves contenders, prints a table per scenario and writes bench/results/<timestamp>.json
  * and .svg. See bench/README.md.
  */
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { createAutocannon } from './load/autocannon.js';
 import type { LoadGenerator } from './load/load_generator.js';
@@ -17,7 +18,7 @@ import { RunContext } from './runner/context.js';
 import { parseOptions, usage, UsageError, type BenchOptions } from './runner/options.js';
 import { Progress } from './runner/progress.js';
 import { runScenario } from './runner/run_scenario.js';
-import { resolveTarget } from './runner/target.js';
+import { resolveTarget, type BaselineCheckout } from './runner/target.js';
 import { scenarios, findScenario } from './scenarios/index.js';
 import type { ActiveScenario, PendingScenario } from './scenarios/scenario.js';
 import { repoRoot } from './support/child_server.js';
@@ -68,10 +69,25 @@ async function main(): Promise<number> {
     return 2;
   }
   const target = resolveTarget(options.target, options.gatewayRoot === undefined ? undefined : path.resolve(options.gatewayRoot));
+  let baseline: BaselineCheckout | null = null;
+  if (options.baselineRoot !== undefined) {
+    const root = path.resolve(options.baselineRoot);
+    if (!existsSync(path.join(root, 'gateway/server.ts')) && !existsSync(path.join(root, 'dist/gateway/server.js'))) {
+      console.error(`--baseline-root ${root}: not a Tessera checkout (no gateway/server.ts nor dist/gateway/server.js)`);
+      return 2;
+    }
+    try {
+      // Resolved on its own: its dist/ may be built or stale independently of this checkout's.
+      baseline = { root, target: resolveTarget(options.target, root) };
+    } catch (err) {
+      console.error(`--baseline-root ${root}: ${(err as Error).message}`);
+      return 2;
+    }
+  }
   const machine = describeMachine();
   const startedAt = new Date();
   const progress = new Progress();
-  const ctx = new RunContext(options, generator, target, progress);
+  const ctx = new RunContext(options, generator, target, progress, baseline);
   const interrupt = (): void => {
     progress.clear();
     console.error('\ninterrupted: stopping the servers');
@@ -101,6 +117,10 @@ async function main(): Promise<number> {
         root: options.gatewayRoot === undefined ? null : path.resolve(options.gatewayRoot),
         git: describeCheckout(options.gatewayRoot === undefined ? repoRoot : path.resolve(options.gatewayRoot)),
       },
+      baseline:
+        baseline === null
+          ? null
+          : { root: baseline.root, label: options.baselineLabel ?? null, target: baseline.target.kind, note: baseline.target.note, git: describeCheckout(baseline.root) },
       redis: null,
     },
     scenarios: [],
@@ -110,6 +130,15 @@ async function main(): Promise<number> {
 
   console.log(`Machine: ${formatMachine(machine)}`);
   if (target.note !== null) console.log(`Note: ${target.note}`);
+  if (baseline !== null) {
+    if (baseline.target.note !== null) console.log(`Note (baseline): ${baseline.target.note}`);
+    if (baseline.target.kind !== target.kind) {
+      console.log(
+        `Note: Tessera runs ${target.kind === 'dist' ? 'dist/' : 'its sources'} and the baseline ${baseline.target.kind === 'dist' ? 'dist/' : 'its sources'}: ` +
+          'the comparison mixes a build with the TypeScript sources (build both, or pass --target)',
+      );
+    }
+  }
   if (generator.name === 'autocannon' && options.loadgen !== 'autocannon') console.log('Note: wrk is not installed, using autocannon (sudo apt-get install -y wrk for the reference figures)');
   console.log(`Settings: ${formatSettings(results)}\n`);
 

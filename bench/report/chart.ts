@@ -38,11 +38,17 @@ export function chartSpec(results: BenchResults): TopLevelSpec {
   const rows = rowsOf(results);
   const order = [...new Set(rows.map((r) => r.row))];
   const y = { field: 'row', type: 'nominal', sort: order, title: null, axis: { labelLimit: 320 } } as const;
+  // The baseline in a lighter shade of Tessera's colour: the same server, another checkout. Only
+  // in the legend of a run that had one.
+  const baseline = rows.some((r) => r.kind === 'baseline');
   const color = {
     field: 'kind',
     type: 'nominal',
     title: null,
-    scale: { domain: ['tessera', 'peer', 'ceiling'], range: ['#2f6fb3', '#d4793a', '#8c8c8c'] },
+    scale: {
+      domain: ['tessera', ...(baseline ? ['baseline'] : []), 'peer', 'ceiling'],
+      range: ['#2f6fb3', ...(baseline ? ['#8fb5de'] : []), '#d4793a', '#8c8c8c'],
+    },
   } as const;
   const summaries = { filter: 'datum.round === null' };
   // Log scales start at a power of ten below the smallest value, so every bar has a length.

@@ -60,7 +60,11 @@ export interface MemoryFigures {
   peakRssBytes: number | null;
 }
 
-export type ContenderKind = 'tessera' | 'peer' | 'ceiling';
+/**
+ * `tessera` is the checkout measured (this one or `--gateway-root`); `baseline` is Tessera from
+ * `--baseline-root`, measured beside it and compared with it, never with the peer or the bound.
+ */
+export type ContenderKind = 'tessera' | 'baseline' | 'peer' | 'ceiling';
 
 /** One kind of request a contender was sent (its share, and whether a supply fed it). */
 export interface KindDescription {
@@ -96,11 +100,34 @@ export interface RatioResult {
   peerUsPerRequest: number | null;
 }
 
+/** The measured checkout against the baseline on one store (`--baseline-root`). */
+export interface BaselineComparison {
+  store: StoreKind | null;
+  tessera: string;
+  baseline: string;
+  tesseraRps: number;
+  baselineRps: number;
+  /** Tessera median req/s ÷ baseline median req/s: above 1, the measured checkout is faster. */
+  rps: number;
+  /** The same per round (Tessera round i ÷ baseline round i, both valid). */
+  perRound: number[];
+  tesseraUsPerRequest: number | null;
+  baselineUsPerRequest: number | null;
+  /** Tessera server µs/req ÷ baseline server µs/req: below 1, the measured checkout costs less. */
+  usPerRequest: number | null;
+  /** The same for redis-server's CPU per request, on the Redis store. */
+  tesseraStoreUsPerRequest: number | null;
+  baselineStoreUsPerRequest: number | null;
+  storeUsPerRequest: number | null;
+}
+
 export interface ScenarioResult {
   name: string;
   measures: string;
   contenders: ContenderResult[];
   ratios: RatioResult[];
+  /** One per store when the run had `--baseline-root` (absent in older files). */
+  baselines?: BaselineComparison[];
   /** Figures measured beside the scenario (e.g. the password hash's cost). */
   notes: string[];
   /** True when any contender had an error or an invalid round. */
@@ -125,6 +152,15 @@ export interface BenchSettings {
     /** The measured checkout's commit, and whether its gateway code had uncommitted changes. */
     git: GitInfo | null;
   };
+  /** `--baseline-root`: the checkout measured beside the gateway (absent in older files). */
+  baseline?: {
+    root: string;
+    /** `--baseline-label`. */
+    label: string | null;
+    target: 'dist' | 'source';
+    note: string | null;
+    git: GitInfo | null;
+  } | null;
   redis: string | null;
 }
 

@@ -2,7 +2,7 @@
 import { errorCount } from '../load/load_generator.js';
 import { formatRssTrend } from '../support/rss_trend.js';
 import { medianOrNull } from '../support/stats.js';
-import type { BenchResults, ContenderResult, RatioResult, ScenarioResult } from './results.js';
+import type { BaselineComparison, BenchResults, ContenderResult, RatioResult, ScenarioResult } from './results.js';
 
 const dash = '–';
 
@@ -77,6 +77,33 @@ export function formatRatio(ratio: RatioResult, contenders: readonly ContenderRe
   return `${name(ratio.tessera)} ÷ ${name(ratio.peer)}: **${ratio.rps.toFixed(1)}x** req/s${rounds}${cpu}`;
 }
 
+/** A ratio of two nearby figures: two decimals, and the change in percent. */
+function formatChange(ratio: number): string {
+  const percent = (ratio - 1) * 100;
+  return `${ratio.toFixed(2)}x (${percent >= 0 ? '+' : '−'}${Math.abs(percent).toFixed(1)}%)`;
+}
+
+/** `--baseline-root`: this checkout against the baseline on one store. */
+export function formatBaselineComparison(comparison: BaselineComparison, contenders: readonly ContenderResult[]): string {
+  const name = (id: string): string => {
+    const contender = contenders.find((c) => c.id === id);
+    return contender === undefined ? id : contenderLabel(contender);
+  };
+  const rounds = comparison.perRound.length > 0 ? `; rounds: ${comparison.perRound.map((r) => `${r.toFixed(2)}x`).join(', ')}` : '';
+  const cpu =
+    comparison.usPerRequest === null
+      ? ''
+      : `; server µs/req ${formatUs(comparison.tesseraUsPerRequest)} vs ${formatUs(comparison.baselineUsPerRequest)}: **${formatChange(comparison.usPerRequest)}**`;
+  const store =
+    comparison.storeUsPerRequest === null
+      ? ''
+      : `; Redis µs/req ${formatUs(comparison.tesseraStoreUsPerRequest)} vs ${formatUs(comparison.baselineStoreUsPerRequest)}: ${formatChange(comparison.storeUsPerRequest)}`;
+  return (
+    `${name(comparison.tessera)} vs ${name(comparison.baseline)}: **${formatChange(comparison.rps)}** req/s ` +
+    `(${formatInteger(comparison.tesseraRps)} vs ${formatInteger(comparison.baselineRps)}${rounds})${cpu}${store}`
+  );
+}
+
 /** Per contender: its mix as answered, the worker batch size, the items made per run. */
 function contenderDetails(contender: ContenderResult): string[] {
   const out: string[] = [];
@@ -108,9 +135,11 @@ export const tableHeader =
 
 export function formatScenario(scenario: ScenarioResult): string {
   const lines = [`### ${scenario.name}`, '', scenario.measures, '', tableHeader, ...scenario.contenders.map(row)];
-  if (scenario.ratios.length > 0) {
+  const baselines = scenario.baselines ?? [];
+  if (scenario.ratios.length > 0 || baselines.length > 0) {
     lines.push('');
     for (const ratio of scenario.ratios) lines.push(`- ${formatRatio(ratio, scenario.contenders)}`);
+    for (const comparison of baselines) lines.push(`- ${formatBaselineComparison(comparison, scenario.contenders)}`);
   }
   const details = [...(scenario.notes ?? []), ...scenario.contenders.flatMap(contenderDetails)];
   if (details.length > 0) lines.push('', ...details.map((d) => `- ${d}`));
@@ -145,6 +174,10 @@ export function formatSettings(results: BenchResults): string {
     `${s.loadgen.name} ${s.loadgen.version} (${s.loadgen.threads} thread${s.loadgen.threads === 1 ? '' : 's'}); ` +
     `Tessera from ${s.gateway.target === 'dist' ? 'dist/' : 'TypeScript sources'}${s.gateway.root === null ? '' : ` of ${s.gateway.root}`}, ${s.gateway.threads} worker threads` +
     (s.gateway.git === null ? '' : ` (commit ${s.gateway.git.commit.slice(0, 7)}${s.gateway.git.dirty ? ' + uncommitted changes' : ''})`) +
+    (s.baseline == null
+      ? ''
+      : `; baseline${s.baseline.label === null ? '' : ` "${s.baseline.label}"`}: Tessera from ${s.baseline.target === 'dist' ? 'dist/' : 'TypeScript sources'} of ${s.baseline.root}` +
+        (s.baseline.git === null ? '' : ` (commit ${s.baseline.git.commit.slice(0, 7)}${s.baseline.git.dirty ? ' + uncommitted changes' : ''})`)) +
     (s.redis === null ? '' : `; Redis ${s.redis}`)
   );
 }

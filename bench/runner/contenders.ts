@@ -11,6 +11,7 @@ import { repoRoot, startChild, type ChildServer } from '../support/child_server.
 import { seedTessera, type SeededItem } from '../support/seed.js';
 import { publishedKeySet, type KeySet } from '../support/token_signatures.js';
 import type { RunContext } from './context.js';
+import type { GatewayTarget } from './target.js';
 
 const gatewayEntry = fileURLToPath(new URL('../gateway_process.ts', import.meta.url));
 const ceilingEntry = fileURLToPath(new URL('../ceiling_process.ts', import.meta.url));
@@ -82,12 +83,21 @@ function profileArgs(ctx: RunContext, scenario: string, id: string): string[] {
   return ['--cpu-prof', `--cpu-prof-dir=${path.join(ctx.profileDir, profileFolder(scenario, id))}`];
 }
 
-function tesseraContender(scenario: ActiveScenario, store: StoreKind | null, ctx: RunContext): Contender {
-  const id = store === null ? 'tessera' : `tessera/${store}`;
+/** The checkout a Tessera contender runs: the measured one, or the `--baseline-root` one. */
+interface Checkout {
+  kind: 'tessera' | 'baseline';
+  /** Passed to gateway_process.ts; undefined: this checkout. */
+  root: string | undefined;
+  target: GatewayTarget;
+}
+
+function tesseraContender(scenario: ActiveScenario, store: StoreKind | null, ctx: RunContext, checkout: Checkout): Contender {
+  const id = store === null ? checkout.kind : `${checkout.kind}/${store}`;
+  const label = checkout.kind === 'baseline' ? 'Tessera baseline' : 'Tessera';
   return {
     id,
-    label: store === null ? 'Tessera' : `Tessera (${store})`,
-    kind: 'tessera',
+    label: store === null ? label : `${label} (${store})`,
+    kind: checkout.kind,
     store,
     expectedRps: scenario.expectedRps ?? 20_000,
     requestKinds: kindsOf(scenario.name, scenario.plan, scenario.workload),
@@ -105,13 +115,14 @@ function tesseraContender(scenario: ActiveScenario, store: StoreKind | null, ctx
         threads: ctx.options.threads,
         seeding,
       });
-      scenario.configure?.(config, { gatewayRoot: ctx.options.gatewayRoot === undefined ? repoRoot : path.resolve(ctx.options.gatewayRoot) });
+      // Each checkout's own validators/: a baseline runs the ones it shipped with.
+      scenario.configure?.(config, { gatewayRoot: checkout.root ?? repoRoot });
       const configFile = path.join(ctx.tmp, `${scenario.name}-${id.replace(/\W+/g, '_')}.json`);
       writeFileSync(configFile, JSON.stringify(config, null, 2));
       const server = await startChild({
         name: id,
         entry: gatewayEntry,
-        args: [configFile, ctx.target.kind, ...(ctx.options.gatewayRoot === undefined ? [] : [path.resolve(ctx.options.gatewayRoot)])],
+        args: [configFile, checkout.target.kind, ...(checkout.root === undefined ? [] : [checkout.root])],
         nodeArgs: profileArgs(ctx, scenario.name, id),
         ...(seeding ? { env: { BENCH_SEED_GRANT: '1' } } : {}),
       });
@@ -178,7 +189,9 @@ function ceilingContender(scenario: ActiveScenario, ctx: RunContext): Contender 
 
 /**
  * The contenders of a scenario, in the order each round runs them: Tessera on each store asked
- * for, then the peers. `--store` filters Tessera's stores; scenarios that touch no store ignore it.
+ * for, each followed by the baseline on that store when there is one (back to back, so the two
+ * meet the most similar machine), then the peers. `--store` filters Tessera's stores; scenarios
+ * that touch no store ignore it.
  */
 export function contendersOf(scenario: ActiveScenario, ctx: RunContext): Contender[] {
   if (scenario.server === 'ceiling') return [ceilingContender(scenario, ctx)];
@@ -188,5 +201,15 @@ export function contendersOf(scenario: ActiveScenario, ctx: RunContext): Contend
   if (stores.length === 0) return [];
   // A peer on a store runs when Tessera on that store does.
   const peers = (scenario.peers ?? []).filter((peer) => peer.store === undefined || stores.includes(peer.store));
-  return [...stores.map((store) => tesseraContender(scenario, store, ctx)), ...peers.map((peer) => peerContender(scenario, peer, ctx))];
+  const measured: Checkout = {
+    kind: 'tessera',
+    root: ctx.options.gatewayRoot === undefined ? undefined : path.resolve(ctx.options.gatewayRoot),
+    target: ctx.target,
+  };
+  const baseline: Checkout | null = ctx.baseline === null ? null : { kind: 'baseline', root: ctx.baseline.root, target: ctx.baseline.target };
+  const tessera = stores.flatMap((store) => [
+    tesseraContender(scenario, store, ctx, measured),
+    ...(baseline === null ? [] : [tesseraContender(scenario, store, ctx, baseline)]),
+  ]);
+  return [...tessera, ...peers.map((peer) => peerContender(scenario, peer, ctx))];
 }

@@ -6,7 +6,7 @@ import type { LoadGenerator } from '../load/load_generator.js';
 import { writeBenchKey, type BenchAlgorithm, type BenchKey } from '../support/keys.js';
 import type { BenchOptions } from './options.js';
 import type { Progress } from './progress.js';
-import type { GatewayTarget } from './target.js';
+import type { BaselineCheckout, GatewayTarget } from './target.js';
 
 /** What one `npm run bench` shares across scenarios: options, temp files, keys, Redis. */
 export class RunContext {
@@ -26,6 +26,8 @@ export class RunContext {
     readonly generator: LoadGenerator,
     readonly target: GatewayTarget,
     readonly progress: Progress,
+    /** `--baseline-root`, measured beside the gateway. */
+    readonly baseline: BaselineCheckout | null = null,
   ) {
     this.profileDir = options.cpuProf ? mkdtempSync(path.join(tmpdir(), 'tessera-bench-prof-')) : null;
   }

@@ -79,7 +79,9 @@ export async function measureRound(
   const preparing = performance.now();
   const feed = await workload.forRun(options.durationS, rate);
   const made = feed.made > 0 ? ` (${feed.made.toLocaleString('en-US')} single-use items made in ${((performance.now() - preparing) / 1000).toFixed(1)} s)` : '';
-  const batchBefore = contender.kind === 'tessera' ? await readBatchCounter(started.server.url) : null;
+  // Both checkouts are Tessera and publish the counter.
+  const gateway = contender.kind === 'tessera' || contender.kind === 'baseline';
+  const batchBefore = gateway ? await readBatchCounter(started.server.url) : null;
 
   progress.phase(`${base} · measuring ${options.durationS} s${made}`);
   const run = generator.start({ ...load, kinds: feed.kinds, durationS: options.durationS });
@@ -120,7 +122,7 @@ export async function measureRound(
   }
   window.sample();
   sampleRss();
-  const batch = contender.kind === 'tessera' ? meanBatch(batchBefore, await readBatchCounter(started.server.url)) : null;
+  const batch = gateway ? meanBatch(batchBefore, await readBatchCounter(started.server.url)) : null;
   if (ctx.profileDir !== null) {
     const folder = profileFolder(scenario, contender.id);
     const windows = ctx.profileWindows.get(folder) ?? [];

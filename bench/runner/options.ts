@@ -20,6 +20,13 @@ export interface BenchOptions {
   gatewayRoot: string | undefined;
   /** Free text saved with the results, e.g. what a `--gateway-root` checkout contains. */
   label: string | undefined;
+  /**
+   * A second checkout measured beside the first, each of its stores as one more contender in every
+   * round, so that a change's before and after meet the same noise.
+   */
+  baselineRoot: string | undefined;
+  /** Free text saved with the results for the baseline (e.g. its commit). */
+  baselineLabel: string | undefined;
   save: boolean;
   cpuProf: boolean;
   help: boolean;
@@ -44,6 +51,10 @@ Options:
   --threads N          gateway worker threads (2, the shipped default)
   --gateway-root DIR   run the gateway of another checkout (a worktree of a branch or a fix)
   --label TEXT         a note saved with the results (what the run measures, e.g. the fix applied)
+  --baseline-root DIR  also run the gateway of another checkout (before a change), interleaved in
+                       every round, and compare it per store below the table
+  --baseline-label TEXT
+                       a note on the baseline saved with the results (e.g. its commit)
   --cpu-prof           profile the gateway processes (node --cpu-prof) and print the hottest functions
   --no-save            do not write bench/results/<timestamp>.json and .svg
 `;
@@ -77,6 +88,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       threads: { type: 'string' },
       'gateway-root': { type: 'string' },
       label: { type: 'string' },
+      'baseline-root': { type: 'string' },
+      'baseline-label': { type: 'string' },
       'cpu-prof': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -90,6 +103,10 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
   if (loadgen !== undefined && loadgen !== 'wrk' && loadgen !== 'autocannon') throw new UsageError('--loadgen must be wrk or autocannon');
   const target = values.target;
   if (target !== undefined && target !== 'dist' && target !== 'source') throw new UsageError('--target must be dist or source');
+  const baselineRoot = values['baseline-root'];
+  // `--baseline-root ""` would resolve to the current directory: a silent A/A run nobody asked for.
+  if (baselineRoot !== undefined && baselineRoot.trim() === '') throw new UsageError('--baseline-root needs a directory');
+  if (values['baseline-label'] !== undefined && baselineRoot === undefined) throw new UsageError('--baseline-label needs --baseline-root');
   return {
     names: positionals,
     durationS: positiveNumber('duration', values.duration, quick ? 3 : 10),
@@ -104,6 +121,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     threads: positiveNumber('threads', values.threads, 2, true),
     gatewayRoot: values['gateway-root'],
     label: values.label,
+    baselineRoot,
+    baselineLabel: values['baseline-label'],
     save,
     cpuProf: values['cpu-prof'] === true,
     help: values.help === true,

@@ -1,3 +1,4 @@
+import { baselineComparisons } from '../report/baseline.js';
 import type { ContenderResult, RatioResult, RoundResult, ScenarioResult, Summary } from '../report/results.js';
 import { meets } from '../load/load_generator.js';
 import { sendOnce } from '../scenarios/requests.js';
@@ -208,6 +209,8 @@ export async function runScenario(scenario: ActiveScenario, ctx: RunContext): Pr
     measures: scenario.measures,
     contenders: results,
     ratios: ratiosOf(results),
+    // Only with --baseline-root, so that other results files stay as they were.
+    ...(ctx.baseline === null ? {} : { baselines: baselineComparisons(results) }),
     notes,
     hasErrors: results.some((c) => c.error !== null || c.rounds.some((r) => !r.valid) || c.summary === null),
   };

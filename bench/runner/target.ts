@@ -15,6 +15,12 @@ function sourceFiles(dir: string): string[] {
     .map((file) => path.join(dir, file));
 }
 
+/** `--baseline-root`: the other checkout, resolved to dist/ or its sources on its own. */
+export interface BaselineCheckout {
+  root: string;
+  target: GatewayTarget;
+}
+
 /** Source files whose compiled twin in dist/ is missing or older than them. */
 export function staleDistFiles(root: string): string[] {
   const stale: string[] = [];

@@ -79,3 +79,12 @@ t.test('no bound without all three measurements', async (t) => {
   const failed = scenario('client_credentials', [contender('tessera', 'memory', null), contender('peer', null, summary(1_800))]);
   t.equal(throughputBound(results({ scenarios: [failed, ceiling], signPerCpuSecond: 25_000 })), null, 'no valid Tessera run');
 });
+
+t.test('a --baseline-root checkout is not the Tessera the bound is compared with', async (t) => {
+  const withBaseline = scenario('client_credentials', [
+    contender('tessera', 'memory', summary(12_000, { loadgenCores: 0.24 })),
+    contender('baseline', 'memory', summary(14_000, { loadgenCores: 0.28 })),
+  ]);
+  const bound = throughputBound(results({ scenarios: [withBaseline, ceiling], signPerCpuSecond: 25_000 }));
+  t.equal(bound?.tesseraRps, 12_000, 'the measured checkout, though the baseline was faster');
+});
