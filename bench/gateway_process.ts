@@ -53,4 +53,11 @@ const gateway = await startGateway({ config, devKeyDir, ...(seeding ? { grantMod
 );
 
 stopOnRequest(() => gateway.stop());
-announceReady(gateway.url, { target, root: fileURLToPath(rootUrl), grantTypes: gateway.grantTypes, threads: config.workers.threads, store: config.store.type, seeding });
+announceReady(gateway.url, {
+  target,
+  root: fileURLToPath(rootUrl),
+  grantTypes: gateway.grantTypes,
+  threads: config.workers.threads,
+  store: config.store.type,
+  seeding,
+});

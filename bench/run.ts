@@ -120,7 +120,13 @@ async function main(): Promise<number> {
       baseline:
         baseline === null
           ? null
-          : { root: baseline.root, label: options.baselineLabel ?? null, target: baseline.target.kind, note: baseline.target.note, git: describeCheckout(baseline.root) },
+          : {
+              root: baseline.root,
+              label: options.baselineLabel ?? null,
+              target: baseline.target.kind,
+              note: baseline.target.note,
+              git: describeCheckout(baseline.root),
+            },
       redis: null,
     },
     scenarios: [],
@@ -139,7 +145,8 @@ async function main(): Promise<number> {
       );
     }
   }
-  if (generator.name === 'autocannon' && options.loadgen !== 'autocannon') console.log('Note: wrk is not installed, using autocannon (sudo apt-get install -y wrk for the reference figures)');
+  if (generator.name === 'autocannon' && options.loadgen !== 'autocannon')
+    console.log('Note: wrk is not installed, using autocannon (sudo apt-get install -y wrk for the reference figures)');
   console.log(`Settings: ${formatSettings(results)}\n`);
 
   let failed = false;
@@ -173,7 +180,8 @@ async function main(): Promise<number> {
   results.bound = throughputBound(results);
   if (results.bound !== null) console.log(`${formatThroughputBound(results.bound)}\n`);
 
-  if (everything && results.pending.length > 0) console.log(`Pending scenarios: ${results.pending.map((p) => p.name).join(', ')} (\`npm run bench -- <name>\` says why)\n`);
+  if (everything && results.pending.length > 0)
+    console.log(`Pending scenarios: ${results.pending.map((p) => p.name).join(', ')} (\`npm run bench -- <name>\` says why)\n`);
   if (options.save) {
     let svg: string | null = null;
     try {

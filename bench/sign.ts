@@ -89,14 +89,19 @@ export async function runSignBench(durationS = 2, log: (line: string) => void = 
 
   const cases: SignCase[] = [];
   const verifyCases: SignCase[] = [];
-  const into = (list: SignCase[]) => async (next: () => SignCase | Promise<SignCase>): Promise<void> => {
-    const result = await next();
-    list.push(result);
-    log(`  ${result.name.padEnd(52)} ${Math.round(result.perSecond).toLocaleString('en-US').padStart(8)}/s  ${Math.round(result.perCpuSecond).toLocaleString('en-US').padStart(8)}/CPU-s`);
-  };
+  const into =
+    (list: SignCase[]) =>
+    async (next: () => SignCase | Promise<SignCase>): Promise<void> => {
+      const result = await next();
+      list.push(result);
+      log(
+        `  ${result.name.padEnd(52)} ${Math.round(result.perSecond).toLocaleString('en-US').padStart(8)}/s  ${Math.round(result.perCpuSecond).toLocaleString('en-US').padStart(8)}/CPU-s`,
+      );
+    };
   const run = into(cases);
   const runVerify = into(verifyCases);
-  const joseSign = (): Promise<string> => new SignJWT(payloadAt(now)).setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid }).sign(joseKey);
+  const joseSign = (): Promise<string> =>
+    new SignJWT(payloadAt(now)).setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid }).sign(joseKey);
   await run(() => measureSync(bareSignCase, durationS, () => sign('sha256', signingInput, signOptions)));
   await run(() => measureSync('node:crypto full JWT (workers JwtSigner.sign)', durationS, () => signer.sign(payloadAt(now), 'at+jwt')));
   await run(() => measureAsync('jose SignJWT (one at a time)', durationS, 1, joseSign));
@@ -136,8 +141,12 @@ export async function runSignBench(durationS = 2, log: (line: string) => void = 
 /** How many times faster node:crypto signs and verifies than jose's best, per CPU-second. */
 export function formatSignRatios(results: SignResults): string[] {
   return [
-    ...(results.nodeCryptoOverJose === null ? [] : [`node:crypto sign: ${results.nodeCryptoOverJose.toFixed(1)}x jose SignJWT's best, per CPU-second`]),
-    ...(results.nodeCryptoVerifyOverJose == null ? [] : [`node:crypto verify: ${results.nodeCryptoVerifyOverJose.toFixed(1)}x jose jwtVerify's best, per CPU-second`]),
+    ...(results.nodeCryptoOverJose === null
+      ? []
+      : [`node:crypto sign: ${results.nodeCryptoOverJose.toFixed(1)}x jose SignJWT's best, per CPU-second`]),
+    ...(results.nodeCryptoVerifyOverJose == null
+      ? []
+      : [`node:crypto verify: ${results.nodeCryptoVerifyOverJose.toFixed(1)}x jose jwtVerify's best, per CPU-second`]),
   ];
 }
 

@@ -88,12 +88,24 @@ function checkScope(route: DeviceAuthorizationRoute, request: FormRequest, clien
 }
 
 /** Stores the device code and its user code, then answers (RFC 8628 §3.2). Never rejects. */
-async function issueDeviceCode(route: DeviceAuthorizationRoute, exchange: Exchange, client: RegisteredClient, scopes: GrantedScopes): Promise<void> {
+async function issueDeviceCode(
+  route: DeviceAuthorizationRoute,
+  exchange: Exchange,
+  client: RegisteredClient,
+  scopes: GrantedScopes,
+): Promise<void> {
   const lifetime = client.config.deviceCodeLifetime;
   const family = newFamilyId();
   const device = newFamilyHandle('dc', family);
   const issuedAt = route.now();
-  const record: DeviceCodeRecord = { v: 1, clientId: client.clientId, scopes: scopes.scopes, expiresAt: issuedAt + lifetime * 1000, status: 'pending', family };
+  const record: DeviceCodeRecord = {
+    v: 1,
+    clientId: client.clientId,
+    scopes: scopes.scopes,
+    expiresAt: issuedAt + lifetime * 1000,
+    status: 'pending',
+    family,
+  };
   const ttl = lifetime * 1000 + expiredGraceMs;
   let userCode: string;
   try {
@@ -119,7 +131,13 @@ async function issueDeviceCode(route: DeviceAuthorizationRoute, exchange: Exchan
 }
 
 // A user code is short enough to collide now and then: claim it atomically, draw again if taken.
-async function storeDeviceAuthorization(store: Store, deviceKey: StoreKey, record: DeviceCodeRecord, ttl: number, clientId: string): Promise<string> {
+async function storeDeviceAuthorization(
+  store: Store,
+  deviceKey: StoreKey,
+  record: DeviceCodeRecord,
+  ttl: number,
+  clientId: string,
+): Promise<string> {
   await store.set(deviceKey, record, ttl);
   for (let attempt = 0; attempt < 5; attempt++) {
     const code = newUserCode();

@@ -11,11 +11,7 @@ export const jwksPath = '/.well-known/openid-configuration/jwks';
  * The discovery document (OIDC Discovery 1.0 §3, RFC 8414 §2). Built once at start (and again when
  * grants change), then served as a ready string.
  */
-export function buildDiscoveryDocument(
-  config: LoadedConfig,
-  grantTypes: readonly string[],
-  keys: readonly SigningKeyMaterial[],
-): string {
+export function buildDiscoveryDocument(config: LoadedConfig, grantTypes: readonly string[], keys: readonly SigningKeyMaterial[]): string {
   const issuer = config.issuer;
   const document = {
     issuer,

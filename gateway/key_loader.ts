@@ -83,12 +83,18 @@ export async function loadSigningKeys(
   let key: SigningKeyMaterial;
   if (config.store.type === 'memory') {
     key = await loadDevKeyFile(path.join(devKeyDir, `dev-signing-key-${alg}.jwk.json`), alg);
-    logger.warn({ kid: key.kid, file: path.join(devKeyDir, `dev-signing-key-${alg}.jwk.json`) }, 'no signing keys configured: using a development key; configure signing.keys for production');
+    logger.warn(
+      { kid: key.kid, file: path.join(devKeyDir, `dev-signing-key-${alg}.jwk.json`) },
+      'no signing keys configured: using a development key; configure signing.keys for production',
+    );
   } else {
     const candidate = await generateSigningKey(alg);
     const stored = await store.putIfAbsent<SigningKeyMaterial>({ kind: 'key', id: `dev-signing-key:${alg}` }, candidate, devKeyTtlMs);
     key = await checkSigningKey(stored.jwk, alg, 'development key in the store');
-    logger.warn({ kid: key.kid }, 'no signing keys configured: using a development key shared through the store; configure signing.keys for production');
+    logger.warn(
+      { kid: key.kid },
+      'no signing keys configured: using a development key shared through the store; configure signing.keys for production',
+    );
   }
   return [key];
 }

@@ -50,11 +50,23 @@ export function registerRoutes(app: TemplatedApp, deps: RouteDeps): void {
   registerDeviceEndpoint(app, { config, clients, secrets, dispatcher, store });
 
   const jwksBody = buildJwksDocument(keys);
-  app.any(discoveryPath, getOnly((ex) => ex.sendStatic(200, 'application/json; charset=utf-8', deps.discoveryBody(), 'public, max-age=300')));
-  app.any(jwksPath, getOnly((ex) => ex.sendStatic(200, 'application/jwk-set+json', jwksBody, 'public, max-age=300')));
+  app.any(
+    discoveryPath,
+    getOnly((ex) => ex.sendStatic(200, 'application/json; charset=utf-8', deps.discoveryBody(), 'public, max-age=300')),
+  );
+  app.any(
+    jwksPath,
+    getOnly((ex) => ex.sendStatic(200, 'application/jwk-set+json', jwksBody, 'public, max-age=300')),
+  );
 
-  app.any('/healthz', getOnly((ex) => ex.sendStatic(200, 'application/json', '{"status":"ok"}', 'no-store')));
-  app.any('/readyz', getOnly((ex) => answerReadiness(ex, store, dispatcher, keys.length)));
+  app.any(
+    '/healthz',
+    getOnly((ex) => ex.sendStatic(200, 'application/json', '{"status":"ok"}', 'no-store')),
+  );
+  app.any(
+    '/readyz',
+    getOnly((ex) => answerReadiness(ex, store, dispatcher, keys.length)),
+  );
   app.any(
     '/metrics',
     getOnly((ex) => {
@@ -75,7 +87,11 @@ export function registerRoutes(app: TemplatedApp, deps: RouteDeps): void {
  */
 function pageSecretsOf(config: LoadedConfig, keys: readonly SigningKeyMaterial[]): PageSecrets {
   const firstKey = keys[0] as SigningKeyMaterial;
-  return new PageSecrets(`${firstKey.kid}:${String(firstKey.jwk.d)}`, config.issuer.startsWith('https:'), config.sessionLifetimeSeconds * 1000);
+  return new PageSecrets(
+    `${firstKey.kid}:${String(firstKey.jwk.d)}`,
+    config.issuer.startsWith('https:'),
+    config.sessionLifetimeSeconds * 1000,
+  );
 }
 
 /** `/readyz`: 200 when keys, worker threads and the store are there, else 503 naming what is not. */

@@ -32,7 +32,8 @@ export class TesseraBuilder {
 
   /** Registers one extension-grant validator module (its default export is the validator class). */
   addExtensionGrantValidator(moduleUrl: string | URL): this {
-    const url = moduleUrl instanceof URL ? moduleUrl.href : moduleUrl.startsWith('file:') ? moduleUrl : pathToFileURL(path.resolve(moduleUrl)).href;
+    const url =
+      moduleUrl instanceof URL ? moduleUrl.href : moduleUrl.startsWith('file:') ? moduleUrl : pathToFileURL(path.resolve(moduleUrl)).href;
     this.validatorModules.push(url);
     return this;
   }

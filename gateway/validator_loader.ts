@@ -145,7 +145,8 @@ async function inspectValidator(url: string, file: string, version: string): Pro
   }
   const Validator = module.default;
   // An arrow function has no prototype and cannot be constructed: not a class either.
-  if (typeof Validator !== 'function' || Validator.prototype === undefined) throw new Error('has no default export that is a validator class');
+  if (typeof Validator !== 'function' || Validator.prototype === undefined)
+    throw new Error('has no default export that is a validator class');
   let instance: ExtensionGrantValidator | ResourceOwnerPasswordValidator;
   try {
     instance = new (Validator as new (s: ValidatorServices) => ExtensionGrantValidator)(inspectionServices);

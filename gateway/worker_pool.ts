@@ -7,10 +7,7 @@ import type { MemoryStoreHost } from './store/memory_store_host.js';
 
 // The worker entry sits beside this file's compiled twin; from TypeScript sources (tests) a small
 // shim registers tsx in the worker first.
-const workerFile = new URL(
-  import.meta.url.endsWith('.ts') ? '../workers/worker_from_source.mjs' : '../workers/worker.js',
-  import.meta.url,
-);
+const workerFile = new URL(import.meta.url.endsWith('.ts') ? '../workers/worker_from_source.mjs' : '../workers/worker.js', import.meta.url);
 
 /** What every worker of a pool boots with; a validator reload starts a pool with a new module list. */
 export interface PoolInputs {

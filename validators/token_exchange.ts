@@ -73,12 +73,15 @@ export default class TokenExchangeGrantValidator implements ExtensionGrantValida
     if (subjectToken === null) return refuse(TokenRequestErrors.InvalidRequest, descriptions.missingSubjectToken);
     const subjectTokenType = raw.get('subject_token_type');
     if (subjectTokenType === null) return refuse(TokenRequestErrors.InvalidRequest, descriptions.missingSubjectTokenType);
-    if (!acceptedTokenTypes.has(subjectTokenType)) return refuse(TokenRequestErrors.InvalidRequest, descriptions.unsupportedSubjectTokenType);
+    if (!acceptedTokenTypes.has(subjectTokenType))
+      return refuse(TokenRequestErrors.InvalidRequest, descriptions.unsupportedSubjectTokenType);
 
     const actorToken = raw.get('actor_token');
     const actorTokenType = raw.get('actor_token_type');
-    if (actorToken !== null && actorTokenType === null) return refuse(TokenRequestErrors.InvalidRequest, descriptions.missingActorTokenType);
-    if (actorToken === null && actorTokenType !== null) return refuse(TokenRequestErrors.InvalidRequest, descriptions.actorTokenTypeWithoutToken);
+    if (actorToken !== null && actorTokenType === null)
+      return refuse(TokenRequestErrors.InvalidRequest, descriptions.missingActorTokenType);
+    if (actorToken === null && actorTokenType !== null)
+      return refuse(TokenRequestErrors.InvalidRequest, descriptions.actorTokenTypeWithoutToken);
     if (actorTokenType !== null && !acceptedTokenTypes.has(actorTokenType)) {
       return refuse(TokenRequestErrors.InvalidRequest, descriptions.unsupportedActorTokenType);
     }

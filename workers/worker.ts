@@ -75,7 +75,11 @@ for (const url of boot.validatorModules) {
   const { default: Validator } = (await import(url)) as { default: new (s: ValidatorServices) => ExtensionGrantValidator };
   const validator = new Validator(validatorServices(moduleName(url)));
   registry.register(
-    extensionGrantHandler(validator, { timeoutMs: boot.config.validatorTimeoutMs, logger: logger.child({ validator: moduleName(url) }), source: url }),
+    extensionGrantHandler(validator, {
+      timeoutMs: boot.config.validatorTimeoutMs,
+      logger: logger.child({ validator: moduleName(url) }),
+      source: url,
+    }),
   );
 }
 

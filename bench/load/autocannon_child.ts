@@ -14,7 +14,12 @@ import { meets, type KindCount, type LoadOptions, type LoadResult } from './load
 const options = JSON.parse(process.argv[2] ?? '{}') as LoadOptions;
 const kinds = options.kinds.map((kind) => ({
   ...kind,
-  lines: kind.feed === undefined ? null : readFileSync(kind.feed.file, 'utf8').split('\n').filter((line) => line.length > 0),
+  lines:
+    kind.feed === undefined
+      ? null
+      : readFileSync(kind.feed.file, 'utf8')
+          .split('\n')
+          .filter((line) => line.length > 0),
   next: kind.feed?.start ?? 0,
   count: { name: kind.name, sent: 0, matched: 0, taken: 0 } satisfies KindCount,
 }));

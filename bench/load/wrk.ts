@@ -30,12 +30,14 @@ function writeSpec(options: LoadOptions): string {
     const { request, expect } = kind;
     if (!/^\w+$/.test(kind.name)) throw new Error(`kind name "${kind.name}" must be letters, digits and _`);
     lines.push(['kind', kind.name, String(kind.weight), request.method, clean(request.path, 'path')].join('\t'));
-    for (const [name, value] of Object.entries(request.headers)) lines.push(['header', clean(name, 'header'), clean(value, 'header')].join('\t'));
+    for (const [name, value] of Object.entries(request.headers))
+      lines.push(['header', clean(name, 'header'), clean(value, 'header')].join('\t'));
     if (request.body !== undefined) lines.push(['body', clean(request.body, 'body')].join('\t'));
     lines.push(['expect', String(expect.status), clean(expect.bodyPrefix, 'prefix')].join('\t'));
     for (const text of expect.contains ?? []) lines.push(['contains', clean(text, 'contains')].join('\t'));
     for (const text of expect.lacks ?? []) lines.push(['lacks', clean(text, 'lacks')].join('\t'));
-    if (kind.feed !== undefined) lines.push(['feed', kind.feed.mode, clean(kind.feed.file, 'feed file'), String(kind.feed.start), String(kind.feed.count)].join('\t'));
+    if (kind.feed !== undefined)
+      lines.push(['feed', kind.feed.mode, clean(kind.feed.file, 'feed file'), String(kind.feed.start), String(kind.feed.count)].join('\t'));
   }
   const file = path.join(options.workDir, `wrk-spec-${process.pid}-${++specSequence}.tsv`);
   writeFileSync(file, `${lines.join('\n')}\n`);

@@ -56,7 +56,10 @@ class MapAdapter {
 
   upsert(id: string, payload: Record<string, unknown>, expiresIn?: number): Promise<void> {
     const key = this.key(id);
-    MapAdapter.records.set(key, { payload, expiresAt: typeof expiresIn === 'number' ? Date.now() + expiresIn * 1000 : Number.POSITIVE_INFINITY });
+    MapAdapter.records.set(key, {
+      payload,
+      expiresAt: typeof expiresIn === 'number' ? Date.now() + expiresIn * 1000 : Number.POSITIVE_INFINITY,
+    });
     if (typeof payload.grantId === 'string') {
       let members = MapAdapter.grants.get(payload.grantId);
       if (members === undefined) MapAdapter.grants.set(payload.grantId, (members = new Set()));
@@ -175,7 +178,9 @@ const modes: Record<string, Mode> = {
 
 interface ProviderModels {
   Client: { find(id: string): Promise<unknown> };
-  Grant: new (fields: Record<string, unknown>) => {
+  Grant: new (
+    fields: Record<string, unknown>,
+  ) => {
     addOIDCScope(scope: string): void;
     addResourceScope(resource: string, scope: string): void;
     save(): Promise<string>;

@@ -25,7 +25,14 @@ function rowsOf(results: BenchResults): ChartRow[] {
     for (const contender of scenario.contenders) {
       if (contender.summary === null) continue;
       const row = `${scenario.name} · ${contenderLabel(contender)}`;
-      rows.push({ row, kind: contender.kind, rps: contender.summary.rps, us: contender.summary.serverUsPerRequest, round: null, roundRps: null });
+      rows.push({
+        row,
+        kind: contender.kind,
+        rps: contender.summary.rps,
+        us: contender.summary.serverUsPerRequest,
+        round: null,
+        roundRps: null,
+      });
       for (const round of contender.rounds.filter((r) => r.valid)) {
         rows.push({ row, kind: contender.kind, rps: contender.summary.rps, us: null, round: round.round, roundRps: round.load.rps });
       }
@@ -66,11 +73,19 @@ export function chartSpec(results: BenchResults): TopLevelSpec {
         width: 520,
         title: 'requests per second (median; ticks: each round; log scale)',
         layer: [
-          { transform: [summaries], mark: 'bar', encoding: { y, x: { field: 'rps', type: 'quantitative', title: 'req/s', scale: rpsScale }, color } },
+          {
+            transform: [summaries],
+            mark: 'bar',
+            encoding: { y, x: { field: 'rps', type: 'quantitative', title: 'req/s', scale: rpsScale }, color },
+          },
           {
             transform: [summaries],
             mark: { type: 'text', align: 'left', dx: 4 },
-            encoding: { y, x: { field: 'rps', type: 'quantitative', scale: rpsScale }, text: { field: 'rps', type: 'quantitative', format: ',.0f' } },
+            encoding: {
+              y,
+              x: { field: 'rps', type: 'quantitative', scale: rpsScale },
+              text: { field: 'rps', type: 'quantitative', format: ',.0f' },
+            },
           },
           {
             transform: [{ filter: 'datum.round !== null' }],
@@ -87,7 +102,11 @@ export function chartSpec(results: BenchResults): TopLevelSpec {
           { mark: 'bar', encoding: { y, x: { field: 'us', type: 'quantitative', title: 'µs', scale: usScale }, color } },
           {
             mark: { type: 'text', align: 'left', dx: 4 },
-            encoding: { y, x: { field: 'us', type: 'quantitative', scale: usScale }, text: { field: 'us', type: 'quantitative', format: ',.1f' } },
+            encoding: {
+              y,
+              x: { field: 'us', type: 'quantitative', scale: usScale },
+              text: { field: 'us', type: 'quantitative', format: ',.1f' },
+            },
           },
         ],
       },

@@ -42,7 +42,10 @@ function frameName(node: ProfileNode): string {
   const { functionName, url, lineNumber } = node.callFrame;
   const name = functionName === '' ? '(anonymous)' : functionName;
   if (url === '') return name;
-  const short = url.replace(/^file:\/\//, '').replace(/^.*\/node_modules\//, '').replace(/^.*\/(gateway|workers|bench)\//, '$1/');
+  const short = url
+    .replace(/^file:\/\//, '')
+    .replace(/^.*\/node_modules\//, '')
+    .replace(/^.*\/(gateway|workers|bench)\//, '$1/');
   return `${name} ${short}:${lineNumber + 1}`;
 }
 
@@ -83,7 +86,9 @@ export function summariseProfiles(dir: string, topN = 12, windows?: ReadonlyMap<
 export function formatProfiles(profiles: readonly ThreadProfile[]): string {
   const lines: string[] = [];
   for (const p of profiles) {
-    lines.push(`${path.relative(path.dirname(path.dirname(p.file)), p.file)} (${p.thread === 0 ? 'main thread' : `worker thread ${p.thread}`}, ${Math.round(p.totalMs)} ms sampled)`);
+    lines.push(
+      `${path.relative(path.dirname(path.dirname(p.file)), p.file)} (${p.thread === 0 ? 'main thread' : `worker thread ${p.thread}`}, ${Math.round(p.totalMs)} ms sampled)`,
+    );
     for (const f of p.top) lines.push(`  ${f.percent.toFixed(1).padStart(5)}%  ${f.name}`);
   }
   return lines.join('\n');

@@ -227,7 +227,10 @@ export const resultsDir = new URL('../results/', import.meta.url);
 
 /** `2026-11-22T03-15-07Z`: sortable, and no colons for file systems that mind. */
 export function fileStamp(date: Date): string {
-  return date.toISOString().replace(/\.\d+Z$/, 'Z').replaceAll(':', '-');
+  return date
+    .toISOString()
+    .replace(/\.\d+Z$/, 'Z')
+    .replaceAll(':', '-');
 }
 
 export function writeResults(results: BenchResults, svg: string | null): { json: string; svg: string | null } {

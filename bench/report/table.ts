@@ -42,7 +42,24 @@ function row(contender: ContenderResult): string {
   const memory = `${formatMiB(m.idleRssBytes)} → ${formatMiB(m.afterRssBytes)} (${formatMiB(m.peakRssBytes)})`;
   const cells =
     s === null
-      ? [contenderLabel(contender), contender.error === null ? 'INVALID' : 'FAILED', rounds || dash, dash, dash, dash, dash, String(non2xx), String(errors), dash, dash, dash, dash, dash, dash, memory]
+      ? [
+          contenderLabel(contender),
+          contender.error === null ? 'INVALID' : 'FAILED',
+          rounds || dash,
+          dash,
+          dash,
+          dash,
+          dash,
+          String(non2xx),
+          String(errors),
+          dash,
+          dash,
+          dash,
+          dash,
+          dash,
+          dash,
+          memory,
+        ]
       : [
           contenderLabel(contender),
           formatInteger(s.rps),
@@ -115,7 +132,8 @@ function contenderDetails(contender: ContenderResult): string[] {
     const sum = [...total.values()].reduce((a, b) => a + b, 0);
     const weights = contender.kinds.reduce((a, k) => a + k.weight, 0);
     const shares = contender.kinds.map(
-      (k) => `${k.name} ${((100 * (total.get(k.name) ?? 0)) / Math.max(1, sum)).toFixed(1)}% (asked ${((100 * k.weight) / weights).toFixed(0)}%)`,
+      (k) =>
+        `${k.name} ${((100 * (total.get(k.name) ?? 0)) / Math.max(1, sum)).toFixed(1)}% (asked ${((100 * k.weight) / weights).toFixed(0)}%)`,
     );
     out.push(`${label}: answers per kind, each checked against its kind: ${shares.join(', ')}`);
   }
@@ -124,7 +142,9 @@ function contenderDetails(contender: ContenderResult): string[] {
   const made = medianOrNull(valid.map((r) => r.itemsMade ?? null));
   if (made !== null) out.push(`${label}: ${formatInteger(made)} single-use items made for each measured run`);
   // Runs too short to judge keep their samples in the results file only.
-  const trends = contender.rounds.flatMap((r) => (r.rss === undefined || r.rss === null || r.rss.flat === null ? [] : [`round ${r.round}: ${formatRssTrend(r.rss)}`]));
+  const trends = contender.rounds.flatMap((r) =>
+    r.rss === undefined || r.rss === null || r.rss.flat === null ? [] : [`round ${r.round}: ${formatRssTrend(r.rss)}`],
+  );
   if (trends.length > 0) out.push(`${label}: RSS through the measured run, ${trends.join('; ')}`);
   return out;
 }
@@ -177,7 +197,9 @@ export function formatSettings(results: BenchResults): string {
     (s.baseline == null
       ? ''
       : `; baseline${s.baseline.label === null ? '' : ` "${s.baseline.label}"`}: Tessera from ${s.baseline.target === 'dist' ? 'dist/' : 'TypeScript sources'} of ${s.baseline.root}` +
-        (s.baseline.git === null ? '' : ` (commit ${s.baseline.git.commit.slice(0, 7)}${s.baseline.git.dirty ? ' + uncommitted changes' : ''})`)) +
+        (s.baseline.git === null
+          ? ''
+          : ` (commit ${s.baseline.git.commit.slice(0, 7)}${s.baseline.git.dirty ? ' + uncommitted changes' : ''})`)) +
     (s.redis === null ? '' : `; Redis ${s.redis}`)
   );
 }

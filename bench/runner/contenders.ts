@@ -59,7 +59,8 @@ async function call(url: string, request: LoadRequest): Promise<Record<string, u
   const text = await response.text();
   if (response.status !== 200) throw new Error(`${request.method} ${request.path}: status ${response.status}: ${text.slice(0, 200)}`);
   const value: unknown = JSON.parse(text);
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`${request.method} ${request.path}: not a JSON object`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new Error(`${request.method} ${request.path}: not a JSON object`);
   return value as Record<string, unknown>;
 }
 
@@ -175,7 +176,11 @@ function ceilingContender(scenario: ActiveScenario, ctx: RunContext): Contender 
     expectedRps: scenario.expectedRps ?? 50_000,
     requestKinds: kindsOf(scenario.name, scenario.plan, scenario.workload),
     async start() {
-      const server = await startChild({ name: 'uws-ceiling', entry: ceilingEntry, nodeArgs: profileArgs(ctx, scenario.name, 'uws-ceiling') });
+      const server = await startChild({
+        name: 'uws-ceiling',
+        entry: ceilingEntry,
+        nodeArgs: profileArgs(ctx, scenario.name, 'uws-ceiling'),
+      });
       const access: ServerAccess = {
         url: server.url,
         call: (request) => call(server.url, request),
@@ -206,7 +211,8 @@ export function contendersOf(scenario: ActiveScenario, ctx: RunContext): Contend
     root: ctx.options.gatewayRoot === undefined ? undefined : path.resolve(ctx.options.gatewayRoot),
     target: ctx.target,
   };
-  const baseline: Checkout | null = ctx.baseline === null ? null : { kind: 'baseline', root: ctx.baseline.root, target: ctx.baseline.target };
+  const baseline: Checkout | null =
+    ctx.baseline === null ? null : { kind: 'baseline', root: ctx.baseline.root, target: ctx.baseline.target };
   const tessera = stores.flatMap((store) => [
     tesseraContender(scenario, store, ctx, measured),
     ...(baseline === null ? [] : [tesseraContender(scenario, store, ctx, baseline)]),

@@ -46,7 +46,8 @@ export class RunContext {
     this.redis ??= (async () => {
       const redis = await startRedisServer();
       // Not one that already runs: the bench reads its server's CPU time, and shares it with nothing.
-      if (!redis.managed) throw new Error('redis-server is not installed (Debian: apt-get install -y redis-server); or run with --store memory');
+      if (!redis.managed)
+        throw new Error('redis-server is not installed (Debian: apt-get install -y redis-server); or run with --store memory');
       const info = (await sendRedisCommand(redis.port, 'INFO server', 1000)) ?? '';
       this.redisVersion = /redis_version:(\S+)/.exec(info)?.[1] ?? 'unknown';
       return redis;

@@ -78,7 +78,10 @@ export async function measureRound(
   if (workload.consumes) progress.phase(`${base} · preparing the measured run's requests`);
   const preparing = performance.now();
   const feed = await workload.forRun(options.durationS, rate);
-  const made = feed.made > 0 ? ` (${feed.made.toLocaleString('en-US')} single-use items made in ${((performance.now() - preparing) / 1000).toFixed(1)} s)` : '';
+  const made =
+    feed.made > 0
+      ? ` (${feed.made.toLocaleString('en-US')} single-use items made in ${((performance.now() - preparing) / 1000).toFixed(1)} s)`
+      : '';
   // Both checkouts are Tessera and publish the counter.
   const gateway = contender.kind === 'tessera' || contender.kind === 'baseline';
   const batchBefore = gateway ? await readBatchCounter(started.server.url) : null;

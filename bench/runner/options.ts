@@ -65,7 +65,8 @@ export { UsageError };
 function positiveNumber(name: string, value: string | undefined, fallback: number, integer = false): number {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) throw new UsageError(`--${name} must be a positive ${integer ? 'integer' : 'number'}`);
+  if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n)))
+    throw new UsageError(`--${name} must be a positive ${integer ? 'integer' : 'number'}`);
   return n;
 }
 

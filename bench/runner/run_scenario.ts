@@ -43,7 +43,9 @@ async function checkRequests(workload: Workload, url: string, keys: KeySet | nul
     const problem = kind.verify(response.status, body) ?? (keys === null ? null : await tokenSignatureProblem(body, keys));
     if (problem !== null) throw new Error(`${label}: ${problem}`);
     if (!meets(kind.expect, response.status, body)) {
-      throw new Error(`${label}: the response does not meet the load check (status ${kind.expect.status}, body starting ${kind.expect.bodyPrefix})`);
+      throw new Error(
+        `${label}: the response does not meet the load check (status ${kind.expect.status}, body starting ${kind.expect.bodyPrefix})`,
+      );
     }
   }
 }
@@ -132,7 +134,9 @@ export async function runScenario(scenario: ActiveScenario, ctx: RunContext): Pr
 
   const fail = (state: ContenderState, err: unknown): void => {
     const output = state.started?.server.output() ?? '';
-    state.result.error = describeError(err) + (output === '' ? '' : `\n--- ${state.contender.id} output (tail) ---\n${output.split('\n').slice(-20).join('\n')}`);
+    state.result.error =
+      describeError(err) +
+      (output === '' ? '' : `\n--- ${state.contender.id} output (tail) ---\n${output.split('\n').slice(-20).join('\n')}`);
   };
 
   try {
@@ -182,7 +186,9 @@ export async function runScenario(scenario: ActiveScenario, ctx: RunContext): Pr
           await checkRequests(workload, started.server.url, started.keys, `after round ${round}`);
         } catch (err) {
           measured.valid = false;
-          measured.invalidReason = [measured.invalidReason, `the server stopped answering (${describeError(err)})`].filter(Boolean).join('; ');
+          measured.invalidReason = [measured.invalidReason, `the server stopped answering (${describeError(err)})`]
+            .filter(Boolean)
+            .join('; ');
           fail(state, new Error('not measured further: it stopped answering'));
           continue;
         }

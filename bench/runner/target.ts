@@ -49,5 +49,8 @@ export function resolveTarget(requested: 'dist' | 'source' | undefined, root: st
   if (stale.length === 0) return { kind: 'dist', note: null };
   const list = `${stale.slice(0, 3).join(', ')}${stale.length > 3 ? ` and ${stale.length - 3} more` : ''}`;
   if (requested === 'dist') return { kind: 'dist', note: `dist/ is older than ${list}: measuring the stale build as asked` };
-  return { kind: 'source', note: `dist/ is older than ${list}: running the TypeScript sources instead (\`npm run build\`, then rerun, to bench dist/)` };
+  return {
+    kind: 'source',
+    note: `dist/ is older than ${list}: running the TypeScript sources instead (\`npm run build\`, then rerun, to bench dist/)`,
+  };
 }

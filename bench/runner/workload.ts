@@ -60,7 +60,11 @@ export class Workload {
   ) {}
 
   /** Makes the `cycle` supplies; `once` supplies are made per run. */
-  static async prepare(kinds: readonly RequestKind[], server: ServerAccess, options: { dir: string; label: string; connections: number }): Promise<Workload> {
+  static async prepare(
+    kinds: readonly RequestKind[],
+    server: ServerAccess,
+    options: { dir: string; label: string; connections: number },
+  ): Promise<Workload> {
     if (kinds.length === 0) throw new Error('a workload needs at least one kind of request');
     const names = new Set<string>();
     for (const kind of kinds) {

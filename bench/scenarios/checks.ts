@@ -51,8 +51,10 @@ export interface AccessTokenChecks extends TokenMembers {
 }
 
 /** An access-token claims check: the JWT's `sub` is `subject`. */
-export const subjectIs = (subject: string) => (payload: Record<string, unknown>): string | null =>
-  payload.sub === subject ? null : `JWT sub ${String(payload.sub)}, expected ${subject}`;
+export const subjectIs =
+  (subject: string) =>
+  (payload: Record<string, unknown>): string | null =>
+    payload.sub === subject ? null : `JWT sub ${String(payload.sub)}, expected ${subject}`;
 
 /**
  * A 200 token response (RFC 6749 §5.1) whose access token is an RFC 9068 JWT signed with `alg`
@@ -72,7 +74,8 @@ export function verifyAccessTokenResponse(alg: BenchAlgorithm, scope: string, ch
     if (jwt.payload.scope !== scope) return `JWT scope ${String(jwt.payload.scope)}, expected ${scope}`;
     const more = checks.claims?.(jwt.payload) ?? null;
     if (more !== null) return more;
-    if (checks.refreshToken === true && (typeof json.refresh_token !== 'string' || json.refresh_token.length < 32)) return 'no refresh_token';
+    if (checks.refreshToken === true && (typeof json.refresh_token !== 'string' || json.refresh_token.length < 32))
+      return 'no refresh_token';
     if (checks.refreshToken === false && 'refresh_token' in json) return 'an unexpected refresh_token';
     if (checks.idToken === true) {
       if (typeof json.id_token !== 'string') return 'no id_token';

@@ -9,7 +9,7 @@ export const delegation: ActiveScenario = {
   kind: 'active',
   name: 'delegation',
   measures:
-    'POST /connect/token, grant_type=delegation (api1, Basic) with the bench user\'s api1 access token (one, from the password grant before the load) and scope=api2: the shipped validator (validators/delegation.ts) checks the incoming token (signature, expiry, the store\'s deny list), and an ES256 token for api2 is issued with the user\'s sub and act.client_id=api1.',
+    "POST /connect/token, grant_type=delegation (api1, Basic) with the bench user's api1 access token (one, from the password grant before the load) and scope=api2: the shipped validator (validators/delegation.ts) checks the incoming token (signature, expiry, the store's deny list), and an ES256 token for api2 is issued with the user's sub and act.client_id=api1.",
   server: 'tessera',
   stores: ['memory', 'redis'],
   signing: 'ES256',

@@ -26,7 +26,11 @@ function userClaims(): Record<string, ClaimValue> {
 /** client_credentials as its scenarios send it: m2m, Basic, scope api1, signed with `alg`. */
 export function clientCredentialsPlan(alg: BenchAlgorithm = 'ES256'): RequestPlan {
   return {
-    request: formPost(tokenPath, { grant_type: 'client_credentials', scope: benchClient.scope }, basicAuthorization(benchClient.clientId, benchClient.secret)),
+    request: formPost(
+      tokenPath,
+      { grant_type: 'client_credentials', scope: benchClient.scope },
+      basicAuthorization(benchClient.clientId, benchClient.secret),
+    ),
     expect: tokenResponse,
     verify: verifyAccessTokenResponse(alg, benchClient.scope, { refreshToken: false, idToken: false }),
   };
@@ -34,7 +38,12 @@ export function clientCredentialsPlan(alg: BenchAlgorithm = 'ES256'): RequestPla
 
 /** The same as one kind of a mix, where the expectation also tells the kinds of answer apart. */
 export function clientCredentialsKind(weight = 1): RequestKind {
-  return { name: 'client_credentials', weight, ...clientCredentialsPlan(), expect: tokenExpectation({ refreshToken: false, idToken: false }) };
+  return {
+    name: 'client_credentials',
+    weight,
+    ...clientCredentialsPlan(),
+    expect: tokenExpectation({ refreshToken: false, idToken: false }),
+  };
 }
 
 /** The scopes of a password sign-in that wants a refresh token. */
@@ -69,9 +78,17 @@ export function refreshTokenKind(weight = 1, party: RefreshTokenParty = tesseraR
   return {
     name: 'refresh_token',
     weight,
-    request: formPost(party.path, { grant_type: 'refresh_token', refresh_token: '' }, basicAuthorization(party.client.clientId, party.client.secret)),
+    request: formPost(
+      party.path,
+      { grant_type: 'refresh_token', refresh_token: '' },
+      basicAuthorization(party.client.clientId, party.client.secret),
+    ),
     expect: tokenExpectation({ refreshToken: true, idToken: false }),
-    verify: verifyAccessTokenResponse('ES256', party.accessTokenScope, { refreshToken: true, idToken: false, claims: subjectIs(party.subject) }),
+    verify: verifyAccessTokenResponse('ES256', party.accessTokenScope, {
+      refreshToken: true,
+      idToken: false,
+      claims: subjectIs(party.subject),
+    }),
     supply: {
       mode: 'once',
       async make(count, server) {
@@ -103,7 +120,11 @@ export function authorizationCodeKind(weight = 1): RequestKind {
   return {
     name: 'authorization_code',
     weight,
-    request: formPost(tokenPath, { grant_type: 'authorization_code', code: '' }, basicAuthorization(benchClients.web.clientId, benchClients.web.secret)),
+    request: formPost(
+      tokenPath,
+      { grant_type: 'authorization_code', code: '' },
+      basicAuthorization(benchClients.web.clientId, benchClients.web.secret),
+    ),
     expect: tokenExpectation({ refreshToken: true, idToken: true }),
     verify: verifyAccessTokenResponse('ES256', scope, { refreshToken: true, idToken: true, claims: subjectIs(benchUser.subject) }),
     supply: {
@@ -153,15 +174,24 @@ export function devicePollKind(poolSize: number, weight = 1): RequestKind {
     expect: pendingExpectation,
     verify: (status, body) => {
       const json = parseJson(body);
-      if (status !== 400 || json?.error !== 'authorization_pending') return `expected 400 authorization_pending, got ${status}: ${body.slice(0, 200)}`;
+      if (status !== 400 || json?.error !== 'authorization_pending')
+        return `expected 400 authorization_pending, got ${status}: ${body.slice(0, 200)}`;
       return null;
     },
     supply: {
       mode: 'cycle',
       size: poolSize,
       async make(count, server) {
-        const items = await server.seed({ type: 'device_code', count, clientId: benchClients.tv.clientId, scopes: ['openid', 'api1'], lifetimeS: seededLifetimeS });
-        return items.map((item) => form({ grant_type: deviceCodeGrantType, device_code: item.device_code as string, client_id: benchClients.tv.clientId }));
+        const items = await server.seed({
+          type: 'device_code',
+          count,
+          clientId: benchClients.tv.clientId,
+          scopes: ['openid', 'api1'],
+          lifetimeS: seededLifetimeS,
+        });
+        return items.map((item) =>
+          form({ grant_type: deviceCodeGrantType, device_code: item.device_code as string, client_id: benchClients.tv.clientId }),
+        );
       },
     },
   };

@@ -15,5 +15,10 @@ export const mixed: ActiveScenario = {
     addClients(config, 'ro', 'web');
     addIntrospectionSecret(config);
   },
-  workload: async (server) => [clientCredentialsKind(60), refreshTokenKind(25), authorizationCodeKind(10), await introspectionKind(server, 5)],
+  workload: async (server) => [
+    clientCredentialsKind(60),
+    refreshTokenKind(25),
+    authorizationCodeKind(10),
+    await introspectionKind(server, 5),
+  ],
 };

@@ -13,7 +13,7 @@ export const tokenExchange: ActiveScenario = {
   kind: 'active',
   name: 'token_exchange',
   measures:
-    'POST /connect/token, RFC 8693 token exchange (exchanger, Basic): the bench user\'s api1 access token (one, from the password grant before the load) as subject_token, scope=api2, no actor token (impersonation). The shipped validator (validators/token_exchange.ts) checks the request and the subject token (signature, expiry, the store\'s deny list); an ES256 token for api2 is issued with issued_token_type.',
+    "POST /connect/token, RFC 8693 token exchange (exchanger, Basic): the bench user's api1 access token (one, from the password grant before the load) as subject_token, scope=api2, no actor token (impersonation). The shipped validator (validators/token_exchange.ts) checks the request and the subject token (signature, expiry, the store's deny list); an ES256 token for api2 is issued with issued_token_type.",
   server: 'tessera',
   stores: ['memory', 'redis'],
   signing: 'ES256',

@@ -77,7 +77,12 @@ function clientConfig(name: BenchClientName): Record<string, unknown> {
         allowedScopes: ['openid', 'api1'],
       };
     case 'api1':
-      return { clientId: benchClients.api1.clientId, ...secret(benchClients.api1.secret), allowedGrantTypes: ['delegation'], allowedScopes: ['api2'] };
+      return {
+        clientId: benchClients.api1.clientId,
+        ...secret(benchClients.api1.secret),
+        allowedGrantTypes: ['delegation'],
+        allowedScopes: ['api2'],
+      };
     case 'exchanger':
       return {
         clientId: benchClients.exchanger.clientId,

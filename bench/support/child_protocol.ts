@@ -43,7 +43,13 @@ export function answerRequests(handler: (request: unknown) => Promise<unknown>):
     const { id, request } = message as AskMessage;
     handler(request).then(
       (value) => process.send?.({ type: 'reply', id, ok: true, value } satisfies ReplyMessage),
-      (err: unknown) => process.send?.({ type: 'reply', id, ok: false, error: err instanceof Error ? (err.stack ?? err.message) : String(err) } satisfies ReplyMessage),
+      (err: unknown) =>
+        process.send?.({
+          type: 'reply',
+          id,
+          ok: false,
+          error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+        } satisfies ReplyMessage),
     );
   });
 }

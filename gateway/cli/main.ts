@@ -9,13 +9,7 @@ import { keysGenerateCommand } from './keys_generate_command.js';
 import { startCommand } from './start_command.js';
 import { ConfigError } from '../config/config_error.js';
 
-const commands: readonly CliCommand[] = [
-  startCommand,
-  checkConfigCommand,
-  hashSecretCommand,
-  hashPasswordCommand,
-  keysGenerateCommand,
-];
+const commands: readonly CliCommand[] = [startCommand, checkConfigCommand, hashSecretCommand, hashPasswordCommand, keysGenerateCommand];
 
 /** Runs one command line (without `node` and the script) and resolves to the exit code. */
 async function runCli(argv: readonly string[], io: CliIo): Promise<number> {

@@ -90,11 +90,7 @@ export function formatBanner(config: LoadedConfig, gateway: Pick<RunningGateway,
     ['healthz', '/healthz'],
     ['readyz', '/readyz'],
   ];
-  const lines = [
-    'Tessera is running.',
-    `  issuer     ${config.issuer}`,
-    `  listening  ${gateway.url}`,
-  ];
+  const lines = ['Tessera is running.', `  issuer     ${config.issuer}`, `  listening  ${gateway.url}`];
   if (config.configPath !== undefined) lines.push(`  config     ${config.configPath}`);
   if (config.envOverrides.length > 0) lines.push(`  overrides  ${config.envOverrides.join(', ')}`);
   if (config.signing.keys.length === 0) lines.push('  signing    development key (do not use in production)');

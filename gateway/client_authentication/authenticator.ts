@@ -48,7 +48,12 @@ export class ClientAuthenticator {
   authenticate(authorization: string, params: FormParams): ClientAuthResult {
     if (authorization.length > 0) {
       const known = this.verifiedHeaders.get(authorization);
-      if (known !== undefined && known.until > this.now() && params.client_secret === undefined && (params.client_id === undefined || params.client_id === known.result.client.clientId)) {
+      if (
+        known !== undefined &&
+        known.until > this.now() &&
+        params.client_secret === undefined &&
+        (params.client_id === undefined || params.client_id === known.result.client.clientId)
+      ) {
         return known.result;
       }
       const basic = decodeBasicAuthorization(authorization);

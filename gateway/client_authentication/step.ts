@@ -27,7 +27,10 @@ export function createClientAuthentication(deps: ClientAuthenticationDeps): Clie
  * was used (RFC 6749 §5.2). Answers the request itself and returns `undefined` when
  * authentication fails.
  */
-export function authenticateClient(authentication: ClientAuthentication, { exchange, params, authorization }: FormRequest): RegisteredClient | undefined {
+export function authenticateClient(
+  authentication: ClientAuthentication,
+  { exchange, params, authorization }: FormRequest,
+): RegisteredClient | undefined {
   const { authenticator, gate } = authentication;
   const auth = authenticator.authenticate(authorization, params);
   if (gate.refuseBlocked(exchange, auth.ok ? auth.client.clientId : auth.clientId)) return undefined;

@@ -48,7 +48,12 @@ export class ClientAuthThrottle {
     if (clientId === undefined || !this.isKnownClient(clientId)) return;
     this.throttle.recordFailure(clientId).then(
       (state) => {
-        if (state.blocked) this.entries.set(clientId, { state: withDeadline(state, this.now()), refreshAt: this.now() + this.freshnessMs, refreshing: false });
+        if (state.blocked)
+          this.entries.set(clientId, {
+            state: withDeadline(state, this.now()),
+            refreshAt: this.now() + this.freshnessMs,
+            refreshing: false,
+          });
       },
       (err: unknown) => this.logger.warn({ err }, 'could not record a client authentication failure'),
     );

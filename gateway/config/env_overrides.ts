@@ -7,13 +7,7 @@ import { isPlainObject } from './plain_object.js';
 import { configSchema } from './schema.js';
 
 /** The environment variables that override the config file, in the order they are documented. */
-export const envOverrideNames = [
-  'TESSERA_PORT',
-  'TESSERA_HOST',
-  'TESSERA_REDIS_URL',
-  'TESSERA_WORKERS',
-  'TESSERA_LOG_LEVEL',
-] as const;
+export const envOverrideNames = ['TESSERA_PORT', 'TESSERA_HOST', 'TESSERA_REDIS_URL', 'TESSERA_WORKERS', 'TESSERA_LOG_LEVEL'] as const;
 export type EnvOverrideName = (typeof envOverrideNames)[number];
 
 export interface EnvOverrideResult {

@@ -7,10 +7,7 @@ import { signingAlgorithms } from '../../workers/protocol/signing_key.js';
 import type { ClientConfig, SecretConfig, StoreConfig, UserConfig, WorkerConfig } from '../../workers/protocol/worker_config.js';
 
 /** Grant types shipped as validators in `validators/`; known to config validation by name. */
-export const shippedExtensionGrantTypes = [
-  'delegation',
-  'urn:ietf:params:oauth:grant-type:token-exchange',
-] as const;
+export const shippedExtensionGrantTypes = ['delegation', 'urn:ietf:params:oauth:grant-type:token-exchange'] as const;
 
 const positiveSeconds = z.number().int().positive();
 const nonEmpty = z.string().min(1, { error: 'must not be empty' });
@@ -21,9 +18,7 @@ const secretSchema = z.strictObject({
     error: 'must be Base64(SHA-256(secret)) as printed by "tessera hash-secret"',
   }),
   description: z.string().optional(),
-  expiration: z
-    .union([z.iso.datetime({ offset: true }), z.iso.date()], { error: 'must be an ISO 8601 date or date-time' })
-    .optional(),
+  expiration: z.union([z.iso.datetime({ offset: true }), z.iso.date()], { error: 'must be an ISO 8601 date or date-time' }).optional(),
 });
 
 const claimSchema = z.strictObject({ type: nonEmpty, value: z.string() });
@@ -32,12 +27,24 @@ export const clientSchema = z.strictObject({
   clientId: nonEmpty.describe('Unique client identifier (the client_id parameter).'),
   clientName: z.string().optional().describe('Human-readable name shown on consent and device pages.'),
   enabled: z.boolean().default(true).describe('A disabled client is rejected as invalid_client.'),
-  clientSecrets: z.array(secretSchema).default([]).describe('Stored secrets: Base64(SHA-256(secret)) as printed by "tessera hash-secret". Several allow roll-over.'),
-  requireClientSecret: z.boolean().default(true).describe('false makes this a public client (no secret; authorization_code then relies on PKCE).'),
+  clientSecrets: z
+    .array(secretSchema)
+    .default([])
+    .describe('Stored secrets: Base64(SHA-256(secret)) as printed by "tessera hash-secret". Several allow roll-over.'),
+  requireClientSecret: z
+    .boolean()
+    .default(true)
+    .describe('false makes this a public client (no secret; authorization_code then relies on PKCE).'),
   // Grant names are checked in load.ts against the built-in, shipped and validator-registered
   // grants (the last are only known once validators load); here they must be non-empty.
-  allowedGrantTypes: z.array(nonEmpty).min(1, { error: 'must list at least one grant type' }).describe('Grant types this client may use: built-in, "delegation", token-exchange or a validator\'s grant type.'),
-  allowedScopes: z.array(nonEmpty).default([]).describe('Scopes this client may request: identity resources, API scopes and offline_access.'),
+  allowedGrantTypes: z
+    .array(nonEmpty)
+    .min(1, { error: 'must list at least one grant type' })
+    .describe('Grant types this client may use: built-in, "delegation", token-exchange or a validator\'s grant type.'),
+  allowedScopes: z
+    .array(nonEmpty)
+    .default([])
+    .describe('Scopes this client may request: identity resources, API scopes and offline_access.'),
   allowOfflineAccess: z.boolean().default(false).describe('Allows the offline_access scope (refresh tokens).'),
   // RFC 6749 §3.1.2: a redirection endpoint URI is absolute and MUST NOT include a fragment.
   redirectUris: z
@@ -55,13 +62,27 @@ export const clientSchema = z.strictObject({
   authorizationCodeLifetime: positiveSeconds.default(300).describe('Authorization code lifetime in seconds.'),
   deviceCodeLifetime: positiveSeconds.default(300).describe('Device code lifetime in seconds.'),
   pollingInterval: positiveSeconds.default(5).describe('Minimum seconds between device token polls (RFC 8628 §3.5).'),
-  refreshTokenUsage: z.enum(['oneTimeOnly', 'reUse']).default('oneTimeOnly').describe('oneTimeOnly rotates the refresh token on every use; reUse keeps it.'),
-  refreshTokenExpiration: z.enum(['absolute', 'sliding']).default('absolute').describe('absolute: fixed lifetime; sliding: renewed on use up to absoluteRefreshTokenLifetime.'),
+  refreshTokenUsage: z
+    .enum(['oneTimeOnly', 'reUse'])
+    .default('oneTimeOnly')
+    .describe('oneTimeOnly rotates the refresh token on every use; reUse keeps it.'),
+  refreshTokenExpiration: z
+    .enum(['absolute', 'sliding'])
+    .default('absolute')
+    .describe('absolute: fixed lifetime; sliding: renewed on use up to absoluteRefreshTokenLifetime.'),
   absoluteRefreshTokenLifetime: positiveSeconds.default(2592000).describe('Maximum refresh token lifetime in seconds.'),
-  slidingRefreshTokenLifetime: positiveSeconds.default(1296000).describe('Sliding refresh token lifetime in seconds (at most absoluteRefreshTokenLifetime).'),
-  identityProviderRestrictions: z.array(nonEmpty).default([]).describe('Identity providers (user idp values) allowed for this client; empty allows all.'),
+  slidingRefreshTokenLifetime: positiveSeconds
+    .default(1296000)
+    .describe('Sliding refresh token lifetime in seconds (at most absoluteRefreshTokenLifetime).'),
+  identityProviderRestrictions: z
+    .array(nonEmpty)
+    .default([])
+    .describe('Identity providers (user idp values) allowed for this client; empty allows all.'),
   claims: z.array(claimSchema).default([]).describe("Client claims added to this client's tokens."),
-  alwaysSendClientClaims: z.boolean().default(false).describe('Adds client claims to tokens issued for users too, not only client_credentials.'),
+  alwaysSendClientClaims: z
+    .boolean()
+    .default(false)
+    .describe('Adds client claims to tokens issued for users too, not only client_credentials.'),
 });
 
 const userSchema = z.strictObject({
@@ -143,10 +164,7 @@ export const configSchema = z
         keys: z.array(z.strictObject({ file: nonEmpty })).default([]),
       })
       .default({ algorithm: 'ES256', keys: [] }),
-    validatorsDir: z
-      .string()
-      .default('validators')
-      .describe('Folder of extension grant validator modules, relative to this file.'),
+    validatorsDir: z.string().default('validators').describe('Folder of extension grant validator modules, relative to this file.'),
     throttling: z
       .strictObject({
         password: z
@@ -182,7 +200,7 @@ export const configSchema = z
       .int()
       .positive()
       .default(36000)
-      .describe('How long a sign-in on the login page lasts (single sign-on); IdentityServer\'s default is 10 hours.'),
+      .describe("How long a sign-in on the login page lasts (single sign-on); IdentityServer's default is 10 hours."),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     identityResources: z
       .array(z.strictObject({ name: nonEmpty, displayName: z.string().optional(), claims: z.array(nonEmpty).default([]) }))
@@ -241,4 +259,4 @@ true satisfies SameShape<TesseraConfig['clients'][number]['clientSecrets'][numbe
 true satisfies SameShape<TesseraConfig['apiResources'][number]['secrets'][number], SecretConfig>;
 true satisfies SameShape<TesseraConfig['users'][number], UserConfig>;
 true satisfies SameShape<TesseraConfig['store'], StoreConfig>;
-true satisfies (TesseraConfig extends WorkerConfig ? true : false);
+true satisfies TesseraConfig extends WorkerConfig ? true : false;

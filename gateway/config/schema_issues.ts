@@ -14,7 +14,8 @@ export function describeIssue(issue: z.core.$ZodRawIssue): string | undefined {
       return `must be ${article(jsonTypeName(issue.expected))} (got ${jsonTypeName(typeOfJson(issue.input))})`;
     case 'too_small':
       if (issue.origin === 'array') return `must list at least ${String(issue.minimum)} ${issue.minimum === 1 ? 'entry' : 'entries'}`;
-      if (issue.origin === 'string') return issue.minimum === 1 ? 'must not be empty' : `must be at least ${String(issue.minimum)} characters long`;
+      if (issue.origin === 'string')
+        return issue.minimum === 1 ? 'must not be empty' : `must be at least ${String(issue.minimum)} characters long`;
       return issue.inclusive === false ? `must be greater than ${String(issue.minimum)}` : `must be at least ${String(issue.minimum)}`;
     case 'too_big':
       if (issue.origin === 'array') return `must list at most ${String(issue.maximum)} entries`;
@@ -28,7 +29,9 @@ export function describeIssue(issue: z.core.$ZodRawIssue): string | undefined {
         return `must be one of ${options.map((value) => JSON.stringify(value)).join(', ')}`;
       }
       // A union of plain types (a user claim value): name the types instead of "Invalid input".
-      const expected = issue.errors.map((branch) => (branch.length === 1 && branch[0]?.code === 'invalid_type' ? branch[0].expected : undefined));
+      const expected = issue.errors.map((branch) =>
+        branch.length === 1 && branch[0]?.code === 'invalid_type' ? branch[0].expected : undefined,
+      );
       if (expected.length > 1 && expected.every((type) => type !== undefined)) {
         const names = expected.map((type) => article(jsonTypeName(type)));
         return `must be ${names.slice(0, -1).join(', ')} or ${String(names.at(-1))}`;

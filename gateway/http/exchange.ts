@@ -83,7 +83,11 @@ export class Exchange {
    * An HTML page or a redirect from the login and consent pages, with the security headers of
    * docs/endpoints.md and any cookies to set.
    */
-  sendPage(status: number, html: string, options: { location?: string; cookies?: readonly string[]; retryAfter?: number | undefined } = {}): void {
+  sendPage(
+    status: number,
+    html: string,
+    options: { location?: string; cookies?: readonly string[]; retryAfter?: number | undefined } = {},
+  ): void {
     if (this.aborted || this.done) return;
     this.done = true;
     const res = this.res;

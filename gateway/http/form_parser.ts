@@ -11,7 +11,6 @@ export type FormParseResult = { ok: true; params: FormParams } | { ok: false; re
 /** More parameters than any grant needs; beyond it the request is refused, never truncated. */
 export const maxFormParameters = 128;
 
-
 /**
  * Strict form decoding for the token endpoints (RFC 6749 Appendix B, WHATWG urlencoded):
  * `+` is a space, percent-escapes must be well formed, and the decoded text must be valid UTF-8.
@@ -60,4 +59,3 @@ function decodeComponent(raw: string): string | null {
     return null;
   }
 }
-

@@ -37,7 +37,9 @@ export interface AuthorizeEndpointDeps {
 export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndpointDeps): void {
   const { config, secrets } = deps;
   const now = deps.now ?? Date.now;
-  const scopeDescriptions = new Map<string, string>([['offline_access', 'Stay connected when you are not using the application (offline access)']]);
+  const scopeDescriptions = new Map<string, string>([
+    ['offline_access', 'Stay connected when you are not using the application (offline access)'],
+  ]);
   for (const r of config.identityResources) scopeDescriptions.set(r.name, r.displayName ?? r.name);
   for (const s of config.apiScopes) scopeDescriptions.set(s.name, s.displayName ?? s.name);
 
@@ -45,7 +47,15 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
     const outcome = validateAuthorizeRequest(query, deps.clients, deps.scopes);
     if (outcome.kind === 'ok') return outcome.request;
     if (outcome.kind === 'page') errorPage(exchange, 400, outcome.message, 'Sign-in request refused');
-    else redirect(exchange, authorizationResponseUrl(outcome.redirectUri, config.issuer, { error: outcome.error, error_description: outcome.description, state: outcome.state }));
+    else
+      redirect(
+        exchange,
+        authorizationResponseUrl(outcome.redirectUri, config.issuer, {
+          error: outcome.error,
+          error_description: outcome.description,
+          state: outcome.state,
+        }),
+      );
     return undefined;
   };
 
@@ -58,11 +68,25 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
     return validated(page.exchange, page.form.request ?? '');
   };
 
-  const showLogin = (page: PageRequest, request: AuthorizeRequest, status = 200, error?: string, username?: string, retryAfter?: number): void => {
+  const showLogin = (
+    page: PageRequest,
+    request: AuthorizeRequest,
+    status = 200,
+    error?: string,
+    username?: string,
+    retryAfter?: number,
+  ): void => {
     const csrf = secrets.csrfToken(page.cookies);
     page.exchange.sendPage(
       status,
-      renderPage('login', 'Sign in', { action: loginPath, csrfToken: csrf.token, request: request.query, clientName: clientName(request.client), error, username }),
+      renderPage('login', 'Sign in', {
+        action: loginPath,
+        csrfToken: csrf.token,
+        request: request.query,
+        clientName: clientName(request.client),
+        error,
+        username,
+      }),
       { ...(csrf.cookie !== undefined ? { cookies: [csrf.cookie] } : {}), retryAfter },
     );
   };
@@ -107,9 +131,7 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
           page.exchange,
           responseUrl(
             request,
-            session === undefined
-              ? errorMembers(AuthorizationErrors.loginRequired)
-              : errorMembers(AuthorizationErrors.consentRequired),
+            session === undefined ? errorMembers(AuthorizationErrors.loginRequired) : errorMembers(AuthorizationErrors.consentRequired),
           ),
         );
       } else if (session !== undefined) showConsent(page, request, session);
@@ -122,10 +144,16 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
     createPageRoute(['post'], (page) => {
       const request = submittedRequest(page);
       if (request === undefined) return;
-      signIn(deps.dispatcher, secrets, { clientId: request.client.clientId, form: page.form, scope: request.scopes.scope, acrValues: request.acr.values }).then(
+      signIn(deps.dispatcher, secrets, {
+        clientId: request.client.clientId,
+        form: page.form,
+        scope: request.scopes.scope,
+        acrValues: request.acr.values,
+      }).then(
         (outcome) => {
           if (outcome.kind === 'signed_in') showConsent(page, request, outcome.session, [outcome.cookie]);
-          else if (outcome.kind === 'retry') showLogin(page, request, outcome.status, outcome.message, page.form.username, outcome.retryAfter);
+          else if (outcome.kind === 'retry')
+            showLogin(page, request, outcome.status, outcome.message, page.form.username, outcome.retryAfter);
           else errorPage(page.exchange, outcome.status, outcome.message);
         },
         () => errorPage(page.exchange, 500, OAuthErrors.serverError.description),

@@ -3,7 +3,13 @@ import type { FormParams } from '../../workers/protocol/token_task.js';
 import { parseAcrValues, type AcrValues } from '../../workers/grants/acr_values.js';
 import { isValidCodeChallenge } from '../../workers/grants/pkce.js';
 import { userPolicy, type GrantedScopes, type ScopeRules } from '../../workers/grants/scope_rules.js';
-import { AuthorizationErrors, OAuthError, OAuthErrors, type AuthorizationErrorEntry, type OAuthErrorEntry } from '../../workers/protocol/oauth_errors.js';
+import {
+  AuthorizationErrors,
+  OAuthError,
+  OAuthErrors,
+  type AuthorizationErrorEntry,
+  type OAuthErrorEntry,
+} from '../../workers/protocol/oauth_errors.js';
 import { parseForm } from '../http/form_parser.js';
 
 /** A validated authorization request (RFC 6749 §4.1.1, OIDC Core §3.1.2.1, RFC 7636). */
@@ -28,10 +34,17 @@ export type AuthorizeOutcome =
 
 const supportedPrompts = new Set(['none', 'login', 'consent']);
 
-export function validateAuthorizeRequest(query: string, clients: ReadonlyMap<string, RegisteredClient>, scopes: ScopeRules): AuthorizeOutcome {
+export function validateAuthorizeRequest(
+  query: string,
+  clients: ReadonlyMap<string, RegisteredClient>,
+  scopes: ScopeRules,
+): AuthorizeOutcome {
   const parsed = parseForm(Buffer.from(query, 'latin1'));
   if (!parsed.ok) {
-    return { kind: 'page', message: parsed.reason === 'duplicate' ? OAuthErrors.duplicateParameter.description : 'The request is malformed.' };
+    return {
+      kind: 'page',
+      message: parsed.reason === 'duplicate' ? OAuthErrors.duplicateParameter.description : 'The request is malformed.',
+    };
   }
   const params: FormParams = parsed.params;
   const client = params.client_id === undefined ? undefined : clients.get(params.client_id);
@@ -43,7 +56,13 @@ export function validateAuthorizeRequest(query: string, clients: ReadonlyMap<str
   }
 
   const state = params.state;
-  const fail = ({ error, description }: AuthorizationErrorEntry | OAuthErrorEntry): AuthorizeOutcome => ({ kind: 'redirect', redirectUri, error, description, state });
+  const fail = ({ error, description }: AuthorizationErrorEntry | OAuthErrorEntry): AuthorizeOutcome => ({
+    kind: 'redirect',
+    redirectUri,
+    error,
+    description,
+    state,
+  });
   if (params.response_type === undefined) return fail(AuthorizationErrors.missingResponseType);
   if (params.response_type !== 'code') return fail(AuthorizationErrors.unsupportedResponseType);
   if (!client.grantTypes.has('authorization_code')) return fail(AuthorizationErrors.authorizationCodeFlowNotAllowed);

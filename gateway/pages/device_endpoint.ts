@@ -51,24 +51,45 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
   const now = deps.now ?? Date.now;
   const byAddress = new FailureThrottle(store, 'uc-addr', deps.config.throttling.userCode, now);
   const byBrowser = new FailureThrottle(store, 'uc-browser', deps.config.throttling.userCode, now);
-  const scopeDescriptions = new Map<string, string>([['offline_access', 'Stay connected when you are not using the device (offline access)']]);
+  const scopeDescriptions = new Map<string, string>([
+    ['offline_access', 'Stay connected when you are not using the device (offline access)'],
+  ]);
   for (const r of deps.config.identityResources) scopeDescriptions.set(r.name, r.displayName ?? r.name);
   for (const s of deps.config.apiScopes) scopeDescriptions.set(s.name, s.displayName ?? s.name);
 
   const showEntry = (page: PageRequest, status: number, error?: string, userCode?: string, retryAfter?: number): void => {
     const csrf = secrets.csrfToken(page.cookies);
-    page.exchange.sendPage(status, renderPage('device', 'Connect a device', { action: devicePagePath, csrfToken: csrf.token, error, userCode }), {
-      ...(csrf.cookie ? { cookies: [csrf.cookie] } : {}),
-      retryAfter,
-    });
+    page.exchange.sendPage(
+      status,
+      renderPage('device', 'Connect a device', { action: devicePagePath, csrfToken: csrf.token, error, userCode }),
+      {
+        ...(csrf.cookie ? { cookies: [csrf.cookie] } : {}),
+        retryAfter,
+      },
+    );
   };
   // RFC 6585 §4: a 429 says when to come back.
-  const showBlocked = (page: PageRequest, state: BlockedState): void => showEntry(page, 429, tooManyCodes, undefined, state.retryAfterSeconds);
-  const showLogin = (page: PageRequest, device: PendingDevice, status = 200, error?: string, username?: string, retryAfter?: number): void => {
+  const showBlocked = (page: PageRequest, state: BlockedState): void =>
+    showEntry(page, 429, tooManyCodes, undefined, state.retryAfterSeconds);
+  const showLogin = (
+    page: PageRequest,
+    device: PendingDevice,
+    status = 200,
+    error?: string,
+    username?: string,
+    retryAfter?: number,
+  ): void => {
     const csrf = secrets.csrfToken(page.cookies);
     page.exchange.sendPage(
       status,
-      renderPage('login', 'Sign in', { action: loginPath, csrfToken: csrf.token, request: device.userCode, clientName: clientName(device.client), error, username }),
+      renderPage('login', 'Sign in', {
+        action: loginPath,
+        csrfToken: csrf.token,
+        request: device.userCode,
+        clientName: clientName(device.client),
+        error,
+        username,
+      }),
       { ...(csrf.cookie ? { cookies: [csrf.cookie] } : {}), retryAfter },
     );
   };
@@ -103,7 +124,10 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
   // Throttled by address and by browser (its CSRF cookie), checked before the code is looked at.
   const throttled = async (page: PageRequest): Promise<ThrottleState> => {
     const browser = readCookie(page.cookies, csrfCookieName);
-    const states = await Promise.all([byAddress.check(page.remoteAddress), browser === undefined ? { blocked: false as const } : byBrowser.check(browser)]);
+    const states = await Promise.all([
+      byAddress.check(page.remoteAddress),
+      browser === undefined ? { blocked: false as const } : byBrowser.check(browser),
+    ]);
     return states.find((s) => s.blocked) ?? states[0];
   };
   const recordWrongCode = async (page: PageRequest): Promise<void> => {
@@ -184,7 +208,11 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
     loginPath,
     createPageRoute(['post'], (page) => {
       withDevice(page, async (device) => {
-        const outcome = await signIn(deps.dispatcher, secrets, { clientId: device.client.clientId, form: page.form, scope: device.record.scopes.join(' ') });
+        const outcome = await signIn(deps.dispatcher, secrets, {
+          clientId: device.client.clientId,
+          form: page.form,
+          scope: device.record.scopes.join(' '),
+        });
         if (outcome.kind === 'signed_in') showConsent(page, device, outcome.session, [outcome.cookie]);
         else if (outcome.kind === 'retry') showLogin(page, device, outcome.status, outcome.message, page.form.username, outcome.retryAfter);
         else errorPage(page.exchange, outcome.status, outcome.message);
@@ -223,7 +251,9 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
         page.exchange.sendPage(
           200,
           decision === 'allow'
-            ? renderPage('done', 'Device connected', { message: `${clientName(device.client)} is now connected. You can return to your device.` })
+            ? renderPage('done', 'Device connected', {
+                message: `${clientName(device.client)} is now connected. You can return to your device.`,
+              })
             : renderPage('done', 'Access denied', { message: `${clientName(device.client)} was not given access.` }),
         );
       });

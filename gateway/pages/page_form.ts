@@ -26,7 +26,10 @@ export function errorPage(exchange: Exchange, status: number, message: string, t
  * A browser-facing route: GET with a query, or a form POST, with errors shown as pages (not JSON)
  * and the same body limits and strict parsing as the token endpoint.
  */
-export function createPageRoute(methods: readonly ('get' | 'post')[], handle: (request: PageRequest) => void): (res: HttpResponse, req: HttpRequest) => void {
+export function createPageRoute(
+  methods: readonly ('get' | 'post')[],
+  handle: (request: PageRequest) => void,
+): (res: HttpResponse, req: HttpRequest) => void {
   return (res, req) => {
     const exchange = new Exchange(res);
     const method = req.getMethod();

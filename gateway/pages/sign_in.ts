@@ -29,8 +29,15 @@ export async function signIn(
     const session = secrets.newSession(user.subject, user.claims, username);
     return { kind: 'signed_in', session, cookie: secrets.sessionCookie(session) };
   }
-  if (status === 429) return { kind: 'retry', status: 429, message: 'Too many failed attempts. Try again later.', ...(retryAfter === null ? {} : { retryAfter }) };
-  if (status === 400 && body.includes('"invalid_grant"')) return { kind: 'retry', status: 400, message: OAuthErrors.wrongPassword.description };
+  if (status === 429)
+    return {
+      kind: 'retry',
+      status: 429,
+      message: 'Too many failed attempts. Try again later.',
+      ...(retryAfter === null ? {} : { retryAfter }),
+    };
+  if (status === 400 && body.includes('"invalid_grant"'))
+    return { kind: 'retry', status: 400, message: OAuthErrors.wrongPassword.description };
   if (status === 400) return { kind: 'error', status: 400, message: 'This sign-in is not allowed for the application.' };
   return { kind: 'error', status: 503, message: 'The service is temporarily unavailable. Try again in a moment.' };
 }

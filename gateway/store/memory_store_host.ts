@@ -5,7 +5,13 @@
  * thread holds.
  */
 import type { MessagePort } from 'node:worker_threads';
-import { isStoreMethod, isStorePortOffer, toBridgeError, type BridgeRequest, type BridgeResponse } from '../../workers/protocol/store_bridge.js';
+import {
+  isStoreMethod,
+  isStorePortOffer,
+  toBridgeError,
+  type BridgeRequest,
+  type BridgeResponse,
+} from '../../workers/protocol/store_bridge.js';
 import type { Store } from '../../workers/store/store.js';
 
 type AnyStoreMethod = (...args: unknown[]) => Promise<unknown>;

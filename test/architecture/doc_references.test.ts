@@ -68,7 +68,9 @@ t.test('the checks fire on a synthetic bad file', async (t) => {
   t.same(show(specCitations(path.join(root, 'x.ts'), '/** Bodies (SPEC §4). */')), ['x.ts:1: /** Bodies (SPEC §4). */']);
   t.same(show(missingCitedDocs(path.join(root, 'x.ts'), '// see docs/nowhere.md', root)), ['x.ts:1: docs/nowhere.md']);
   t.same(show(missingCitedDocs(path.join(root, 'x.ts'), '// see docs/storage.md', root)), []);
-  t.same(show(brokenMarkdownLinks(path.join(root, 'README.md'), '[a](docs/nowhere.md#x) [b](https://x.test/y.md)')), ['README.md:1: docs/nowhere.md']);
+  t.same(show(brokenMarkdownLinks(path.join(root, 'README.md'), '[a](docs/nowhere.md#x) [b](https://x.test/y.md)')), [
+    'README.md:1: docs/nowhere.md',
+  ]);
 });
 
 t.test('no source or test file cites a file outside the repository', async (t) => {
@@ -85,7 +87,12 @@ t.test('no source or test file cites a file outside the repository', async (t) =
 });
 
 t.test('the README and docs/ link only to files that exist', async (t) => {
-  const markdown = [path.join(root, 'README.md'), ...filesUnder(path.join(root, 'docs'), /\.md$/), path.join(root, 'validators', 'README.md'), path.join(root, 'bench', 'README.md')];
+  const markdown = [
+    path.join(root, 'README.md'),
+    ...filesUnder(path.join(root, 'docs'), /\.md$/),
+    path.join(root, 'validators', 'README.md'),
+    path.join(root, 'bench', 'README.md'),
+  ];
   const broken = markdown.flatMap((f) => brokenMarkdownLinks(f, readFileSync(f, 'utf8')));
   t.same(show(broken), []);
   const readme = readFileSync(path.join(root, 'README.md'), 'utf8');

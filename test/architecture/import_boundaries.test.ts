@@ -16,7 +16,11 @@ t.test('every module of the allowlist is one the gateway still imports', async (
     .filter((edge) => edge.from.startsWith('gateway/') && edge.target.kind === 'file')
     .map((edge) => (edge.target.kind === 'file' ? edge.target.path : ''));
   const unused = gatewayMayImport.filter((entry) => !imported.some((module) => allowlistEntryOf(module, [entry]) !== undefined));
-  t.same(unused.map((entry) => entry.module), [], 'an entry nothing imports any more is removed from the list');
+  t.same(
+    unused.map((entry) => entry.module),
+    [],
+    'an entry nothing imports any more is removed from the list',
+  );
 });
 
 t.test('reports each import that breaks a rule, with its file and line', async (t) => {
@@ -34,9 +38,11 @@ t.test('reports each import that breaks a rule, with its file and line', async (
       grants: { 'secret_step.ts': "import type { Config } from '../../gateway/config.js';\nexport const step = (c: Config) => c;" },
       tokens: { 'late.ts': "export const load = () => import('../../gateway/server.js');" },
       protocol: {
-        'contract.ts': ["import type { Config } from '../../gateway/config.js';", "import { step } from '../grants/secret_step.js';", 'export type Contract = typeof step;'].join(
-          '\n',
-        ),
+        'contract.ts': [
+          "import type { Config } from '../../gateway/config.js';",
+          "import { step } from '../grants/secret_step.js';",
+          'export type Contract = typeof step;',
+        ].join('\n'),
         'types_only.ts': "import type { step } from '../grants/secret_step.js';\nexport type Step = typeof step;",
       },
       store: { 'store.ts': 'export const openStore = () => ({});' },
@@ -49,7 +55,9 @@ t.test('reports each import that breaks a rule, with its file and line', async (
         "import { shared } from './_shared.js';",
       ].join('\n'),
       '_shared.ts': 'export const shared = 1;',
-      'bad.ts': ["import { createTessera } from 'tessera';", "import { OAuthError } from '../workers/protocol/oauth_errors.js';"].join('\n'),
+      'bad.ts': ["import { createTessera } from 'tessera';", "import { OAuthError } from '../workers/protocol/oauth_errors.js';"].join(
+        '\n',
+      ),
     },
   });
   t.same(checkImportBoundaries(root).map(formatViolation).sort(), [
@@ -78,9 +86,9 @@ t.test('reads import statements, not text that looks like one', async (t) => {
     "const later = await import('./later.js');", // 10
     "// import x from './comment.js';", // 11
     "/* export * from './block_comment.js'; */", // 12
-    "const text = \"import y from './string.js'\";", // 13
+    'const text = "import y from \'./string.js\'";', // 13
     "const template = `import z from './template.js' ${'nested'} export * from './after.js'`;", // 14
-    "const pattern = /from '.\\/regex\"/g;", // 15
+    'const pattern = /from \'.\\/regex"/g;', // 15
     "const ratio = later.length / 2; const other = 'from'; export const url = import.meta.url;", // 16
     "const dict = { import: 1, from: './not_an_import.js' };", // 17
   ].join('\n');

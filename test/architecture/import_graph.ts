@@ -141,7 +141,22 @@ function findFromClause(tokens: readonly Token[], start: number): { specifier: s
 
 // After these words an expression starts, so a `/` opens a regular expression; after any other
 // word (a name, a number, `this`) it divides.
-const wordsBeforeExpression = new Set(['return', 'typeof', 'instanceof', 'in', 'of', 'new', 'delete', 'void', 'throw', 'case', 'do', 'else', 'yield', 'await']);
+const wordsBeforeExpression = new Set([
+  'return',
+  'typeof',
+  'instanceof',
+  'in',
+  'of',
+  'new',
+  'delete',
+  'void',
+  'throw',
+  'case',
+  'do',
+  'else',
+  'yield',
+  'await',
+]);
 
 function tokenize(source: string): Token[] {
   const tokens: Token[] = [];

@@ -92,14 +92,18 @@ export function formatViolation(v: Violation): string {
 
 const rules = {
   workersImportGateway: 'workers/ never imports gateway/ (nor the package root, which loads it)',
-  gatewayImportsWorkerInternals: 'gateway/ imports workers/ only through workers/protocol/ or a module of the allowlist in test/architecture/import_rules.ts',
+  gatewayImportsWorkerInternals:
+    'gateway/ imports workers/ only through workers/protocol/ or a module of the allowlist in test/architecture/import_rules.ts',
   protocolLoadsWorkerCode: 'workers/protocol/ loads nothing from outside itself at run time (import type only)',
-  validatorEntryImportsBeyondProtocol: "validator.ts (tessera/validator) exports from workers/protocol/ only",
+  validatorEntryImportsBeyondProtocol: 'validator.ts (tessera/validator) exports from workers/protocol/ only',
   validatorImportsInternals: "validators/ import 'tessera/validator', node built-ins, npm packages and their own helpers only",
 } as const;
 
 /** Whether `module` (a path relative to the root) is covered by an allowlist entry. */
-export function allowlistEntryOf(module: string, allowlist: readonly AllowedWorkerModule[] = gatewayMayImport): AllowedWorkerModule | undefined {
+export function allowlistEntryOf(
+  module: string,
+  allowlist: readonly AllowedWorkerModule[] = gatewayMayImport,
+): AllowedWorkerModule | undefined {
   return allowlist.find((entry) => (entry.module.endsWith('/') ? module.startsWith(entry.module) : module === entry.module));
 }
 
@@ -107,13 +111,22 @@ export function allowlistEntryOf(module: string, allowlist: readonly AllowedWork
 function brokenRule(edge: ImportEdge, allowlist: readonly AllowedWorkerModule[]): string | undefined {
   const { from, target } = edge;
   const to = target.kind === 'file' ? target.path : undefined;
-  if (from.startsWith('workers/') && to !== undefined && (to.startsWith('gateway/') || to === 'index.ts')) return rules.workersImportGateway;
-  if (from.startsWith('gateway/') && to?.startsWith('workers/') && !to.startsWith('workers/protocol/') && allowlistEntryOf(to, allowlist) === undefined) {
+  if (from.startsWith('workers/') && to !== undefined && (to.startsWith('gateway/') || to === 'index.ts'))
+    return rules.workersImportGateway;
+  if (
+    from.startsWith('gateway/') &&
+    to?.startsWith('workers/') &&
+    !to.startsWith('workers/protocol/') &&
+    allowlistEntryOf(to, allowlist) === undefined
+  ) {
     return rules.gatewayImportsWorkerInternals;
   }
-  if (from.startsWith('workers/protocol/') && to !== undefined && !to.startsWith('workers/protocol/') && !edge.typeOnly) return rules.protocolLoadsWorkerCode;
-  if (from === 'validator.ts' && (to === undefined || !to.startsWith('workers/protocol/'))) return rules.validatorEntryImportsBeyondProtocol;
-  if (from.startsWith('validators/') && to !== undefined && to !== 'validator.ts' && !to.startsWith('validators/')) return rules.validatorImportsInternals;
+  if (from.startsWith('workers/protocol/') && to !== undefined && !to.startsWith('workers/protocol/') && !edge.typeOnly)
+    return rules.protocolLoadsWorkerCode;
+  if (from === 'validator.ts' && (to === undefined || !to.startsWith('workers/protocol/')))
+    return rules.validatorEntryImportsBeyondProtocol;
+  if (from.startsWith('validators/') && to !== undefined && to !== 'validator.ts' && !to.startsWith('validators/'))
+    return rules.validatorImportsInternals;
   return undefined;
 }
 

@@ -87,10 +87,24 @@ t.test('one comparison per store, this checkout over the baseline', async (t) =>
   const comparisons = baselineComparisons([...memory, ...redis, peer]);
   t.equal(comparisons.length, 2, 'memory and redis; the peer is not a baseline');
   const [m, r] = comparisons;
-  t.match(m, { store: 'memory', tessera: 'tessera/memory', baseline: 'baseline/memory', tesseraRps: 11_000, baselineRps: 8_000, rps: 11_000 / 8_000 });
+  t.match(m, {
+    store: 'memory',
+    tessera: 'tessera/memory',
+    baseline: 'baseline/memory',
+    tesseraRps: 11_000,
+    baselineRps: 8_000,
+    rps: 11_000 / 8_000,
+  });
   t.same(m?.perRound, [1.25], 'only the round both measured validly');
   t.match(m, { tesseraUsPerRequest: 80, baselineUsPerRequest: 100, usPerRequest: 0.8, storeUsPerRequest: null });
-  t.match(r, { store: 'redis', rps: 0.9, usPerRequest: 1.2, tesseraStoreUsPerRequest: 20, baselineStoreUsPerRequest: 25, storeUsPerRequest: 0.8 });
+  t.match(r, {
+    store: 'redis',
+    rps: 0.9,
+    usPerRequest: 1.2,
+    tesseraStoreUsPerRequest: 20,
+    baselineStoreUsPerRequest: 25,
+    storeUsPerRequest: 0.8,
+  });
   t.same(r?.perRound, [0.9]);
 });
 
@@ -117,7 +131,15 @@ t.test('the line below the table: req/s and server µs/req of both, and their ra
 });
 
 function scenario(contenders: ContenderResult[], baselines?: ScenarioResult['baselines']): ScenarioResult {
-  return { name: 'client_credentials', measures: 'm', contenders, ratios: [], notes: [], hasErrors: false, ...(baselines === undefined ? {} : { baselines }) };
+  return {
+    name: 'client_credentials',
+    measures: 'm',
+    contenders,
+    ratios: [],
+    notes: [],
+    hasErrors: false,
+    ...(baselines === undefined ? {} : { baselines }),
+  };
 }
 
 t.test('the scenario report prints the comparisons, and none when the file has none', async (t) => {
@@ -155,5 +177,7 @@ t.test('a run with a baseline says so in its settings and chart legend', async (
     scenarios: [scenario(contenders, baselineComparisons(contenders))],
   };
   t.match(formatSettings(results), /; baseline "main c47a9da": Tessera from dist\/ of \/tmp\/tessera-base/);
-  t.match(chartSpec(results), { vconcat: [{ layer: [{ encoding: { color: { scale: { domain: ['tessera', 'baseline', 'peer', 'ceiling'] } } } }] }] });
+  t.match(chartSpec(results), {
+    vconcat: [{ layer: [{ encoding: { color: { scale: { domain: ['tessera', 'baseline', 'peer', 'ceiling'] } } } }] }],
+  });
 });

@@ -8,7 +8,10 @@ const checked = ['index.ts', 'gateway', 'workers', 'validators', 'bench', 'test/
 
 t.test('no file of the project imports itself round a circle, type-only imports included', async (t) => {
   const graph = readImportGraph(repoRoot, checked);
-  t.ok(graph.has('bench/run.ts') && graph.has('gateway/server.ts') && graph.has('workers/worker.ts'), 'the graph covers bench, gateway and workers');
+  t.ok(
+    graph.has('bench/run.ts') && graph.has('gateway/server.ts') && graph.has('workers/worker.ts'),
+    'the graph covers bench, gateway and workers',
+  );
   t.ok(
     graph.get('bench/run.ts')?.some((edge) => edge.to === 'bench/report/results.ts'),
     'the graph follows bench/run.ts to the results file it imports',
@@ -31,7 +34,11 @@ t.test('finds a cycle that a type-only import closes', async (t) => {
 t.test('finds a module that imports itself, and none in a graph without cycles', async (t) => {
   const cyclic = t.testdir({ 'self.ts': "export * from './self.js';\n" });
   t.same(findImportCycles(readImportGraph(cyclic, ['.'])), [['self.ts', 'self.ts']]);
-  const acyclic = t.testdir({ 'a.ts': "import './b.js';\n", 'b.ts': "import { c } from './c.js';\nexport { c };\n", 'c.ts': 'export const c = 1;\n' });
+  const acyclic = t.testdir({
+    'a.ts': "import './b.js';\n",
+    'b.ts': "import { c } from './c.js';\nexport { c };\n",
+    'c.ts': 'export const c = 1;\n',
+  });
   t.same(findImportCycles(readImportGraph(acyclic, ['.'])), []);
 });
 
@@ -48,7 +55,7 @@ t.test('reads every form of relative import, and which only bring types', async 
     "type M = typeof import('./type_query.js');",
     "const lazy = await import('./lazy.js');",
     "import { readFileSync } from 'node:fs';",
-    "const computed = await import(url);",
+    'const computed = await import(url);',
     '// import { commented } from "./not_an_import_at_line_start.js" is a comment, not an import',
   ].join('\n');
   t.same(importSpecifiers(source), [

@@ -37,12 +37,18 @@ t.test('each committed run is the newest on its machine for one of its scenarios
     return;
   }
   const runs = files.map((file) => ({ file, results: JSON.parse(readFileSync(`${benchDir}${file}`, 'utf8')) as BenchResults }));
-  const measured = (results: BenchResults): string[] => [...results.scenarios.map((s) => s.name), ...(results.sign === null ? [] : ['sign'])];
+  const measured = (results: BenchResults): string[] => [
+    ...results.scenarios.map((s) => s.name),
+    ...(results.sign === null ? [] : ['sign']),
+  ];
   for (const { file, results } of runs) {
     const machine = JSON.stringify(results.machine);
     const newer = runs.filter((other) => JSON.stringify(other.results.machine) === machine && other.results.startedAt > results.startedAt);
     const newest = measured(results).filter((name) => !newer.some((other) => measured(other.results).includes(name)));
-    t.ok(newest.length > 0, `${file}: newest on its machine for ${newest.join(', ') || 'nothing (git rm it, and summarise it in the README)'}`);
+    t.ok(
+      newest.length > 0,
+      `${file}: newest on its machine for ${newest.join(', ') || 'nothing (git rm it, and summarise it in the README)'}`,
+    );
     t.match(readme, `\`${file}\``, `${file} has its row in the README`);
   }
 });

@@ -19,7 +19,18 @@ function summary(rps: number, figures: Partial<Summary> = {}): Summary {
 }
 
 function contender(kind: ContenderResult['kind'], store: ContenderResult['store'], s: Summary | null): ContenderResult {
-  return { id: `${kind}/${store}`, label: kind, kind, store, detail: {}, kinds: [], rounds: [], summary: s, memory: { idleRssBytes: null, afterRssBytes: null, peakRssBytes: null }, error: null };
+  return {
+    id: `${kind}/${store}`,
+    label: kind,
+    kind,
+    store,
+    detail: {},
+    kinds: [],
+    rounds: [],
+    summary: s,
+    memory: { idleRssBytes: null, afterRssBytes: null, peakRssBytes: null },
+    error: null,
+  };
 }
 
 function scenario(name: string, contenders: ContenderResult[]): ScenarioResult {
@@ -39,7 +50,11 @@ function results(parts: { scenarios: ScenarioResult[]; signPerCpuSecond?: number
     sign:
       parts.signPerCpuSecond === undefined
         ? null
-        : { durationS: 2, nodeCryptoOverJose: null, cases: [{ name: bareSignCase, signatures: 1, seconds: 1, perSecond: 1, cpuSeconds: 1, perCpuSecond: parts.signPerCpuSecond }] },
+        : {
+            durationS: 2,
+            nodeCryptoOverJose: null,
+            cases: [{ name: bareSignCase, signatures: 1, seconds: 1, perSecond: 1, cpuSeconds: 1, perCpuSecond: parts.signPerCpuSecond }],
+          },
   };
 }
 
@@ -67,7 +82,10 @@ t.test('the bound adds the three measured costs and spreads every core over them
 });
 
 t.test('a tenfold peer beyond the bound is called so', async (t) => {
-  const fastPeer = scenario('client_credentials', [contender('tessera', 'memory', summary(13_000, { loadgenCores: 0.26 })), contender('peer', null, summary(3_000))]);
+  const fastPeer = scenario('client_credentials', [
+    contender('tessera', 'memory', summary(13_000, { loadgenCores: 0.26 })),
+    contender('peer', null, summary(3_000)),
+  ]);
   const bound = throughputBound(results({ scenarios: [fastPeer, ceiling], signPerCpuSecond: 25_000 }));
   t.match(formatThroughputBound(bound!), /30,000 req\/s, 120% of it: beyond what any such design can reach here\./);
 });

@@ -25,7 +25,9 @@ t.test('openid-client runs the authorization code flow with PKCE through the log
       });
     },
   });
-  const config = await oidc.discovery(new URL(gw.config.issuer), 'web', undefined, oidc.ClientSecretBasic('secret'), { execute: [oidc.allowInsecureRequests] });
+  const config = await oidc.discovery(new URL(gw.config.issuer), 'web', undefined, oidc.ClientSecretBasic('secret'), {
+    execute: [oidc.allowInsecureRequests],
+  });
   const verifier = oidc.randomPKCECodeVerifier();
   const state = oidc.randomState();
   const nonce = oidc.randomNonce();
@@ -70,7 +72,11 @@ t.test('openid-client runs the authorization code flow with PKCE through the log
   t.equal(location.searchParams.get('state'), state);
   t.equal(location.searchParams.get('iss'), gw.config.issuer);
 
-  const tokens = await oidc.authorizationCodeGrant(config, location, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce });
+  const tokens = await oidc.authorizationCodeGrant(config, location, {
+    pkceCodeVerifier: verifier,
+    expectedState: state,
+    expectedNonce: nonce,
+  });
   const idClaims = tokens.claims();
   t.equal(idClaims?.sub, 'sub-alice');
   t.equal(idClaims?.nonce, nonce);
@@ -94,7 +100,12 @@ t.test('openid-client runs the authorization code flow with PKCE through the log
 
   t.test('single sign-on: a second request skips the login page', async (t) => {
     const again = await browser.get(
-      oidc.buildAuthorizationUrl(config, { redirect_uri: redirectUri, scope: 'openid', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' }).href,
+      oidc.buildAuthorizationUrl(config, {
+        redirect_uri: redirectUri,
+        scope: 'openid',
+        code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+        code_challenge_method: 'S256',
+      }).href,
     );
     t.equal(again.status, 200);
     t.match(again.body, /value="allow"/, 'straight to consent');

@@ -17,7 +17,9 @@ import { startTestGateway } from '../helpers/test_gateway.js';
 
 const chromiumPath = '/usr/bin/chromium';
 const artifactsDir = fileURLToPath(new URL('../artifacts/', import.meta.url));
-const skip = existsSync(chromiumPath) ? false : `${chromiumPath} not found: install Debian's chromium (apt-get install chromium) to run the real-browser test`;
+const skip = existsSync(chromiumPath)
+  ? false
+  : `${chromiumPath} not found: install Debian's chromium (apt-get install chromium) to run the real-browser test`;
 
 /** The client's redirect endpoint: a tiny HTTP server on a free 127.0.0.1 port. */
 async function startCallbackServer() {
@@ -35,7 +37,11 @@ async function startCallbackServer() {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
   if (address === null || typeof address === 'string') throw new Error('no port');
-  return { uri: `http://127.0.0.1:${address.port}/callback`, received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  return {
+    uri: `http://127.0.0.1:${address.port}/callback`,
+    received,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
 
 t.test('Chromium signs in on the login page, allows, and the redirect endpoint receives a code that redeems', { skip }, async (t) => {
@@ -102,7 +108,11 @@ t.test('Chromium signs in on the login page, allows, and the redirect endpoint r
   await page.getByRole('button', { name: 'Allow' }).waitFor();
   t.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Allow access?');
   const session = (await context.cookies(gw.url)).find((c) => c.name === 'tessera.session');
-  t.match(session, { httpOnly: true, sameSite: 'Lax', secure: false, path: '/' }, 'the browser holds an HttpOnly, SameSite=Lax session cookie');
+  t.match(
+    session,
+    { httpOnly: true, sameSite: 'Lax', secure: false, path: '/' },
+    'the browser holds an HttpOnly, SameSite=Lax session cookie',
+  );
 
   await page.getByRole('button', { name: 'Allow' }).click();
   const redirected = await callback.received;
@@ -112,7 +122,11 @@ t.test('Chromium signs in on the login page, allows, and the redirect endpoint r
   t.equal(redirected.searchParams.get('iss'), gw.config.issuer);
   t.match(redirected.searchParams.get('code'), /^[\w-]{64}$/);
 
-  const tokens = await oidc.authorizationCodeGrant(config, redirected, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce });
+  const tokens = await oidc.authorizationCodeGrant(config, redirected, {
+    pkceCodeVerifier: verifier,
+    expectedState: state,
+    expectedNonce: nonce,
+  });
   t.equal(tokens.claims()?.sub, 'sub-alice');
   t.equal(tokens.claims()?.name, 'Alice');
   t.equal(tokens.scope, 'openid profile api1');

@@ -67,7 +67,10 @@ t.test('openid-client surfaces invalid_client and invalid_scope as OAuth errors'
     execute: [oidc.allowInsecureRequests],
   });
   // RFC 6749 §5.2: with Basic, the 401 carries a challenge, which oauth4webapi reports as such.
-  const unauthenticated: unknown = await oidc.clientCredentialsGrant(wrong).then(() => 'resolved', (e: unknown) => e);
+  const unauthenticated: unknown = await oidc.clientCredentialsGrant(wrong).then(
+    () => 'resolved',
+    (e: unknown) => e,
+  );
   t.match(unauthenticated, {
     code: 'OAUTH_WWW_AUTHENTICATE_CHALLENGE',
     status: 401,
@@ -76,7 +79,10 @@ t.test('openid-client surfaces invalid_client and invalid_scope as OAuth errors'
   const right = await oidc.discovery(new URL(gw.config.issuer), 'm2m', undefined, oidc.ClientSecretBasic('secret'), {
     execute: [oidc.allowInsecureRequests],
   });
-  const refused: unknown = await oidc.clientCredentialsGrant(right, { scope: 'openid' }).then(() => 'resolved', (e: unknown) => e);
+  const refused: unknown = await oidc.clientCredentialsGrant(right, { scope: 'openid' }).then(
+    () => 'resolved',
+    (e: unknown) => e,
+  );
   t.match(refused, { code: 'OAUTH_RESPONSE_BODY_ERROR', error: 'invalid_scope', status: 400 });
 });
 
@@ -93,7 +99,9 @@ t.test('every token has a unique jti', async (t) => {
       return ((await res.json()) as { access_token: string }).access_token;
     }),
   );
-  const jtis = new Set(tokens.map((tok) => (JSON.parse(Buffer.from(tok.split('.')[1] as string, 'base64url').toString()) as { jti: string }).jti));
+  const jtis = new Set(
+    tokens.map((tok) => (JSON.parse(Buffer.from(tok.split('.')[1] as string, 'base64url').toString()) as { jti: string }).jti),
+  );
   t.equal(jtis.size, 100);
 });
 
@@ -106,7 +114,10 @@ for (const alg of signingAlgorithms) {
     writeFileSync(path.join(dir, 'retired.jwk.json'), JSON.stringify(retired.jwk));
     const gw = await startTestGateway(t, {
       patch: (raw) => {
-        raw.signing = { algorithm: alg, keys: [{ file: path.join(dir, 'current.jwk.json') }, { file: path.join(dir, 'retired.jwk.json') }] };
+        raw.signing = {
+          algorithm: alg,
+          keys: [{ file: path.join(dir, 'current.jwk.json') }, { file: path.join(dir, 'retired.jwk.json') }],
+        };
       },
     });
     const res = await fetch(gw.tokenUrl, {
@@ -120,7 +131,14 @@ for (const alg of signingAlgorithms) {
     t.equal(protectedHeader.alg, alg);
     t.equal(payload.scope, 'api2');
     const jwks = (await (await fetch(`${gw.url}/.well-known/openid-configuration/jwks`)).json()) as { keys: { kid: string; d?: string }[] };
-    t.same(jwks.keys.map((k) => k.kid), [signing.kid, retired.kid], 'all keys are published');
-    t.notOk(jwks.keys.some((k) => 'd' in k || 'p' in k), 'no private members');
+    t.same(
+      jwks.keys.map((k) => k.kid),
+      [signing.kid, retired.kid],
+      'all keys are published',
+    );
+    t.notOk(
+      jwks.keys.some((k) => 'd' in k || 'p' in k),
+      'no private members',
+    );
   });
 }

@@ -87,7 +87,18 @@ t.test('delegation', async (t) => {
   /** A JWT signed with the gateway's own key, shaped as the test needs. */
   const mint = (payload: JWTPayload, header: Record<string, unknown> = {}) => {
     const now = Math.floor(Date.now() / 1000);
-    return new SignJWT({ iss: issuer, sub: '818727', client_id: 'frontend', scope: 'openid api1', aud: 'urn:api1', iat: now, nbf: now, exp: now + 600, jti: crypto.randomUUID(), ...payload })
+    return new SignJWT({
+      iss: issuer,
+      sub: '818727',
+      client_id: 'frontend',
+      scope: 'openid api1',
+      aud: 'urn:api1',
+      iat: now,
+      nbf: now,
+      exp: now + 600,
+      jti: crypto.randomUUID(),
+      ...payload,
+    })
       .setProtectedHeader({ alg: 'ES256', kid: signingKey.kid, typ: 'at+jwt', ...header })
       .sign(privateKey);
   };
@@ -173,14 +184,25 @@ t.test('delegation', async (t) => {
       .sign(other.privateKey);
     assertRefused(t, await post(gw, 'api1', { grant_type: 'delegation', token: foreign, scope: 'api2' }));
     // Same issuer name and kid, another key: the signature does not verify.
-    const forged = await new SignJWT({ iss: issuer, sub: '818727', client_id: 'frontend', scope: 'api1', iat: now, exp: now + 600, jti: crypto.randomUUID() })
+    const forged = await new SignJWT({
+      iss: issuer,
+      sub: '818727',
+      client_id: 'frontend',
+      scope: 'api1',
+      iat: now,
+      exp: now + 600,
+      jti: crypto.randomUUID(),
+    })
       .setProtectedHeader({ alg: 'ES256', kid: signingKey.kid, typ: 'at+jwt' })
       .sign(other.privateKey);
     assertRefused(t, await post(gw, 'api1', { grant_type: 'delegation', token: forged, scope: 'api2' }));
   });
 
   t.test('refuses a token signed with the gateway key but naming another issuer as invalid_grant', async (t) => {
-    assertRefused(t, await post(gw, 'api1', { grant_type: 'delegation', token: await mint({ iss: 'https://other.example' }), scope: 'api2' }));
+    assertRefused(
+      t,
+      await post(gw, 'api1', { grant_type: 'delegation', token: await mint({ iss: 'https://other.example' }), scope: 'api2' }),
+    );
   });
 
   t.test('refuses an ID-token-typed JWT signed with the gateway key as invalid_grant', async (t) => {
@@ -197,7 +219,15 @@ t.test('delegation', async (t) => {
   t.test('refuses an HS256 token keyed with the public key as invalid_grant', async (t) => {
     const publicJwk = { kty: signingKey.jwk.kty, crv: signingKey.jwk.crv, x: signingKey.jwk.x, y: signingKey.jwk.y };
     const now = Math.floor(Date.now() / 1000);
-    const confused = await new SignJWT({ iss: issuer, sub: '818727', client_id: 'frontend', scope: 'api1', iat: now, exp: now + 600, jti: crypto.randomUUID() })
+    const confused = await new SignJWT({
+      iss: issuer,
+      sub: '818727',
+      client_id: 'frontend',
+      scope: 'api1',
+      iat: now,
+      exp: now + 600,
+      jti: crypto.randomUUID(),
+    })
       .setProtectedHeader({ alg: 'HS256', kid: signingKey.kid, typ: 'at+jwt' })
       .sign(new TextEncoder().encode(JSON.stringify(publicJwk)));
     assertRefused(t, await post(gw, 'api1', { grant_type: 'delegation', token: confused, scope: 'api2' }));
@@ -212,16 +242,20 @@ t.test('delegation', async (t) => {
     assertRefused(t, await post(gw, 'api1', { grant_type: 'delegation', token, scope: 'api2' }));
   });
 
-  t.test('answers 503 with Retry-After while the store is down, while client_credentials keeps working', { skip: !redis.managed && 'the Redis is not ours to stop' }, async (t) => {
-    const token = await userToken();
-    await redis.stop();
-    t.teardown(() => redis.start());
-    const r = await post(gw, 'api1', { grant_type: 'delegation', token, scope: 'api2' });
-    t.equal(r.status, 503);
-    t.equal(r.headers.get('cache-control'), 'no-store');
-    t.equal(r.headers.get('retry-after'), '2');
-    t.same(r.body, { error: 'temporarily_unavailable', error_description: 'The service is temporarily unavailable. Retry later.' });
-    const cc = await post(gw, 'm2m', { grant_type: 'client_credentials', scope: 'api2' });
-    t.equal(cc.status, 200, 'client_credentials needs no store');
-  });
+  t.test(
+    'answers 503 with Retry-After while the store is down, while client_credentials keeps working',
+    { skip: !redis.managed && 'the Redis is not ours to stop' },
+    async (t) => {
+      const token = await userToken();
+      await redis.stop();
+      t.teardown(() => redis.start());
+      const r = await post(gw, 'api1', { grant_type: 'delegation', token, scope: 'api2' });
+      t.equal(r.status, 503);
+      t.equal(r.headers.get('cache-control'), 'no-store');
+      t.equal(r.headers.get('retry-after'), '2');
+      t.same(r.body, { error: 'temporarily_unavailable', error_description: 'The service is temporarily unavailable. Retry later.' });
+      const cc = await post(gw, 'm2m', { grant_type: 'client_credentials', scope: 'api2' });
+      t.equal(cc.status, 200, 'client_credentials needs no store');
+    },
+  );
 });

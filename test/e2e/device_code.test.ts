@@ -83,7 +83,8 @@ async function poll(gw: TestGateway, params: Record<string, string>): Promise<Po
   return { status: res.status, cacheControl: res.headers.get('cache-control'), body: (await res.json()) as Record<string, unknown> };
 }
 
-const pollCode = (gw: TestGateway, device: DeviceAuthorization, clientId = 'tv') => poll(gw, { client_id: clientId, device_code: device.device_code });
+const pollCode = (gw: TestGateway, device: DeviceAuthorization, clientId = 'tv') =>
+  poll(gw, { client_id: clientId, device_code: device.device_code });
 
 /** What a poll answered, as the test compares it. */
 const errorOf = (p: Poll) => ({ status: p.status, body: p.body });
@@ -106,13 +107,19 @@ async function decideOnPage(t: Test, gw: TestGateway, userCode: string, decision
     password: 'alice-pw',
   });
   t.equal(consent.status, 200);
-  const done = await browser.post(`${gw.url}/device/consent`, { csrf_token: consent.hidden('csrf_token'), request: consent.hidden('request'), decision });
+  const done = await browser.post(`${gw.url}/device/consent`, {
+    csrf_token: consent.hidden('csrf_token'),
+    request: consent.hidden('request'),
+    decision,
+  });
   t.equal(done.status, 200);
   t.match(done.body, decision === 'allow' ? /connected/ : /not given access/);
 }
 
 async function clientFor(gw: TestGateway, clientId = 'tv'): Promise<oidc.Configuration> {
-  const config = await oidc.discovery(new URL(gw.config.issuer), clientId, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+  const config = await oidc.discovery(new URL(gw.config.issuer), clientId, undefined, oidc.None(), {
+    execute: [oidc.allowInsecureRequests],
+  });
   // openid-client then checks the ID token's signature against the JWKS too, not only its claims.
   oidc.enableNonRepudiationChecks(config);
   return config;
@@ -171,20 +178,23 @@ function flowRules(t: Test, page: TestGateway, a: TestGateway, b: TestGateway): 
     t.equal(tokens.refresh_token, undefined);
   });
 
-  t.test('before a decision polls are authorization_pending; too fast is slow_down and the interval stays grown for every gateway', async (t) => {
-    const [slowed, control] = await Promise.all([authorize(a), authorize(a)]);
-    const first = await pollCode(a, slowed);
-    t.same(errorOf(first), failed(bodies.pending));
-    t.equal(first.cacheControl, 'no-store');
-    t.same(errorOf(await pollCode(a, slowed)), failed(bodies.slowDown), 'at once again: slow_down, the interval is now 6 s');
-    t.same(errorOf(await pollCode(a, control)), failed(bodies.pending), 'the control code is polled once');
-    await wait(1100);
-    // More than the configured 1 s later: the control code is fine, the slowed one is not, on
-    // another gateway too, because the grown interval is stored with the device code.
-    t.same(errorOf(await pollCode(b, control)), failed(bodies.pending), '1.1 s after a 1 s interval is allowed');
-    t.same(errorOf(await pollCode(b, slowed)), failed(bodies.slowDown), '1.1 s after a slow_down is still too fast (6 s)');
-    t.same(errorOf(await pollCode(a, slowed)), failed(bodies.slowDown), 'and it grows again');
-  });
+  t.test(
+    'before a decision polls are authorization_pending; too fast is slow_down and the interval stays grown for every gateway',
+    async (t) => {
+      const [slowed, control] = await Promise.all([authorize(a), authorize(a)]);
+      const first = await pollCode(a, slowed);
+      t.same(errorOf(first), failed(bodies.pending));
+      t.equal(first.cacheControl, 'no-store');
+      t.same(errorOf(await pollCode(a, slowed)), failed(bodies.slowDown), 'at once again: slow_down, the interval is now 6 s');
+      t.same(errorOf(await pollCode(a, control)), failed(bodies.pending), 'the control code is polled once');
+      await wait(1100);
+      // More than the configured 1 s later: the control code is fine, the slowed one is not, on
+      // another gateway too, because the grown interval is stored with the device code.
+      t.same(errorOf(await pollCode(b, control)), failed(bodies.pending), '1.1 s after a 1 s interval is allowed');
+      t.same(errorOf(await pollCode(b, slowed)), failed(bodies.slowDown), '1.1 s after a slow_down is still too fast (6 s)');
+      t.same(errorOf(await pollCode(a, slowed)), failed(bodies.slowDown), 'and it grows again');
+    },
+  );
 
   t.test('a denied code polls as access_denied (openid-client surfaces it)', async (t) => {
     const config = await clientFor(a);
@@ -208,41 +218,48 @@ function flowRules(t: Test, page: TestGateway, a: TestGateway, b: TestGateway): 
     t.same(errorOf(await pollCode(a, device, 'tv-short')), failed(bodies.expired));
   });
 
-  t.test('of 20 polls released at once after allow exactly one gets tokens; the other 19 and every later poll are invalid_grant', async (t) => {
-    const device = await authorize(a);
-    // A pending poll just before: an approved code is still not slowed down, so no loser gets slow_down.
-    t.same(errorOf(await pollCode(a, device)), failed(bodies.pending));
-    await decideOnPage(t, page, device.user_code, 'allow');
-    const request = formPost('/connect/token', { grant_type: deviceGrant, client_id: 'tv', device_code: device.device_code });
-    const ports = Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? a.port : b.port));
-    const answers = await releaseAtOnce(ports, request);
-    const won = answers.filter((x) => x.status === 200);
-    t.equal(won.length, 1, `statuses: ${answers.map((x) => x.status).join(' ')}`);
-    const tokens = JSON.parse(won[0]?.body ?? '{}') as Record<string, unknown>;
-    t.same(Object.keys(tokens).sort(), ['access_token', 'expires_in', 'id_token', 'refresh_token', 'scope', 'token_type']);
-    const lost = answers.filter((x) => x.status !== 200);
-    t.equal(lost.length, 19);
-    for (const answer of lost) {
-      t.equal(answer.status, 400);
-      t.same(JSON.parse(answer.body), bodies.invalidGrant);
-      t.equal(answer.headers['cache-control'], 'no-store');
-    }
-    await wait(1100);
-    t.same(errorOf(await pollCode(a, device)), failed(bodies.invalidGrant), 'a later, polite poll is invalid_grant');
-    t.same(errorOf(await pollCode(b, device)), failed(bodies.invalidGrant));
-    // The winner's refresh token was not revoked by the replays.
-    const refreshed = await fetch(a.tokenUrl, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'refresh_token', client_id: 'tv', refresh_token: tokens.refresh_token as string }).toString(),
-    });
-    t.equal(refreshed.status, 200);
-  });
+  t.test(
+    'of 20 polls released at once after allow exactly one gets tokens; the other 19 and every later poll are invalid_grant',
+    async (t) => {
+      const device = await authorize(a);
+      // A pending poll just before: an approved code is still not slowed down, so no loser gets slow_down.
+      t.same(errorOf(await pollCode(a, device)), failed(bodies.pending));
+      await decideOnPage(t, page, device.user_code, 'allow');
+      const request = formPost('/connect/token', { grant_type: deviceGrant, client_id: 'tv', device_code: device.device_code });
+      const ports = Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? a.port : b.port));
+      const answers = await releaseAtOnce(ports, request);
+      const won = answers.filter((x) => x.status === 200);
+      t.equal(won.length, 1, `statuses: ${answers.map((x) => x.status).join(' ')}`);
+      const tokens = JSON.parse(won[0]?.body ?? '{}') as Record<string, unknown>;
+      t.same(Object.keys(tokens).sort(), ['access_token', 'expires_in', 'id_token', 'refresh_token', 'scope', 'token_type']);
+      const lost = answers.filter((x) => x.status !== 200);
+      t.equal(lost.length, 19);
+      for (const answer of lost) {
+        t.equal(answer.status, 400);
+        t.same(JSON.parse(answer.body), bodies.invalidGrant);
+        t.equal(answer.headers['cache-control'], 'no-store');
+      }
+      await wait(1100);
+      t.same(errorOf(await pollCode(a, device)), failed(bodies.invalidGrant), 'a later, polite poll is invalid_grant');
+      t.same(errorOf(await pollCode(b, device)), failed(bodies.invalidGrant));
+      // The winner's refresh token was not revoked by the replays.
+      const refreshed = await fetch(a.tokenUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({
+          grant_type: 'refresh_token',
+          client_id: 'tv',
+          refresh_token: tokens.refresh_token as string,
+        }).toString(),
+      });
+      t.equal(refreshed.status, 200);
+    },
+  );
 
   t.test('a device code polled by another client is invalid_grant and stays usable by its own', async (t) => {
     const device = await authorize(a);
     t.same(errorOf(await pollCode(b, device, 'tv-other')), failed(bodies.invalidGrant));
-    t.same(errorOf(await pollCode(a, device, 'tv')), failed(bodies.pending), 'not slow_down: the other client\'s poll counted for nothing');
+    t.same(errorOf(await pollCode(a, device, 'tv')), failed(bodies.pending), "not slow_down: the other client's poll counted for nothing");
     await decideOnPage(t, page, device.user_code, 'allow');
     t.same(errorOf(await pollCode(b, device, 'tv-other')), failed(bodies.invalidGrant));
     t.equal((await pollCode(b, device, 'tv')).status, 200);

@@ -13,7 +13,11 @@ async function clientFor(issuer: string, clientId = 'ro') {
 t.test('openid-client gets a password-grant token that a resource server accepts', async (t) => {
   const gw = await startTestGateway(t, { patch: (raw) => addPasswordFixtures(raw, fixtures) });
   const config = await clientFor(gw.config.issuer);
-  const tokens = await oidc.genericGrantRequest(config, 'password', { username: 'alice', password: 'alice-pw', scope: 'openid profile api1' });
+  const tokens = await oidc.genericGrantRequest(config, 'password', {
+    username: 'alice',
+    password: 'alice-pw',
+    scope: 'openid profile api1',
+  });
   t.equal(tokens.scope, 'openid profile api1');
   const jwks = createRemoteJWKSet(new URL(`${gw.url}/.well-known/openid-configuration/jwks`));
   const { payload } = await jwtVerify(tokens.access_token, jwks, { issuer: gw.config.issuer, audience: 'urn:api1', typ: 'at+jwt' });
@@ -22,7 +26,10 @@ t.test('openid-client gets a password-grant token that a resource server accepts
   t.equal(payload.idp, 'local');
   t.equal(payload.client_id, 'ro');
 
-  const refused: unknown = await oidc.genericGrantRequest(config, 'password', { username: 'alice', password: 'nope' }).then(() => 'resolved', (e: unknown) => e);
+  const refused: unknown = await oidc.genericGrantRequest(config, 'password', { username: 'alice', password: 'nope' }).then(
+    () => 'resolved',
+    (e: unknown) => e,
+  );
   t.match(refused, { error: 'invalid_grant', status: 400, error_description: 'The username or password is incorrect.' });
 });
 
@@ -50,7 +57,12 @@ t.test('a password validator dropped into validatorsDir replaces the configured 
     },
   });
   const config = await clientFor(gw.config.issuer);
-  const tokens = await oidc.genericGrantRequest(config, 'password', { username: 'dir-user', password: 'dir-pw', scope: 'api1', acr_values: 'tenant:t1' });
+  const tokens = await oidc.genericGrantRequest(config, 'password', {
+    username: 'dir-user',
+    password: 'dir-pw',
+    scope: 'api1',
+    acr_values: 'tenant:t1',
+  });
   const jwks = createRemoteJWKSet(new URL(`${gw.url}/.well-known/openid-configuration/jwks`));
   const { payload } = await jwtVerify(tokens.access_token, jwks, { issuer: gw.config.issuer, typ: 'at+jwt' });
   t.equal(payload.sub, 'directory-42');
@@ -59,8 +71,14 @@ t.test('a password validator dropped into validatorsDir replaces the configured 
   t.equal(payload.tenant, 't1');
   t.same(payload.amr, ['pwd']);
 
-  const configured: unknown = await oidc.genericGrantRequest(config, 'password', { username: 'alice', password: 'alice-pw' }).then(() => 'resolved', (e: unknown) => e);
+  const configured: unknown = await oidc.genericGrantRequest(config, 'password', { username: 'alice', password: 'alice-pw' }).then(
+    () => 'resolved',
+    (e: unknown) => e,
+  );
   t.match(configured, { error: 'invalid_grant' }, 'configured users no longer sign in');
-  const locked: unknown = await oidc.genericGrantRequest(config, 'password', { username: 'locked', password: 'x' }).then(() => 'resolved', (e: unknown) => e);
+  const locked: unknown = await oidc.genericGrantRequest(config, 'password', { username: 'locked', password: 'x' }).then(
+    () => 'resolved',
+    (e: unknown) => e,
+  );
   t.match(locked, { error: 'invalid_grant', error_description: 'The account is locked.' }, "the validator's own description is kept");
 });

@@ -94,7 +94,11 @@ function session(gw: TestGateway): Session {
 }
 
 /** The error openid-client rejected with, or 'resolved'. */
-const failure = (promise: Promise<unknown>): Promise<unknown> => promise.then(() => 'resolved', (e: unknown) => e);
+const failure = (promise: Promise<unknown>): Promise<unknown> =>
+  promise.then(
+    () => 'resolved',
+    (e: unknown) => e,
+  );
 
 const refreshRequest = (refreshToken: string) =>
   formPost('/connect/token', { grant_type: 'refresh_token', refresh_token: refreshToken }, { clientId: 'app', secret: 'secret' });
@@ -113,7 +117,12 @@ function refreshScenarios(t: Test, gw: TestGateway): void {
     t.match(claims, { sub: 'sub-alice', client_id: 'app', aud: ['urn:api1', 'urn:api2'], scope: 'api1 api2 offline_access', idp: 'local' });
     t.not(claims.jti, decodeJwt(first.access_token).jti);
     t.same(await s.introspect(first.refresh_token), inactive, 'the old token is retired');
-    t.match(await s.introspect(refreshed.refresh_token ?? ''), { active: true, token_type: 'refresh_token', client_id: 'app', sub: 'sub-alice' });
+    t.match(await s.introspect(refreshed.refresh_token ?? ''), {
+      active: true,
+      token_type: 'refresh_token',
+      client_id: 'app',
+      sub: 'sub-alice',
+    });
     const again = await oidc.refreshTokenGrant(await s.client(), refreshed.refresh_token ?? '');
     t.not(again.refresh_token, refreshed.refresh_token, 'and again');
   });
@@ -130,7 +139,11 @@ function refreshScenarios(t: Test, gw: TestGateway): void {
       error: 'invalid_grant',
       error_description: 'The refresh token is invalid, expired or revoked.',
     });
-    t.match(await failure(oidc.refreshTokenGrant(await s.client(), third.refresh_token ?? '')), { error: 'invalid_grant' }, 'the live successor is dead');
+    t.match(
+      await failure(oidc.refreshTokenGrant(await s.client(), third.refresh_token ?? '')),
+      { error: 'invalid_grant' },
+      'the live successor is dead',
+    );
     t.same(await s.introspect(third.refresh_token ?? ''), inactive);
     for (const token of [first.access_token, second.access_token, third.access_token]) {
       t.same(await s.introspect(token), inactive, 'every access token of the family is inactive');
@@ -194,9 +207,19 @@ function refreshScenarios(t: Test, gw: TestGateway): void {
   });
 
   t.test('refuses offline_access to a client without allowOfflineAccess', async (t) => {
-    const answer = await failure(oidc.genericGrantRequest(await s.client('no-offline'), 'password', { username: 'alice', password: 'alice-pw', scope: 'api1 offline_access' }));
+    const answer = await failure(
+      oidc.genericGrantRequest(await s.client('no-offline'), 'password', {
+        username: 'alice',
+        password: 'alice-pw',
+        scope: 'api1 offline_access',
+      }),
+    );
     t.match(answer, { status: 400, error: 'invalid_scope' });
-    const plain = await oidc.genericGrantRequest(await s.client('no-offline'), 'password', { username: 'alice', password: 'alice-pw', scope: 'api1' });
+    const plain = await oidc.genericGrantRequest(await s.client('no-offline'), 'password', {
+      username: 'alice',
+      password: 'alice-pw',
+      scope: 'api1',
+    });
     t.equal(plain.refresh_token, undefined);
   });
 
@@ -226,7 +249,11 @@ async function raceOnce(t: Test, s: Session, ports: readonly number[]): Promise<
   t.same(await s.introspect(won.access_token), inactive, "the winner's access token is on the deny list");
   t.same(await s.introspect(first.access_token), inactive);
   const after = await releaseAtOnce([ports[0] as number], refreshRequest(won.refresh_token));
-  t.same(after.map((a) => `${a.status} ${a.body}`), [`400 ${rejectedBody}`], 'no live refresh token is left in the family');
+  t.same(
+    after.map((a) => `${a.status} ${a.body}`),
+    [`400 ${rejectedBody}`],
+    'no live refresh token is left in the family',
+  );
 }
 
 t.test('memory store', async (t) => {
@@ -256,8 +283,7 @@ t.test('two gateways sharing one redis', async (t) => {
 
 t.test('redis outage during a refresh', async (t) => {
   const s = session(redisGateway);
-  const refresh = (token: string) =>
-    releaseAtOnce([redisGateway.port], refreshRequest(token)).then(([answer]) => answer as RawAnswer);
+  const refresh = (token: string) => releaseAtOnce([redisGateway.port], refreshRequest(token)).then(([answer]) => answer as RawAnswer);
   const unavailable = '{"error":"temporarily_unavailable","error_description":"The service is temporarily unavailable. Retry later."}';
 
   /** Introspection reads the store without changing it: polled until the gateway is back. */

@@ -71,7 +71,11 @@ t.test('token exchange', async (t) => {
     oidc.discovery(new URL(issuer), clientId, undefined, oidc.ClientSecretBasic('secret'), { execute: [oidc.allowInsecureRequests] });
 
   const [frontend, api1, m2m, exchanger] = await Promise.all(['frontend', 'api1', 'm2m', 'exchanger'].map(discover));
-  const userToken = await oidc.genericGrantRequest(frontend!, 'password', { username: 'alice', password: 'alice-pw', scope: 'openid api1' });
+  const userToken = await oidc.genericGrantRequest(frontend!, 'password', {
+    username: 'alice',
+    password: 'alice-pw',
+    scope: 'openid api1',
+  });
   const subjectToken = userToken.access_token;
   // A user token that was itself delegated: it carries act { client_id: api1 }.
   const delegatedToken = (await oidc.genericGrantRequest(api1!, 'delegation', { token: subjectToken, scope: 'api2' })).access_token;
@@ -79,7 +83,10 @@ t.test('token exchange', async (t) => {
   const actorToken = (await oidc.clientCredentialsGrant(m2m!, { scope: 'api1' })).access_token;
 
   t.test('impersonates: the new token is for the subject, with no act, and states its type', async (t) => {
-    const tokens = await oidc.genericGrantRequest(exchanger!, tokenExchange, { subject_token: subjectToken, subject_token_type: accessTokenType });
+    const tokens = await oidc.genericGrantRequest(exchanger!, tokenExchange, {
+      subject_token: subjectToken,
+      subject_token_type: accessTokenType,
+    });
     t.equal(tokens.token_type, 'bearer');
     t.equal(tokens.issued_token_type, accessTokenType, 'RFC 8693 §2.2.1');
     t.equal(tokens.scope, 'api1 api2', "an omitted scope grants the client's allowed scopes");
@@ -118,7 +125,12 @@ t.test('token exchange', async (t) => {
   });
 
   t.test('nests the act of a delegated subject token under the new actor (RFC 8693 §4.1)', async (t) => {
-    const r = await post(gw, { subject_token: delegatedToken, subject_token_type: accessTokenType, actor_token: actorToken, actor_token_type: jwtTokenType });
+    const r = await post(gw, {
+      subject_token: delegatedToken,
+      subject_token_type: accessTokenType,
+      actor_token: actorToken,
+      actor_token_type: jwtTokenType,
+    });
     t.equal(r.status, 200);
     const payload = await verify(r.body.access_token as string);
     t.same(payload.act, { sub: 'm2m', client_id: 'm2m', act: { client_id: 'api1' } });
@@ -131,7 +143,11 @@ t.test('token exchange', async (t) => {
   });
 
   t.test('narrows by scope', async (t) => {
-    const tokens = await oidc.genericGrantRequest(exchanger!, tokenExchange, { subject_token: subjectToken, subject_token_type: accessTokenType, scope: 'api1' });
+    const tokens = await oidc.genericGrantRequest(exchanger!, tokenExchange, {
+      subject_token: subjectToken,
+      subject_token_type: accessTokenType,
+      scope: 'api1',
+    });
     t.equal(tokens.scope, 'api1');
     const payload = await verify(tokens.access_token, 'urn:api1');
     t.equal(payload.aud, 'urn:api1');
@@ -139,7 +155,11 @@ t.test('token exchange', async (t) => {
   });
 
   t.test('narrows by audience to the scopes of that API resource', async (t) => {
-    const tokens = await oidc.genericGrantRequest(exchanger!, tokenExchange, { subject_token: subjectToken, subject_token_type: accessTokenType, audience: 'urn:api2' });
+    const tokens = await oidc.genericGrantRequest(exchanger!, tokenExchange, {
+      subject_token: subjectToken,
+      subject_token_type: accessTokenType,
+      audience: 'urn:api2',
+    });
     t.equal(tokens.scope, 'api2');
     const payload = await verify(tokens.access_token, 'urn:api2');
     t.equal(payload.aud, 'urn:api2');
@@ -153,7 +173,12 @@ t.test('token exchange', async (t) => {
   });
 
   t.test('serves a resource and an audience together', async (t) => {
-    const r = await post(gw, { subject_token: subjectToken, subject_token_type: accessTokenType, resource: 'urn:api1', audience: 'urn:api2' });
+    const r = await post(gw, {
+      subject_token: subjectToken,
+      subject_token_type: accessTokenType,
+      resource: 'urn:api1',
+      audience: 'urn:api2',
+    });
     t.equal(r.status, 200);
     t.equal(r.body.scope, 'api1 api2');
   });
@@ -161,11 +186,21 @@ t.test('token exchange', async (t) => {
   const invalidTarget = 'The client cannot obtain a token for the requested resource or audience with the requested scope.';
 
   t.test('refuses a resource that is not configured as invalid_target', async (t) => {
-    assertError(t, await post(gw, { subject_token: subjectToken, subject_token_type: accessTokenType, resource: 'https://unknown.example/api' }), 'invalid_target', invalidTarget);
+    assertError(
+      t,
+      await post(gw, { subject_token: subjectToken, subject_token_type: accessTokenType, resource: 'https://unknown.example/api' }),
+      'invalid_target',
+      invalidTarget,
+    );
   });
 
   t.test("refuses an audience outside the client's allowed scopes as invalid_target", async (t) => {
-    assertError(t, await post(gw, { subject_token: subjectToken, subject_token_type: accessTokenType, audience: 'urn:api3' }), 'invalid_target', invalidTarget);
+    assertError(
+      t,
+      await post(gw, { subject_token: subjectToken, subject_token_type: accessTokenType, audience: 'urn:api3' }),
+      'invalid_target',
+      invalidTarget,
+    );
     assertError(
       t,
       await post(gw, { subject_token: subjectToken, subject_token_type: accessTokenType, resource: 'urn:api1', audience: 'urn:api3' }),
@@ -185,8 +220,15 @@ t.test('token exchange', async (t) => {
 
   t.test('surfaces invalid_target to openid-client as an OAuth error', async (t) => {
     const refused: unknown = await oidc
-      .genericGrantRequest(exchanger!, tokenExchange, { subject_token: subjectToken, subject_token_type: accessTokenType, audience: 'urn:api3' })
-      .then(() => 'resolved', (e: unknown) => e);
+      .genericGrantRequest(exchanger!, tokenExchange, {
+        subject_token: subjectToken,
+        subject_token_type: accessTokenType,
+        audience: 'urn:api3',
+      })
+      .then(
+        () => 'resolved',
+        (e: unknown) => e,
+      );
     t.match(refused, { code: 'OAUTH_RESPONSE_BODY_ERROR', error: 'invalid_target', status: 400, error_description: invalidTarget });
   });
 
@@ -210,13 +252,28 @@ t.test('token exchange', async (t) => {
 
   t.test('refuses a missing subject_token or subject_token_type as invalid_request', async (t) => {
     assertError(t, await post(gw, { subject_token_type: accessTokenType }), 'invalid_request', 'The subject_token parameter is missing.');
-    assertError(t, await post(gw, { subject_token: '', subject_token_type: accessTokenType }), 'invalid_request', 'The subject_token parameter is missing.');
+    assertError(
+      t,
+      await post(gw, { subject_token: '', subject_token_type: accessTokenType }),
+      'invalid_request',
+      'The subject_token parameter is missing.',
+    );
     assertError(t, await post(gw, { subject_token: subjectToken }), 'invalid_request', 'The subject_token_type parameter is missing.');
   });
 
   t.test('refuses a subject_token_type other than an access token as invalid_request', async (t) => {
-    for (const type of ['urn:ietf:params:oauth:token-type:id_token', 'urn:ietf:params:oauth:token-type:refresh_token', 'urn:ietf:params:oauth:token-type:saml2', 'access_token']) {
-      assertError(t, await post(gw, { subject_token: subjectToken, subject_token_type: type }), 'invalid_request', 'The subject_token_type is not supported.');
+    for (const type of [
+      'urn:ietf:params:oauth:token-type:id_token',
+      'urn:ietf:params:oauth:token-type:refresh_token',
+      'urn:ietf:params:oauth:token-type:saml2',
+      'access_token',
+    ]) {
+      assertError(
+        t,
+        await post(gw, { subject_token: subjectToken, subject_token_type: type }),
+        'invalid_request',
+        'The subject_token_type is not supported.',
+      );
     }
   });
 
@@ -238,30 +295,54 @@ t.test('token exchange', async (t) => {
   t.test('refuses an unsupported actor_token_type or requested_token_type as invalid_request', async (t) => {
     assertError(
       t,
-      await post(gw, { subject_token: subjectToken, subject_token_type: accessTokenType, actor_token: actorToken, actor_token_type: 'urn:ietf:params:oauth:token-type:id_token' }),
+      await post(gw, {
+        subject_token: subjectToken,
+        subject_token_type: accessTokenType,
+        actor_token: actorToken,
+        actor_token_type: 'urn:ietf:params:oauth:token-type:id_token',
+      }),
       'invalid_request',
       'The actor_token_type is not supported.',
     );
     assertError(
       t,
-      await post(gw, { subject_token: subjectToken, subject_token_type: accessTokenType, requested_token_type: 'urn:ietf:params:oauth:token-type:refresh_token' }),
+      await post(gw, {
+        subject_token: subjectToken,
+        subject_token_type: accessTokenType,
+        requested_token_type: 'urn:ietf:params:oauth:token-type:refresh_token',
+      }),
       'invalid_request',
       'The requested_token_type is not supported.',
     );
   });
 
   t.test('refuses an invalid subject token as invalid_request (RFC 8693 §2.2.2)', async (t) => {
-    assertError(t, await post(gw, { subject_token: 'not-a-jwt', subject_token_type: accessTokenType }), 'invalid_request', 'The subject token is invalid.');
+    assertError(
+      t,
+      await post(gw, { subject_token: 'not-a-jwt', subject_token_type: accessTokenType }),
+      'invalid_request',
+      'The subject token is invalid.',
+    );
     // An ID-token-shaped JWT is not an access token, whatever type the client claims for it.
     const [header, payload] = subjectToken.split('.') as [string, string];
     const retyped = `${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(header, 'base64url').toString()), typ: 'JWT' })).toString('base64url')}.${payload}.${subjectToken.split('.')[2]}`;
-    assertError(t, await post(gw, { subject_token: retyped, subject_token_type: jwtTokenType }), 'invalid_request', 'The subject token is invalid.');
+    assertError(
+      t,
+      await post(gw, { subject_token: retyped, subject_token_type: jwtTokenType }),
+      'invalid_request',
+      'The subject token is invalid.',
+    );
   });
 
   t.test('refuses an invalid actor token as invalid_request (RFC 8693 §2.2.2)', async (t) => {
     assertError(
       t,
-      await post(gw, { subject_token: subjectToken, subject_token_type: accessTokenType, actor_token: `${actorToken}x`, actor_token_type: accessTokenType }),
+      await post(gw, {
+        subject_token: subjectToken,
+        subject_token_type: accessTokenType,
+        actor_token: `${actorToken}x`,
+        actor_token_type: accessTokenType,
+      }),
       'invalid_request',
       'The actor token is invalid.',
     );

@@ -26,7 +26,6 @@ const invalidClient = '{"error":"invalid_client","error_description":"Client aut
 const unauthorizedClient = '{"error":"unauthorized_client","error_description":"The client is not allowed to use the device flow."}';
 const invalidScope = (description: string) => JSON.stringify({ error: 'invalid_scope', error_description: description });
 
-
 interface Answer {
   status: number;
   headers: Headers;
@@ -118,11 +117,17 @@ function endpointRules(t: Test, gw: TestGateway): void {
   });
 
   t.test('a confidential client authenticates with Basic or with client_secret in the body', async (t) => {
-    assertAuthorization(t, gw, await post(gw, { scope: 'api1' }, { authorization: basicAuthorization('console', 'console-secret') }), 300, 5);
+    assertAuthorization(
+      t,
+      gw,
+      await post(gw, { scope: 'api1' }, { authorization: basicAuthorization('console', 'console-secret') }),
+      300,
+      5,
+    );
     assertAuthorization(t, gw, await post(gw, { client_id: 'console', client_secret: 'console-secret', scope: 'api2' }), 300, 5);
   });
 
-  t.test('expires_in is the client\'s deviceCodeLifetime and interval its pollingInterval (defaults 300 and 5)', async (t) => {
+  t.test("expires_in is the client's deviceCodeLifetime and interval its pollingInterval (defaults 300 and 5)", async (t) => {
     assertAuthorization(t, gw, await post(gw, { client_id: 'tv' }), 120, 7);
     assertAuthorization(t, gw, await post(gw, { client_id: 'no-offline' }), 300, 5);
   });
@@ -161,7 +166,12 @@ function endpointRules(t: Test, gw: TestGateway): void {
   });
 
   t.test('offline_access without allowOfflineAccess is invalid_scope', async (t) => {
-    assertError(t, await post(gw, { client_id: 'no-offline', scope: 'api1 offline_access' }), 400, invalidScope('The client is not allowed a requested scope.'));
+    assertError(
+      t,
+      await post(gw, { client_id: 'no-offline', scope: 'api1 offline_access' }),
+      400,
+      invalidScope('The client is not allowed a requested scope.'),
+    );
     // Omitted, the default scopes simply leave it out.
     assertAuthorization(t, gw, await post(gw, { client_id: 'no-offline' }), 300, 5);
   });
@@ -187,7 +197,11 @@ function endpointRules(t: Test, gw: TestGateway): void {
   t.test('two client authentication methods, a duplicate parameter or a non-form body is invalid_request', async (t) => {
     assertError(
       t,
-      await post(gw, { client_id: 'console', client_secret: 'console-secret' }, { authorization: basicAuthorization('console', 'console-secret') }),
+      await post(
+        gw,
+        { client_id: 'console', client_secret: 'console-secret' },
+        { authorization: basicAuthorization('console', 'console-secret') },
+      ),
       400,
       '{"error":"invalid_request","error_description":"The request uses more than one client authentication method."}',
     );
@@ -264,7 +278,12 @@ t.test('redis store', async (t) => {
     } finally {
       redis.resume();
     }
-    assertError(t, answer, 503, '{"error":"temporarily_unavailable","error_description":"The service is temporarily unavailable. Retry later."}');
+    assertError(
+      t,
+      answer,
+      503,
+      '{"error":"temporarily_unavailable","error_description":"The service is temporarily unavailable. Retry later."}',
+    );
     t.equal(answer.headers.get('retry-after'), '2');
     // The client reconnects on its own; the next request after the outage is served.
     const until = Date.now() + 5000;
@@ -296,7 +315,9 @@ class CollidingStore extends MemoryStore {
 }
 
 t.test('user code collisions, on the endpoint alone', async (t) => {
-  const clients = registerClients([clientSchema.parse({ clientId: 'tv', requireClientSecret: false, allowedGrantTypes: [deviceGrant], allowedScopes: ['api1'] })]);
+  const clients = registerClients([
+    clientSchema.parse({ clientId: 'tv', requireClientSecret: false, allowedGrantTypes: [deviceGrant], allowedScopes: ['api1'] }),
+  ]);
   const start = async (store: MemoryStore): Promise<string> => {
     t.teardown(() => store.close());
     const app = uWS.App();
@@ -305,8 +326,16 @@ t.test('user code collisions, on the endpoint alone', async (t) => {
       createDeviceAuthorizationEndpoint({
         issuer: 'http://tessera.test',
         authenticator: new ClientAuthenticator(clients),
-        throttle: new ClientAuthThrottle(new FailureThrottle(store, 'client', { maxFailures: 10, windowSeconds: 60 }), (id) => clients.has(id), pino({ level: 'silent' })),
-        scopes: new ScopeRules({ identityResources: [], apiScopes: [{ name: 'api1' }], apiResources: [{ name: 'urn:api1', scopes: ['api1'] }] }),
+        throttle: new ClientAuthThrottle(
+          new FailureThrottle(store, 'client', { maxFailures: 10, windowSeconds: 60 }),
+          (id) => clients.has(id),
+          pino({ level: 'silent' }),
+        ),
+        scopes: new ScopeRules({
+          identityResources: [],
+          apiScopes: [{ name: 'api1' }],
+          apiResources: [{ name: 'urn:api1', scopes: ['api1'] }],
+        }),
         store,
       }),
     );

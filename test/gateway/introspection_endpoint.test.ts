@@ -51,7 +51,8 @@ t.test('introspection endpoint', async (t) => {
     });
     return { status: res.status, headers: res.headers, text: await res.text() };
   }
-  const asApi1 = (token: string, extra: Record<string, string> = {}) => introspect({ token, ...extra }, basicAuthorization('urn:api1', 'api1-secret'));
+  const asApi1 = (token: string, extra: Record<string, string> = {}) =>
+    introspect({ token, ...extra }, basicAuthorization('urn:api1', 'api1-secret'));
   const asClient = (token: string, clientId = 'app', extra: Record<string, string> = {}) =>
     introspect({ token, ...extra }, basicAuthorization(clientId, 'secret'));
 
@@ -123,7 +124,10 @@ t.test('introspection endpoint', async (t) => {
   t.test('an API resource gets exactly {"active":false} for a token of another audience', async (t) => {
     const { access_token } = await login('app', 'api2 offline_access');
     assertInactive(t, await asApi1(access_token));
-    t.match(JSON.parse((await introspect({ token: access_token }, basicAuthorization('urn:api2', 'api2-secret'))).text), { active: true, aud: 'urn:api2' });
+    t.match(JSON.parse((await introspect({ token: access_token }, basicAuthorization('urn:api2', 'api2-secret'))).text), {
+      active: true,
+      aud: 'urn:api2',
+    });
   });
 
   t.test('an API resource never sees refresh tokens', async (t) => {
@@ -134,14 +138,19 @@ t.test('introspection endpoint', async (t) => {
 
   t.test('a client sees its own access and refresh tokens', async (t) => {
     const { access_token, refresh_token } = await login();
-    t.match(JSON.parse((await asClient(access_token)).text), { active: true, client_id: 'app', token_type: 'Bearer', jti: decodeJwt(access_token).jti });
+    t.match(JSON.parse((await asClient(access_token)).text), {
+      active: true,
+      client_id: 'app',
+      token_type: 'Bearer',
+      jti: decodeJwt(access_token).jti,
+    });
     const refresh = JSON.parse((await asClient(refresh_token)).text) as Record<string, unknown>;
     t.match(refresh, { active: true, token_type: 'refresh_token', client_id: 'app', sub: 'sub-alice', scope: 'api1 api2 offline_access' });
     t.type(refresh.exp, 'number');
     t.type(refresh.iat, 'number');
   });
 
-  t.test("a client gets exactly {\"active\":false} for another client's tokens", async (t) => {
+  t.test('a client gets exactly {"active":false} for another client\'s tokens', async (t) => {
     const { access_token, refresh_token } = await login();
     assertInactive(t, await asClient(access_token, 'app2'), 'access token');
     assertInactive(t, await asClient(refresh_token, 'app2'), 'refresh token');
@@ -149,8 +158,14 @@ t.test('introspection endpoint', async (t) => {
 
   t.test('token_type_hint orders the lookup but is not trusted', async (t) => {
     const { access_token, refresh_token } = await login();
-    t.match(JSON.parse((await asClient(access_token, 'app', { token_type_hint: 'refresh_token' })).text), { active: true, token_type: 'Bearer' });
-    t.match(JSON.parse((await asClient(refresh_token, 'app', { token_type_hint: 'access_token' })).text), { active: true, token_type: 'refresh_token' });
+    t.match(JSON.parse((await asClient(access_token, 'app', { token_type_hint: 'refresh_token' })).text), {
+      active: true,
+      token_type: 'Bearer',
+    });
+    t.match(JSON.parse((await asClient(refresh_token, 'app', { token_type_hint: 'access_token' })).text), {
+      active: true,
+      token_type: 'refresh_token',
+    });
     t.match(JSON.parse((await asClient(access_token, 'app', { token_type_hint: 'something_else' })).text), { active: true });
   });
 
@@ -159,7 +174,11 @@ t.test('introspection endpoint', async (t) => {
     // Past the 5 s clock tolerance.
     const expired = await signed({ exp: now - 30, iat: now - 3630, nbf: now - 3630 });
     const live = await signed({});
-    t.match(JSON.parse((await asApi1(live)).text), { active: true, sub: 'sub-alice' }, 'the same token unexpired is active: the key is trusted');
+    t.match(
+      JSON.parse((await asApi1(live)).text),
+      { active: true, sub: 'sub-alice' },
+      'the same token unexpired is active: the key is trusted',
+    );
     assertInactive(t, await asApi1(expired));
     assertInactive(t, await asClient(expired));
   });
@@ -208,7 +227,7 @@ t.test('introspection endpoint', async (t) => {
       'a JWT signed by another key': foreign,
       'a JWT with its signature swapped': `${header}.${payload}.${foreign.split('.')[2]}`,
       'an unsigned JWT': `${Buffer.from('{"alg":"none","typ":"at+jwt"}').toString('base64url')}.${payload}.`,
-      'garbage': 'garbage',
+      garbage: 'garbage',
       'three dots of garbage': 'a.b.c',
       'a very long token': 'x'.repeat(40_000),
     };

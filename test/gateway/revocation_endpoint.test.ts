@@ -59,14 +59,19 @@ t.test('revocation endpoint', async (t) => {
   const revoke = (token: string, clientId = 'app', extra: Record<string, string> = {}) =>
     post(revocationUrl, { token, ...extra }, basicAuthorization(clientId, 'secret'));
   /** What an API resource sees: works for the access tokens of every client, the public one's too. */
-  const introspectAsApi = async (token: string) => (await post(`${gw.url}/connect/introspect`, { token }, basicAuthorization('urn:api1', 'api1-secret'))).text;
-  const introspectAsClient = async (token: string, clientId = 'app') => (await post(`${gw.url}/connect/introspect`, { token }, basicAuthorization(clientId, 'secret'))).text;
+  const introspectAsApi = async (token: string) =>
+    (await post(`${gw.url}/connect/introspect`, { token }, basicAuthorization('urn:api1', 'api1-secret'))).text;
+  const introspectAsClient = async (token: string, clientId = 'app') =>
+    (await post(`${gw.url}/connect/introspect`, { token }, basicAuthorization(clientId, 'secret'))).text;
   const refresh = (refreshToken: string, clientId = 'app') =>
     post(gw.tokenUrl, { grant_type: 'refresh_token', refresh_token: refreshToken }, basicAuthorization(clientId, 'secret'));
 
   async function login(clientId = 'app'): Promise<Tokens> {
     const params = { grant_type: 'password', username: 'alice', password: 'alice-pw', scope: 'api1 offline_access' };
-    const answer = clientId === 'spa' ? await post(gw.tokenUrl, { ...params, client_id: 'spa' }) : await post(gw.tokenUrl, params, basicAuthorization(clientId, 'secret'));
+    const answer =
+      clientId === 'spa'
+        ? await post(gw.tokenUrl, { ...params, client_id: 'spa' })
+        : await post(gw.tokenUrl, params, basicAuthorization(clientId, 'secret'));
     if (answer.status !== 200) throw new Error(`login failed: ${answer.text}`);
     return JSON.parse(answer.text) as Tokens;
   }
@@ -116,10 +121,18 @@ t.test('revocation endpoint', async (t) => {
 
   t.test('honours token_type_hint but does not trust it', async (t) => {
     const a = await login();
-    assertRevokedAnswer(t, await revoke(a.access_token, 'app', { token_type_hint: 'refresh_token' }), 'an access token hinted as a refresh token');
+    assertRevokedAnswer(
+      t,
+      await revoke(a.access_token, 'app', { token_type_hint: 'refresh_token' }),
+      'an access token hinted as a refresh token',
+    );
     t.equal(await introspectAsApi(a.access_token), inactive);
     const b = await login();
-    assertRevokedAnswer(t, await revoke(b.refresh_token, 'app', { token_type_hint: 'access_token' }), 'a refresh token hinted as an access token');
+    assertRevokedAnswer(
+      t,
+      await revoke(b.refresh_token, 'app', { token_type_hint: 'access_token' }),
+      'a refresh token hinted as an access token',
+    );
     t.equal(await introspectAsClient(b.refresh_token), inactive);
     const c = await login();
     assertRevokedAnswer(t, await revoke(c.refresh_token, 'app', { token_type_hint: 'unsupported_kind' }), 'an unknown hint');
@@ -133,8 +146,15 @@ t.test('revocation endpoint', async (t) => {
     assertRevokedAnswer(t, await revoke(revokedAccess.access_token));
     const now = Math.floor(Date.now() / 1000);
     const expired = await new SignJWT({
-      iss: gw.config.issuer, sub: 'sub-alice', aud: 'urn:api1', scope: 'api1', client_id: 'app',
-      iat: now - 3700, nbf: now - 3700, exp: now - 100, jti: randomUUID(),
+      iss: gw.config.issuer,
+      sub: 'sub-alice',
+      aud: 'urn:api1',
+      scope: 'api1',
+      client_id: 'app',
+      iat: now - 3700,
+      nbf: now - 3700,
+      exp: now - 100,
+      jti: randomUUID(),
     })
       .setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: signingKey.kid })
       .sign(await importJWK(signingKey.jwk, 'ES256'));

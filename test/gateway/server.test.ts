@@ -10,7 +10,11 @@ import { basicAuthorization } from '../helpers/basic_authorization.js';
 
 const fixture = (name: string) => new URL(`../fixtures/grants/${name}.ts`, import.meta.url).href;
 const tokenRequest = (url: string, body: string, auth = basicAuthorization('m2m', 'secret')) =>
-  fetch(`${url}/connect/token`, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/x-www-form-urlencoded' }, body });
+  fetch(`${url}/connect/token`, {
+    method: 'POST',
+    headers: { authorization: auth, 'content-type': 'application/x-www-form-urlencoded' },
+    body,
+  });
 
 function addTester(raw: Record<string, unknown>, grants: string[]) {
   (raw.clients as Record<string, unknown>[]).push({
@@ -49,7 +53,11 @@ t.test('logs carry no client secret, token or password', async (t) => {
   raw.listen = { host: '127.0.0.1', port };
   raw.logLevel = 'trace';
   const dir = t.testdir({});
-  const gw = await startGateway({ config: validateConfig(raw, { configDir: dir, env: {} }), logger: pino({ level: 'trace' }, sink), devKeyDir: dir });
+  const gw = await startGateway({
+    config: validateConfig(raw, { configDir: dir, env: {} }),
+    logger: pino({ level: 'trace' }, sink),
+    devKeyDir: dir,
+  });
   t.teardown(() => gw.stop());
   const ok = await tokenRequest(gw.url, 'grant_type=client_credentials');
   const token = ((await ok.json()) as { access_token: string }).access_token;
@@ -76,7 +84,8 @@ t.test('on the Redis store', async (t) => {
   const [a, b] = await Promise.all([startTestGateway(t, options), startTestGateway(t, options)]);
 
   t.test('two gateways sharing Redis share one development key', async (t) => {
-    const jwks = async (url: string) => ((await (await fetch(`${url}/.well-known/openid-configuration/jwks`)).json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
+    const jwks = async (url: string) =>
+      ((await (await fetch(`${url}/.well-known/openid-configuration/jwks`)).json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
     const [ka, kb] = await Promise.all([jwks(a.url), jwks(b.url)]);
     t.equal(ka.length, 1);
     t.same(ka, kb);
@@ -100,7 +109,10 @@ t.test('on the Redis store', async (t) => {
     t.equal(res.status, 503);
     t.equal(res.headers.get('retry-after'), '2');
     t.equal(res.headers.get('cache-control'), 'no-store');
-    t.same(await res.json(), { error: 'temporarily_unavailable', error_description: 'The service is temporarily unavailable. Retry later.' });
+    t.same(await res.json(), {
+      error: 'temporarily_unavailable',
+      error_description: 'The service is temporarily unavailable. Retry later.',
+    });
     t.equal((await tokenRequest(a.url, 'grant_type=client_credentials')).status, 200, 'client_credentials needs no store');
     const ready = await fetch(`${a.url}/readyz`);
     t.equal(ready.status, 503);

@@ -75,16 +75,25 @@ t.test('token endpoint', async (t) => {
   });
 
   t.test('refuses a body that is not form-encoded', async (t) => {
-    const r = await post(gw, '{"grant_type":"client_credentials"}', { 'content-type': 'application/json', authorization: basicAuthorization('m2m', 'secret') });
+    const r = await post(gw, '{"grant_type":"client_credentials"}', {
+      'content-type': 'application/json',
+      authorization: basicAuthorization('m2m', 'secret'),
+    });
     t.equal(r.status, 400);
     assertNoCacheJson(t, r.headers);
     t.same(JSON.parse(r.text), { error: 'invalid_request', error_description: 'The request must be application/x-www-form-urlencoded.' });
   });
 
   t.test('accepts a UTF-8 charset and refuses another', async (t) => {
-    const ok = await post(gw, 'grant_type=client_credentials', { 'content-type': `${form}; charset=UTF-8`, authorization: basicAuthorization('m2m', 'secret') });
+    const ok = await post(gw, 'grant_type=client_credentials', {
+      'content-type': `${form}; charset=UTF-8`,
+      authorization: basicAuthorization('m2m', 'secret'),
+    });
     t.equal(ok.status, 200);
-    const bad = await post(gw, 'grant_type=client_credentials', { 'content-type': `${form}; charset=iso-8859-1`, authorization: basicAuthorization('m2m', 'secret') });
+    const bad = await post(gw, 'grant_type=client_credentials', {
+      'content-type': `${form}; charset=iso-8859-1`,
+      authorization: basicAuthorization('m2m', 'secret'),
+    });
     t.equal(bad.status, 400);
   });
 
@@ -94,7 +103,9 @@ t.test('token endpoint', async (t) => {
       t.equal(r.status, 400);
       t.same(JSON.parse(r.text), { error: 'invalid_request', error_description: 'The request body is not valid form-urlencoded UTF-8.' });
     }
-    const raw = await post(gw, Uint8Array.of(...new TextEncoder().encode('grant_type=client_credentials&x='), 0xff), { authorization: basicAuthorization('m2m', 'secret') });
+    const raw = await post(gw, Uint8Array.of(...new TextEncoder().encode('grant_type=client_credentials&x='), 0xff), {
+      authorization: basicAuthorization('m2m', 'secret'),
+    });
     t.equal(raw.status, 400);
   });
 
@@ -124,7 +135,9 @@ t.test('token endpoint', async (t) => {
 
   t.test('answers 413 to a 1 MiB chunked body', async (t) => {
     const chunk = Buffer.alloc(16 * 1024, 'a');
-    const parts: (string | Buffer)[] = [`POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Type: ${form}\r\nTransfer-Encoding: chunked\r\n\r\n`];
+    const parts: (string | Buffer)[] = [
+      `POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Type: ${form}\r\nTransfer-Encoding: chunked\r\n\r\n`,
+    ];
     for (let i = 0; i < 64; i++) parts.push(`${chunk.length.toString(16)}\r\n`, chunk, '\r\n');
     parts.push('0\r\n\r\n');
     const r = await rawRequest(gw.port, parts);
@@ -134,15 +147,17 @@ t.test('token endpoint', async (t) => {
 
   t.test('survives clients that abort in the middle of the body', async (t) => {
     await Promise.all(
-      Array.from({ length: 20 }, () =>
-        new Promise<void>((resolve) => {
-          const socket = connect(gw.port, '127.0.0.1', () => {
-            socket.write(`POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Type: ${form}\r\nContent-Length: 500\r\n\r\ngrant_type=cli`);
-            setTimeout(() => socket.destroy(), 20);
-          });
-          socket.on('close', () => resolve());
-          socket.on('error', () => {});
-        }),
+      Array.from(
+        { length: 20 },
+        () =>
+          new Promise<void>((resolve) => {
+            const socket = connect(gw.port, '127.0.0.1', () => {
+              socket.write(`POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Type: ${form}\r\nContent-Length: 500\r\n\r\ngrant_type=cli`);
+              setTimeout(() => socket.destroy(), 20);
+            });
+            socket.on('close', () => resolve());
+            socket.on('error', () => {});
+          }),
       ),
     );
     const r = await post(gw, 'grant_type=client_credentials', { authorization: basicAuthorization('m2m', 'secret') });
@@ -193,7 +208,10 @@ t.test('token endpoint', async (t) => {
   t.test('refuses two client authentication methods in one request', async (t) => {
     const r = await post(gw, 'grant_type=client_credentials&client_secret=secret', { authorization: basicAuthorization('m2m', 'secret') });
     t.equal(r.status, 400);
-    t.same(JSON.parse(r.text), { error: 'invalid_request', error_description: 'The request uses more than one client authentication method.' });
+    t.same(JSON.parse(r.text), {
+      error: 'invalid_request',
+      error_description: 'The request uses more than one client authentication method.',
+    });
   });
 
   t.test('refuses a missing grant_type', async (t) => {
@@ -222,15 +240,22 @@ t.test('token endpoint', async (t) => {
       ['offline_access', 'The client is not allowed a requested scope.'],
     ];
     for (const [scope, description] of cases) {
-      const r = await post(gw, `grant_type=client_credentials&scope=${encodeURIComponent(scope)}`, { authorization: basicAuthorization('m2m', 'secret') });
+      const r = await post(gw, `grant_type=client_credentials&scope=${encodeURIComponent(scope)}`, {
+        authorization: basicAuthorization('m2m', 'secret'),
+      });
       t.equal(r.status, 400, scope);
       assertNoCacheJson(t, r.headers);
       t.same(JSON.parse(r.text), { error: 'invalid_scope', error_description: description }, scope);
     }
-    const idOnly = await post(gw, 'grant_type=client_credentials&scope=openid', { authorization: basicAuthorization('identity-only', 'secret') });
+    const idOnly = await post(gw, 'grant_type=client_credentials&scope=openid', {
+      authorization: basicAuthorization('identity-only', 'secret'),
+    });
     t.same(JSON.parse(idOnly.text), { error: 'invalid_scope', error_description: 'A requested scope is not allowed for this grant type.' });
     const idOnlyDefault = await post(gw, 'grant_type=client_credentials', { authorization: basicAuthorization('identity-only', 'secret') });
-    t.same(JSON.parse(idOnlyDefault.text), { error: 'invalid_scope', error_description: 'The client has no scope allowed for this grant type.' });
+    t.same(JSON.parse(idOnlyDefault.text), {
+      error: 'invalid_scope',
+      error_description: 'The client has no scope allowed for this grant type.',
+    });
   });
 
   t.test('answers unknown paths with a JSON 404', async (t) => {
@@ -255,7 +280,13 @@ t.test('token endpoint', async (t) => {
     t.equal(doc.issuer, gw.config.issuer);
     t.equal(doc.token_endpoint, `${gw.config.issuer}/connect/token`);
     t.equal(doc.jwks_uri, `${gw.config.issuer}/.well-known/openid-configuration/jwks`);
-    t.same(doc.grant_types_supported, ['authorization_code', 'client_credentials', 'password', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code']);
+    t.same(doc.grant_types_supported, [
+      'authorization_code',
+      'client_credentials',
+      'password',
+      'refresh_token',
+      'urn:ietf:params:oauth:grant-type:device_code',
+    ]);
     t.equal(doc.introspection_endpoint, `${gw.config.issuer}/connect/introspect`);
     t.equal(doc.revocation_endpoint, `${gw.config.issuer}/connect/revocation`);
     t.same(doc.token_endpoint_auth_methods_supported, ['client_secret_basic', 'client_secret_post', 'none']);
@@ -344,7 +375,10 @@ t.test('worker failures', async (t) => {
     for (const r of shed) {
       t.equal(r.headers.get('retry-after'), '1');
       assertNoCacheJson(t, r.headers);
-      t.same(JSON.parse(r.text), { error: 'temporarily_unavailable', error_description: 'The service is temporarily unavailable. Retry later.' });
+      t.same(JSON.parse(r.text), {
+        error: 'temporarily_unavailable',
+        error_description: 'The service is temporarily unavailable. Retry later.',
+      });
     }
   });
 });

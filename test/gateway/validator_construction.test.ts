@@ -93,7 +93,10 @@ t.test('a validator is constructed once on the main thread and once in each work
 
   const second = await answersFromEveryThread(gateway);
   const firstThreads = new Set(first.map((a) => a.thread));
-  t.ok(second.every((a) => !firstThreads.has(a.thread)), 'the new worker threads answered');
+  t.ok(
+    second.every((a) => !firstThreads.has(a.thread)),
+    'the new worker threads answered',
+  );
   t.equal(new Set(second.map((a) => a.thread)).size, threads, 'every new worker thread answered');
   t.same([...new Set(second.map((a) => a.constructions))], [1], 'each new worker thread constructed it once');
 });

@@ -54,22 +54,28 @@ t.test('loading validators', async (t) => {
   t.test('loads a validator that imports the package root, as validators written before tessera/validator do', async (t) => {
     const dir = t.testdir({ 'root_grant.ts': tsValidator('root_grant').replace("from 'tessera/validator'", "from 'tessera'") });
     const loaded = await loadValidatorModules({ dir }, builtInGrantTypes);
-    t.same(loaded.map((m) => m.grantType), ['root_grant']);
+    t.same(
+      loaded.map((m) => m.grantType),
+      ['root_grant'],
+    );
   });
 
   t.test('loads a JavaScript (.mjs) module', async (t) => {
     const dir = t.testdir({ 'js_grant.mjs': jsValidator('js_grant') });
     const loaded = await loadValidatorModules({ dir }, builtInGrantTypes);
-    t.same(loaded.map((m) => m.grantType), ['js_grant']);
+    t.same(
+      loaded.map((m) => m.grantType),
+      ['js_grant'],
+    );
   });
 
   t.test('loads modules added by URL beside those of the folder', async (t) => {
     const dir = t.testdir({ 'a.ts': tsValidator('grant_a'), extra: { 'b.mjs': jsValidator('grant_b') } });
-    const loaded = await loadValidatorModules(
-      { dir, modules: [pathToFileURL(path.join(dir, 'extra', 'b.mjs')).href] },
-      builtInGrantTypes,
+    const loaded = await loadValidatorModules({ dir, modules: [pathToFileURL(path.join(dir, 'extra', 'b.mjs')).href] }, builtInGrantTypes);
+    t.same(
+      loaded.map((m) => m.grantType),
+      ['grant_a', 'grant_b'],
     );
-    t.same(loaded.map((m) => m.grantType), ['grant_a', 'grant_b']);
   });
 
   t.test('skips declaration files, tests, hidden and underscore files, and non-modules', async (t) => {
@@ -190,11 +196,15 @@ t.test('tessera start exits 2 with a line naming a broken validator file', async
   });
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TESSERA_')));
   // The working folder is the test's, so the development key lands there.
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'gateway/cli/main.ts'), 'start', '--config', 'tessera.json'], {
-    cwd: dir,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(repoRoot, 'gateway/cli/main.ts'), 'start', '--config', 'tessera.json'],
+    {
+      cwd: dir,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

@@ -25,7 +25,11 @@ export default class Stamp implements ExtensionGrantValidator {
 `;
 
 async function requestGrant(gw: TestGateway, grantType: string): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(gw.tokenUrl, { method: 'POST', headers: { 'content-type': form, authorization: auth }, body: `grant_type=${grantType}` });
+  const res = await fetch(gw.tokenUrl, {
+    method: 'POST',
+    headers: { 'content-type': form, authorization: auth },
+    body: `grant_type=${grantType}`,
+  });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
@@ -63,7 +67,8 @@ async function change(t: Test, gw: TestGateway, edit: () => void, expectApplied:
 
 t.test('validator hot reload', async (t) => {
   const dir = t.testdir({ 'alpha.ts': stampValidator('test_alpha', 'one') });
-  const logs: { msg: string; added?: string[]; removed?: string[]; changed?: string[]; problems?: { path: string; message: string }[] }[] = [];
+  const logs: { msg: string; added?: string[]; removed?: string[]; changed?: string[]; problems?: { path: string; message: string }[] }[] =
+    [];
   const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as (typeof logs)[number]) });
   // The client lists only test_alpha: a grant type the config can know at start (its file exists).
   const gw = await startTestGateway(t, {
@@ -137,7 +142,10 @@ t.test('validator hot reload', async (t) => {
       true,
     );
     t.match(lastLog('validators reloaded'), { added: ['test_alpha', 'test_beta'], removed: [], changed: [] });
-    t.same((await advertised(gw)).filter((g) => g.startsWith('test_')), ['test_alpha', 'test_beta']);
+    t.same(
+      (await advertised(gw)).filter((g) => g.startsWith('test_')),
+      ['test_alpha', 'test_beta'],
+    );
     t.ok(gw.grantTypes.includes('test_beta'));
     const r = await requestGrant(gw, 'test_alpha');
     t.equal(r.status, 200);
@@ -151,13 +159,19 @@ t.test('validator hot reload', async (t) => {
 
   t.test('reports a broken new file and keeps the previous validators in service', async (t) => {
     const broken = path.join(dir, 'gamma.ts');
-    t.equal(await change(t, gw, () => writeFileSync(broken, 'throw new Error("gamma is broken");\nexport default class {}\n'), false), false);
+    t.equal(
+      await change(t, gw, () => writeFileSync(broken, 'throw new Error("gamma is broken");\nexport default class {}\n'), false),
+      false,
+    );
     t.match(lastLog('validator reload refused; the previous validators stay in service'), {
       problems: [{ path: broken, message: 'cannot be imported: gamma is broken' }],
     });
     const r = await requestGrant(gw, 'test_alpha');
     t.equal(r.status, 200);
     t.equal(versionOf(r.body), 'three (added back)');
-    t.same((await advertised(gw)).filter((g) => g.startsWith('test_')), ['test_alpha', 'test_beta']);
+    t.same(
+      (await advertised(gw)).filter((g) => g.startsWith('test_')),
+      ['test_alpha', 'test_beta'],
+    );
   });
 });

@@ -64,7 +64,11 @@ function dispatcherOn(pool: Piscina, options: Omit<DispatcherOptions, 'logger' |
       done();
     },
   });
-  const dispatcher = new WorkerDispatcher(pool, { ...options, onBatch: (size) => batches.push(size), logger: pino({ level: 'info' }, sink) });
+  const dispatcher = new WorkerDispatcher(pool, {
+    ...options,
+    onBatch: (size) => batches.push(size),
+    logger: pino({ level: 'info' }, sink),
+  });
   return { dispatcher, batches, logs };
 }
 
@@ -207,7 +211,12 @@ t.test('past maxQueue requests in flight, a request is answered 503 with Retry-A
 t.test('a batch whose task fails answers every request in it with 500, and only those', async (t) => {
   const { dispatcher, batches, logs } = dispatcherOn(shared.pool, { threads: 2, maxQueue: 100, batchesPerThread: 1 });
 
-  const answers = await Promise.all([request(dispatcher, 'f0', { fail: '1' }), request(dispatcher, 'f1'), request(dispatcher, 'ok0'), request(dispatcher, 'ok1')]);
+  const answers = await Promise.all([
+    request(dispatcher, 'f0', { fail: '1' }),
+    request(dispatcher, 'f1'),
+    request(dispatcher, 'ok0'),
+    request(dispatcher, 'ok1'),
+  ]);
   t.same(batches, [2, 2]);
   t.same(answers.slice(0, 2), [
     [500, serverErrorBody, null],

@@ -99,10 +99,14 @@ export class AuthorizeFlow {
    * A code for `params`: signs in as alice when there is no session yet, allows, and returns the
    * authorization response's parameters. Throws when any step does not go as planned.
    */
-  async code(params: Record<string, string>, user: { username: string; password: string } = { username: 'alice', password: 'alice-pw' }): Promise<URLSearchParams> {
+  async code(
+    params: Record<string, string>,
+    user: { username: string; password: string } = { username: 'alice', password: 'alice-pw' },
+  ): Promise<URLSearchParams> {
     let page = await this.authorize(params);
     if (page.body.includes('name="password"')) page = await this.login(page, user.username, user.password);
-    if (page.status !== 200 || !page.body.includes('value="allow"')) throw new Error(`no consent page: ${page.status} ${page.body.slice(0, 400)}`);
+    if (page.status !== 200 || !page.body.includes('value="allow"'))
+      throw new Error(`no consent page: ${page.status} ${page.body.slice(0, 400)}`);
     const answer = await this.decide(page, 'allow');
     const location = answer.location;
     if (answer.status !== 302 || location === null) throw new Error(`no redirect after consent: ${answer.status}`);

@@ -10,7 +10,11 @@ export class BrowserSession {
   }
 
   async post(url: string, form: Record<string, string>): Promise<PageResponse> {
-    return this.send(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form).toString() });
+    return this.send(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(form).toString(),
+    });
   }
 
   cookie(name: string): string | undefined {

@@ -27,7 +27,10 @@ const patterns: readonly { regex: RegExp; typeOnly: (match: RegExpMatchArray) =>
   // import x from '…', import { a, type B } from '…', import type { A } from '…', import * as ns from '…'
   { regex: new RegExp(String.raw`^[ \t]*import\s+(type\s+)?(${clause})\s*from\s*${specifier}`, 'gm'), typeOnly: typeOnlyClause },
   // export * from '…', export { a } from '…', export type { A } from '…'
-  { regex: new RegExp(String.raw`^[ \t]*export\s+(type\s+)?(\*(?:\s+as\s+[\w$]+)?|\{[^}]*\})\s*from\s*${specifier}`, 'gm'), typeOnly: typeOnlyClause },
+  {
+    regex: new RegExp(String.raw`^[ \t]*export\s+(type\s+)?(\*(?:\s+as\s+[\w$]+)?|\{[^}]*\})\s*from\s*${specifier}`, 'gm'),
+    typeOnly: typeOnlyClause,
+  },
   // import '…', for its side effects
   { regex: new RegExp(String.raw`^[ \t]*import\s*${specifier}`, 'gm'), typeOnly: () => false },
   // import('…'), and typeof import('…') in a type
@@ -39,7 +42,10 @@ function typeOnlyClause(match: RegExpMatchArray): boolean {
   if (match[1] !== undefined) return true;
   const names = /^\{([^}]*)\}$/.exec(match[2] ?? '')?.[1];
   if (names === undefined) return false;
-  const specifiers = names.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  const specifiers = names
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
   return specifiers.length > 0 && specifiers.every((s) => s.startsWith('type '));
 }
 
@@ -124,7 +130,7 @@ export function findImportCycles(graph: ImportGraph): string[][] {
     } while (member !== file);
     const selfImport = graph.get(file)?.some((edge) => edge.to === file) === true;
     if (component.length > 1 || selfImport) components.push(component);
-  }
+  };
   for (const file of [...graph.keys()].sort()) if (!index.has(file)) visit(file);
   return components.map((component) => cycleThrough(graph, new Set(component)));
 }

@@ -23,7 +23,9 @@ export async function releaseAtOnce(ports: readonly number[], request: Buffer): 
     const socket = connect(port, '127.0.0.1');
     sockets.push(socket);
     answers.push(readAnswer(socket));
-    primed.push(new Promise((resolve, reject) => socket.once('connect', () => socket.write(head, (err) => (err ? reject(err) : resolve())))));
+    primed.push(
+      new Promise((resolve, reject) => socket.once('connect', () => socket.write(head, (err) => (err ? reject(err) : resolve())))),
+    );
   }
   await Promise.all(primed);
   // Let the gateways parse the headers and wait for the body's last byte.

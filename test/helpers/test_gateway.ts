@@ -51,10 +51,7 @@ export function baseTestConfig(): Record<string, unknown> {
       },
       {
         clientId: 'rolling',
-        clientSecrets: [
-          { value: sha256Secret('expired'), expiration: '2020-01-01T00:00:00Z' },
-          { value: sha256Secret('current') },
-        ],
+        clientSecrets: [{ value: sha256Secret('expired'), expiration: '2020-01-01T00:00:00Z' }, { value: sha256Secret('current') }],
         allowedGrantTypes: ['client_credentials'],
         allowedScopes: ['api1'],
       },
@@ -158,7 +155,9 @@ export async function startTestGateway(t: Test, options: TestGatewayOptions = {}
  * A configured ES256 key written into the test's folder, so a test can sign tokens the gateway
  * accepts (an expired one, say). Put `signing` into the config patch.
  */
-export async function writeSigningKey(t: Test): Promise<{ key: SigningKeyMaterial; signing: { algorithm: 'ES256'; keys: { file: string }[] } }> {
+export async function writeSigningKey(
+  t: Test,
+): Promise<{ key: SigningKeyMaterial; signing: { algorithm: 'ES256'; keys: { file: string }[] } }> {
   const key = await generateSigningKey('ES256');
   const file = path.join(t.testdir(), 'signing-key.jwk.json');
   writeFileSync(file, JSON.stringify(key.jwk));

@@ -18,7 +18,12 @@ export interface IntrospectionServices {
  * consumed, unknown, garbage, another caller's) is exactly `{"active":false}`. An API resource
  * sees access tokens whose `aud` names it; a client sees its own access and refresh tokens.
  */
-export async function introspect(callerKind: string, callerId: string, params: FormParams, services: IntrospectionServices): Promise<string> {
+export async function introspect(
+  callerKind: string,
+  callerId: string,
+  params: FormParams,
+  services: IntrospectionServices,
+): Promise<string> {
   const token = params.token ?? '';
   // The hint picks which kind to try first (RFC 7662 §2.1); both are tried either way.
   const refreshFirst = params.token_type_hint === 'refresh_token';
@@ -30,14 +35,24 @@ export async function introspect(callerKind: string, callerId: string, params: F
   return inactive;
 }
 
-async function introspectAccessToken(token: string, callerKind: string, callerId: string, services: IntrospectionServices): Promise<string | undefined> {
+async function introspectAccessToken(
+  token: string,
+  callerKind: string,
+  callerId: string,
+  services: IntrospectionServices,
+): Promise<string | undefined> {
   if (token.split('.').length !== 3) return undefined;
   const verified = await services.tokenValidator.verify(token);
   if (!verified.ok || !visibleTo(verified.payload, callerKind, callerId)) return undefined;
   return JSON.stringify({ active: true, token_type: 'Bearer', ...verified.payload });
 }
 
-async function introspectRefreshToken(token: string, callerKind: string, callerId: string, services: IntrospectionServices): Promise<string | undefined> {
+async function introspectRefreshToken(
+  token: string,
+  callerKind: string,
+  callerId: string,
+  services: IntrospectionServices,
+): Promise<string | undefined> {
   const handle = parseRefreshHandle(token);
   if (handle === undefined || callerKind !== 'client') return undefined;
   const record = await services.store.get<RefreshTokenRecord>(handle.key);

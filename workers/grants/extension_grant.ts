@@ -36,7 +36,10 @@ export function validatorApiResources(config: Pick<WorkerConfig, 'apiResources'>
  * may not run past `timeoutMs`, and never leaks an exception message to the client: a throw is
  * `invalid_grant`, a timeout `temporarily_unavailable`.
  */
-export function extensionGrantHandler(validator: ExtensionGrantValidator, options: { timeoutMs: number; logger: Logger; source: string }): GrantHandler {
+export function extensionGrantHandler(
+  validator: ExtensionGrantValidator,
+  options: { timeoutMs: number; logger: Logger; source: string },
+): GrantHandler {
   const { timeoutMs, logger } = options;
   return {
     grantType: validator.grantType,
@@ -51,7 +54,10 @@ export function extensionGrantHandler(validator: ExtensionGrantValidator, option
 
       const result = context.result;
       if (!isResult(result)) {
-        logger.error({ grantType: validator.grantType, source: options.source }, 'validator set a result that is not a GrantValidationResult');
+        logger.error(
+          { grantType: validator.grantType, source: options.source },
+          'validator set a result that is not a GrantValidationResult',
+        );
         throw new OAuthError(OAuthErrors.invalidGrant);
       }
       if (result.isError) {
@@ -70,7 +76,10 @@ export function extensionGrantHandler(validator: ExtensionGrantValidator, option
         // A validator may only narrow (RFC 8693 §2.1): anything else is a bug, and fails closed.
         const narrowed = Array.isArray(result.scopes) ? (result.scopes as unknown[]) : [];
         if (narrowed.length === 0 || !narrowed.every((s) => typeof s === 'string' && scopes.scopes.includes(s))) {
-          logger.error({ grantType: validator.grantType, source: options.source }, 'validator narrowed to scopes the request was not granted');
+          logger.error(
+            { grantType: validator.grantType, source: options.source },
+            'validator narrowed to scopes the request was not granted',
+          );
           throw new OAuthError(OAuthErrors.invalidGrant);
         }
         scopes = services.scopes.resolve(request.client, narrowed.join(' '), policy);
@@ -86,7 +95,10 @@ export function extensionGrantHandler(validator: ExtensionGrantValidator, option
         for (const [member, value] of Object.entries(result.customResponse)) {
           if (standardResponseMembers.has(member)) continue;
           if (member === 'issued_token_type' && !truthfulIssuedTokenTypes.has(value as string)) {
-            logger.warn({ grantType: validator.grantType, source: options.source }, 'validator stated an issued_token_type that was not issued; left out');
+            logger.warn(
+              { grantType: validator.grantType, source: options.source },
+              'validator stated an issued_token_type that was not issued; left out',
+            );
             continue;
           }
           response[member] = value;
@@ -132,7 +144,11 @@ export async function runWithTimeout<C>(
   }
 }
 
-export function validatedRequest(request: GrantRequest, grantedScopes: readonly string[], scopeParam: string | undefined): ValidatedTokenRequest {
+export function validatedRequest(
+  request: GrantRequest,
+  grantedScopes: readonly string[],
+  scopeParam: string | undefined,
+): ValidatedTokenRequest {
   const client = request.client;
   return {
     client: validatedClient(client),

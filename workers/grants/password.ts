@@ -30,7 +30,11 @@ export interface AuthenticatedUser {
  * alike: `acr_values`, the identity-provider restriction, the brute-force throttle, the validator
  * within its time limit, and one answer for every failure.
  */
-export type ResourceOwnerAuthenticator = (request: GrantRequest, services: GrantServices, scopes: GrantedScopes) => Promise<AuthenticatedUser>;
+export type ResourceOwnerAuthenticator = (
+  request: GrantRequest,
+  services: GrantServices,
+  scopes: GrantedScopes,
+) => Promise<AuthenticatedUser>;
 
 export function createResourceOwnerAuthenticator(
   validator: ResourceOwnerPasswordValidator,
@@ -64,7 +68,8 @@ export function createResourceOwnerAuthenticator(
     };
     await runWithTimeout(validator, context, timeoutMs, logger);
     const result = context.result;
-    const subject = isResult(result) && !result.isError && typeof result.subject === 'string' && result.subject.length > 0 ? result.subject : undefined;
+    const subject =
+      isResult(result) && !result.isError && typeof result.subject === 'string' && result.subject.length > 0 ? result.subject : undefined;
     if (subject === undefined || !isResult(result)) {
       // The attempt that reaches the limit is still answered as a wrong password; the next is 429.
       await throttle.recordFailure(throttleSubject);

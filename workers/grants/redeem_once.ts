@@ -49,7 +49,11 @@ export interface Successor<U> {
  * item's value for the one redemption that wins. Throws `item.invalid()` for every other one,
  * after revoking what a replayed item was exchanged for.
  */
-export async function redeemOnce<T extends Redeemable, U = unknown>(services: RedeemServices, item: SingleUseItem<T>, successor?: Successor<U>): Promise<T> {
+export async function redeemOnce<T extends Redeemable, U = unknown>(
+  services: RedeemServices,
+  item: SingleUseItem<T>,
+  successor?: Successor<U>,
+): Promise<T> {
   const { store } = services;
   const outcome =
     successor === undefined

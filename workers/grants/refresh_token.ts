@@ -94,7 +94,12 @@ function refreshTokenItem(handle: FamilyHandle, clientId: string): SingleUseItem
 }
 
 /** A refresh may ask for less than was granted, never more (RFC 6749 §6). */
-function narrowedScopes(rules: ScopeRules, client: RegisteredClient, record: RefreshTokenRecord, requested: string | undefined): GrantedScopes {
+function narrowedScopes(
+  rules: ScopeRules,
+  client: RegisteredClient,
+  record: RefreshTokenRecord,
+  requested: string | undefined,
+): GrantedScopes {
   const wanted = requested?.split(' ').filter((scope) => scope.length > 0) ?? [];
   // An empty `scope` is an omitted one: the original grant, never the client's defaults.
   if (wanted.length === 0) return rules.resolve(client, record.scopes.join(' '), userPolicy);

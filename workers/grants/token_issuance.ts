@@ -38,7 +38,12 @@ export interface SignedAccessToken extends IssuedAccessToken {
 }
 
 /** Signs the RFC 9068 access token of a grant. */
-export function signAccessToken(request: GrantRequest, services: GrantServices, grant: TokenGrant, nowMs = services.now()): SignedAccessToken {
+export function signAccessToken(
+  request: GrantRequest,
+  services: GrantServices,
+  grant: TokenGrant,
+  nowMs = services.now(),
+): SignedAccessToken {
   const input: Parameters<typeof buildAccessTokenClaims>[0] = {
     issuer: services.issuer,
     client: request.client,
@@ -51,7 +56,13 @@ export function signAccessToken(request: GrantRequest, services: GrantServices, 
   return { token: services.signer.sign(claims, 'at+jwt'), jti: claims.jti as string, exp: claims.exp as number };
 }
 
-export function tokenResponse(request: GrantRequest, accessToken: SignedAccessToken, scope: string, refreshToken?: string, idToken?: string): TokenResponse {
+export function tokenResponse(
+  request: GrantRequest,
+  accessToken: SignedAccessToken,
+  scope: string,
+  refreshToken?: string,
+  idToken?: string,
+): TokenResponse {
   const response: TokenResponse = {
     access_token: accessToken.token,
     token_type: 'Bearer',
@@ -135,7 +146,9 @@ export async function issueTokens<T extends Redeemable>(
 
   if (redeem !== undefined) {
     const successor =
-      refresh === undefined ? undefined : { key: refresh.key, value: refresh.record, ttlMs: refresh.record.expiresAt - now, companion: issued };
+      refresh === undefined
+        ? undefined
+        : { key: refresh.key, value: refresh.record, ttlMs: refresh.record.expiresAt - now, companion: issued };
     await redeemOnce(services, redeem, successor);
   } else if (refresh !== undefined) {
     await store.set(refresh.key, refresh.record, refresh.record.expiresAt - now);

@@ -182,13 +182,19 @@ function defineAuthorizationError(error: AuthorizationError, description: string
 export const AuthorizationErrors = {
   missingResponseType: defineAuthorizationError('invalid_request', 'The response_type parameter is missing.'),
   unsupportedResponseType: defineAuthorizationError('unsupported_response_type', 'Only response_type=code is supported.'),
-  authorizationCodeFlowNotAllowed: defineAuthorizationError('unauthorized_client', 'The client is not allowed to use the authorization code flow.'),
+  authorizationCodeFlowNotAllowed: defineAuthorizationError(
+    'unauthorized_client',
+    'The client is not allowed to use the authorization code flow.',
+  ),
   unsupportedResponseMode: defineAuthorizationError('invalid_request', 'Only response_mode=query is supported.'),
   requestObjectNotSupported: defineAuthorizationError('request_not_supported', 'Request objects are not supported.'),
   // PKCE (RFC 7636 §4.3, §4.4.1).
   codeChallengeMethodNotS256: defineAuthorizationError('invalid_request', 'The code_challenge_method must be S256.'),
   malformedCodeChallenge: defineAuthorizationError('invalid_request', 'The code_challenge is malformed.'),
-  codeChallengeMethodWithoutChallenge: defineAuthorizationError('invalid_request', 'A code_challenge_method was sent without a code_challenge.'),
+  codeChallengeMethodWithoutChallenge: defineAuthorizationError(
+    'invalid_request',
+    'A code_challenge_method was sent without a code_challenge.',
+  ),
   pkceRequired: defineAuthorizationError('invalid_request', 'The client must send a PKCE code_challenge.'),
   // prompt (OpenID Connect Core §3.1.2.1).
   unsupportedPrompt: defineAuthorizationError('invalid_request', 'The prompt value is not supported.'),
@@ -256,7 +262,5 @@ export function errorBody(error: TokenRequestError, description?: string, extra?
     else delete body.error_description;
     return JSON.stringify(body);
   }
-  return description === undefined
-    ? `{"error":"${error}"}`
-    : JSON.stringify({ error, error_description: description });
+  return description === undefined ? `{"error":"${error}"}` : JSON.stringify({ error, error_description: description });
 }

@@ -98,8 +98,11 @@ export function toBridgeError(err: unknown): BridgeError {
     return { code: 'family_revoked', name, message, family: fields.family };
   }
   if (fields.code === 'store_unavailable') {
-    return { code: 'store_unavailable', name, message: message.startsWith(unavailablePrefix) ? message.slice(unavailablePrefix.length) : message };
+    return {
+      code: 'store_unavailable',
+      name,
+      message: message.startsWith(unavailablePrefix) ? message.slice(unavailablePrefix.length) : message,
+    };
   }
   return { code: 'error', name, message };
 }
-

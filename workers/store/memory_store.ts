@@ -11,13 +11,7 @@
  * until its TTL ends, a revoked family refuses writes, counters are fixed windows.
  */
 import { packRecord, unpackRecord } from './record_codec.js';
-import {
-  FamilyRevokedError,
-  StoreUnavailableError,
-  assertFamilyName,
-  assertRotatable,
-  toTtlMs,
-} from './store.js';
+import { FamilyRevokedError, StoreUnavailableError, assertFamilyName, assertRotatable, toTtlMs } from './store.js';
 import type { CompanionRecord, ConsumeResult, CounterResult, RecordKind, Store, StoreKey } from './store.js';
 
 export interface MemoryStoreOptions {
@@ -114,7 +108,13 @@ export class MemoryStore implements Store {
     return this.#consume<T>(toRecordKey(key));
   }
 
-  async rotate<T, U, V = unknown>(oldKey: StoreKey, newKey: StoreKey, newValue: U, ttlMs: number, companion?: CompanionRecord<V>): Promise<ConsumeResult<T>> {
+  async rotate<T, U, V = unknown>(
+    oldKey: StoreKey,
+    newKey: StoreKey,
+    newValue: U,
+    ttlMs: number,
+    companion?: CompanionRecord<V>,
+  ): Promise<ConsumeResult<T>> {
     this.#assertOpen();
     assertRotatable(oldKey, newKey, companion);
     const ttl = toTtlMs(ttlMs);
@@ -125,7 +125,12 @@ export class MemoryStore implements Store {
     const companionWrite =
       companion === undefined
         ? undefined
-        : { key: toRecordKey(companion.key), family: companion.key.family, bytes: packRecord(companion.value), ttl: toTtlMs(companion.ttlMs) };
+        : {
+            key: toRecordKey(companion.key),
+            family: companion.key.family,
+            bytes: packRecord(companion.value),
+            ttl: toTtlMs(companion.ttlMs),
+          };
     // A revoked family: the refresh token is simply invalid (see Store.rotate).
     if (newKey.family !== undefined && this.#isRevoked(newKey.family)) return { status: 'missing' };
     const result = this.#consume<T>(oldRecordKey);

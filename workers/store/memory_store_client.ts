@@ -6,7 +6,15 @@
  * structured-clone hop away.
  */
 import { MessageChannel, parentPort, type MessagePort } from 'node:worker_threads';
-import { storeMethods, toBridgeError, type BridgeError, type BridgeRequest, type BridgeResponse, type StoreMethod, type StorePortOffer } from '../protocol/store_bridge.js';
+import {
+  storeMethods,
+  toBridgeError,
+  type BridgeError,
+  type BridgeRequest,
+  type BridgeResponse,
+  type StoreMethod,
+  type StorePortOffer,
+} from '../protocol/store_bridge.js';
 import { FamilyRevokedError, StoreUnavailableError, type Store } from './store.js';
 
 /** A call with no answer after this long rejects with StoreUnavailableError, unless told otherwise. */

@@ -40,14 +40,7 @@
 import { Cluster, Redis } from 'ioredis';
 import type { ClusterOptions, RedisOptions } from 'ioredis';
 import { packRecordWithHeader, unpackRecord } from './record_codec.js';
-import {
-  FamilyRevokedError,
-  StoreUnavailableError,
-  assertFamilyName,
-  assertRotatable,
-  slotFamily,
-  toTtlMs,
-} from './store.js';
+import { FamilyRevokedError, StoreUnavailableError, assertFamilyName, assertRotatable, slotFamily, toTtlMs } from './store.js';
 import type { CompanionRecord, ConsumeResult, CounterResult, RecordKind, Store, StoreKey } from './store.js';
 
 interface RedisStoreCommonOptions {
@@ -333,7 +326,13 @@ export class RedisStore implements Store {
     return toConsumeResult<T>(reply);
   }
 
-  async rotate<T, U, V = unknown>(oldKey: StoreKey, newKey: StoreKey, newValue: U, ttlMs: number, companion?: CompanionRecord<V>): Promise<ConsumeResult<T>> {
+  async rotate<T, U, V = unknown>(
+    oldKey: StoreKey,
+    newKey: StoreKey,
+    newValue: U,
+    ttlMs: number,
+    companion?: CompanionRecord<V>,
+  ): Promise<ConsumeResult<T>> {
     assertRotatable(oldKey, newKey, companion);
     if (this.#isCluster && newKey.family === undefined) {
       throw new Error('rotate on Redis Cluster needs both keys in one family (one hash slot)');
@@ -384,9 +383,7 @@ export class RedisStore implements Store {
     const keys = [this.#recordKey(key)];
     if (key.family !== undefined) keys.push(this.#membersKey(key.family), this.#revokedKey(key.family));
     const bytes = packRecordWithHeader(value, headerBytes);
-    const reply = readScriptReply(
-      await this.#run('putIfAbsent', (c) => this.#script(c, 'tesseraWrite', keys, [bytes, ttl, '1'])),
-    );
+    const reply = readScriptReply(await this.#run('putIfAbsent', (c) => this.#script(c, 'tesseraWrite', keys, [bytes, ttl, '1'])));
     if (reply.status === 0) throw new FamilyRevokedError(key.family ?? '');
     // Every caller gets a decoded copy of what is stored, the writer included.
     return unpackBody<T>(reply.status === 2 && reply.bytes !== undefined ? reply.bytes : bytes);

@@ -112,7 +112,13 @@ export interface Store {
    * a refresh records the access token it issued this way, so that a revocation of the family
    * either refuses the rotation or finds the token, never neither.
    */
-  rotate<T, U, V = unknown>(oldKey: StoreKey, newKey: StoreKey, newValue: U, ttlMs: number, companion?: CompanionRecord<V>): Promise<ConsumeResult<T>>;
+  rotate<T, U, V = unknown>(
+    oldKey: StoreKey,
+    newKey: StoreKey,
+    newValue: U,
+    ttlMs: number,
+    companion?: CompanionRecord<V>,
+  ): Promise<ConsumeResult<T>>;
   /**
    * Deletes every record of the family and remembers the revocation for `ttlMs`, so that a record
    * written into it later is refused. Returns how many records were removed (consumed records

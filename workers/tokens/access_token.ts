@@ -5,8 +5,26 @@ import type { ClaimValue } from '../protocol/validator_api.js';
 
 /** Claims a client or an extension grant can never set: they carry the token's meaning. */
 export const protectedClaims: ReadonlySet<string> = new Set([
-  'iss', 'sub', 'aud', 'exp', 'nbf', 'iat', 'jti', 'client_id', 'scope', 'auth_time', 'idp', 'amr',
-  'act', 'cnf', 'typ', 'azp', 'nonce', 'at_hash', 'c_hash', 'sid',
+  'iss',
+  'sub',
+  'aud',
+  'exp',
+  'nbf',
+  'iat',
+  'jti',
+  'client_id',
+  'scope',
+  'auth_time',
+  'idp',
+  'amr',
+  'act',
+  'cnf',
+  'typ',
+  'azp',
+  'nonce',
+  'at_hash',
+  'c_hash',
+  'sid',
 ]);
 
 const clientClaimsCache = new WeakMap<RegisteredClient, Readonly<Record<string, string | string[]>>>();
@@ -61,7 +79,18 @@ export function buildAccessTokenClaims(input: AccessTokenInput): Record<string, 
   };
   if (input.claims !== undefined) {
     for (const name in input.claims) {
-      if (name === 'sub' || name === 'iss' || name === 'aud' || name === 'exp' || name === 'nbf' || name === 'iat' || name === 'jti' || name === 'client_id' || name === 'scope') continue;
+      if (
+        name === 'sub' ||
+        name === 'iss' ||
+        name === 'aud' ||
+        name === 'exp' ||
+        name === 'nbf' ||
+        name === 'iat' ||
+        name === 'jti' ||
+        name === 'client_id' ||
+        name === 'scope'
+      )
+        continue;
       payload[name] = input.claims[name];
     }
   }

@@ -63,7 +63,9 @@ export class IdTokenBuilder {
 
   /** Every claim some identity scope can carry, for discovery's `claims_supported`. */
   supportedClaims(): string[] {
-    return [...new Set(['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'sid', ...[...this.claimsByScope.values()].flat()])];
+    return [
+      ...new Set(['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'sid', ...[...this.claimsByScope.values()].flat()]),
+    ];
   }
 }
 
@@ -72,6 +74,8 @@ export class IdTokenBuilder {
  * the hash of the signing algorithm (SHA-512 for Ed25519).
  */
 export function tokenHash(token: string, alg: SigningAlgorithm): string {
-  const digest = createHash(alg === 'EdDSA' ? 'sha512' : 'sha256').update(token, 'ascii').digest();
+  const digest = createHash(alg === 'EdDSA' ? 'sha512' : 'sha256')
+    .update(token, 'ascii')
+    .digest();
   return digest.subarray(0, digest.length / 2).toString('base64url');
 }

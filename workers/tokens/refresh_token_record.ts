@@ -22,7 +22,11 @@ export interface RefreshTokenRecord {
 }
 
 /** When a token written now expires, per the client's `refreshTokenExpiration`. */
-export function refreshExpiry(client: Pick<ClientConfig, 'refreshTokenExpiration' | 'slidingRefreshTokenLifetime'>, absoluteExpiresAt: number, nowMs: number): number {
+export function refreshExpiry(
+  client: Pick<ClientConfig, 'refreshTokenExpiration' | 'slidingRefreshTokenLifetime'>,
+  absoluteExpiresAt: number,
+  nowMs: number,
+): number {
   if (client.refreshTokenExpiration === 'absolute') return absoluteExpiresAt;
   return Math.min(absoluteExpiresAt, nowMs + client.slidingRefreshTokenLifetime * 1000);
 }

@@ -14,7 +14,11 @@ export interface IssuedAccessToken {
  * `undefined` for a token that has already expired. A rotation writes it as its companion, in the
  * same atomic step (see `Store.rotate`).
  */
-export function issuedAccessTokenRecord(family: string, token: IssuedAccessToken, nowMs: number): CompanionRecord<IssuedAccessToken> | undefined {
+export function issuedAccessTokenRecord(
+  family: string,
+  token: IssuedAccessToken,
+  nowMs: number,
+): CompanionRecord<IssuedAccessToken> | undefined {
   const ttlMs = token.exp * 1000 - nowMs;
   if (ttlMs <= 0) return undefined;
   return { key: { kind: 'at', id: token.jti, family: issuedTokensFamily(family) }, value: { jti: token.jti, exp: token.exp }, ttlMs };

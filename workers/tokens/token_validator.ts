@@ -46,7 +46,10 @@ export class AccessTokenValidator implements TokenValidator {
    * (revocation of an expired token is a no-op, not an error).
    * @throws StoreUnavailableError when the deny list cannot be read.
    */
-  async verify(token: string, options: { checkTime?: boolean } = {}): Promise<{ ok: true; payload: JWTPayload } | { ok: false; reason: string }> {
+  async verify(
+    token: string,
+    options: { checkTime?: boolean } = {},
+  ): Promise<{ ok: true; payload: JWTPayload } | { ok: false; reason: string }> {
     if (typeof token !== 'string' || token.length === 0 || token.length > maxTokenLength) return { ok: false, reason: 'malformed token' };
     let payload: JWTPayload;
     try {

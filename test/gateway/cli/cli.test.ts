@@ -223,7 +223,9 @@ t.test('keys generate', async (t) => {
     const dir = t.testdir({});
     const result = await tessera(['keys', 'generate', '--alg', 'EdDSA'], { cwd: dir });
     t.equal(result.code, 0, result.stderr);
-    const match = /^Wrote a private EdDSA signing key to (keys\/signing-EdDSA-([\w-]{8})\.jwk\.json)\nkid: ([\w-]{43})\n/.exec(result.stdout);
+    const match = /^Wrote a private EdDSA signing key to (keys\/signing-EdDSA-([\w-]{8})\.jwk\.json)\nkid: ([\w-]{43})\n/.exec(
+      result.stdout,
+    );
     t.ok(match, result.stdout);
     const [, file, prefix, kid] = match as unknown as [string, string, string, string];
     t.equal(kid.slice(0, 8), prefix);

@@ -17,10 +17,7 @@ const auth = new ClientAuthenticator(
     client({ clientId: 'm2m', clientSecrets: [{ value: sha('secret') }] }),
     client({
       clientId: 'rolling',
-      clientSecrets: [
-        { value: sha('old'), expiration: '2026-01-01T00:00:00Z' },
-        { value: sha('new') },
-      ],
+      clientSecrets: [{ value: sha('old'), expiration: '2026-01-01T00:00:00Z' }, { value: sha('new') }],
     }),
     client({ clientId: 'off', enabled: false, clientSecrets: [{ value: sha('secret') }] }),
     client({ clientId: 'public', requireClientSecret: false }),
@@ -113,7 +110,11 @@ t.test('a remembered Basic header stops working when its secret expires', async 
   clock += 10_000;
   t.equal(expiring.authenticate(basicAuthorization('exp', 's'), params({})).ok, true, 'still valid, from memory');
   clock += 25_000;
-  t.equal(expiring.authenticate(basicAuthorization('exp', 's'), params({})).ok, false, 'past the expiry the header is checked again and refused');
+  t.equal(
+    expiring.authenticate(basicAuthorization('exp', 's'), params({})).ok,
+    false,
+    'past the expiry the header is checked again and refused',
+  );
 });
 
 t.test('a remembered Basic header still refuses a second authentication method', async (t) => {

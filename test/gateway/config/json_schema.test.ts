@@ -7,7 +7,11 @@ t.test('the committed config/tessera.schema.json matches the zod schema (run "np
 });
 
 t.test('the schema requires only the issuer and rejects unknown fields', async (t) => {
-  const schema = JSON.parse(generateJsonSchema()) as { required: string[]; additionalProperties: boolean; properties: Record<string, unknown> };
+  const schema = JSON.parse(generateJsonSchema()) as {
+    required: string[];
+    additionalProperties: boolean;
+    properties: Record<string, unknown>;
+  };
   t.same(schema.required, ['issuer']);
   t.equal(schema.additionalProperties, false);
   t.ok('demoCredentials' in schema.properties);

@@ -97,7 +97,10 @@ t.test('the demo config', async (t) => {
           credential.kind === 'client'
             ? demo.clients.find((client) => client.clientId === credential.id)?.clientSecrets
             : demo.apiResources.find((resource) => resource.name === credential.id)?.secrets;
-        t.ok(secrets?.some((secret) => secret.value === hashClientSecret(credential.secret)), `${credential.kind} ${credential.id}`);
+        t.ok(
+          secrets?.some((secret) => secret.value === hashClientSecret(credential.secret)),
+          `${credential.kind} ${credential.id}`,
+        );
       }
     }
   });
@@ -330,9 +333,7 @@ t.test('cross-reference rules', async (t) => {
       clients(c)[1]!.absoluteRefreshTokenLifetime = 3600;
       clients(c)[1]!.slidingRefreshTokenLifetime = 7200;
     });
-    t.same(problemsOf(config), [
-      'clients[1].slidingRefreshTokenLifetime: must not exceed absoluteRefreshTokenLifetime (7200 > 3600)',
-    ]);
+    t.same(problemsOf(config), ['clients[1].slidingRefreshTokenLifetime: must not exceed absoluteRefreshTokenLifetime (7200 > 3600)']);
   });
 
   t.test('a password hash must be an argon2id or scrypt PHC string', async (t) => {
@@ -370,10 +371,13 @@ t.test('reporting', async (t) => {
   });
 
   t.test('bad environment overrides are reported with schema problems', async (t) => {
-    t.same(problemsOf(withChange((c) => delete c.issuer), { env: { TESSERA_WORKERS: 'many' } }), [
-      'env.TESSERA_WORKERS: must be an integer from 1 to 64 (got "many")',
-      'issuer: is required',
-    ]);
+    t.same(
+      problemsOf(
+        withChange((c) => delete c.issuer),
+        { env: { TESSERA_WORKERS: 'many' } },
+      ),
+      ['env.TESSERA_WORKERS: must be an integer from 1 to 64 (got "many")', 'issuer: is required'],
+    );
   });
 
   t.test('ConfigError carries the problems and lists them in its message', async (t) => {
@@ -397,7 +401,11 @@ t.test('reporting', async (t) => {
 
 t.test('files and paths', async (t) => {
   t.test('relative key files and validatorsDir resolve against the config file folder', async (t) => {
-    const dir = t.testdir({ conf: { 'tessera.json': JSON.stringify({ ...baseConfig(), signing: { keys: [{ file: 'keys/a.jwk.json' }, { file: '/abs/b.jwk.json' }] } }) } });
+    const dir = t.testdir({
+      conf: {
+        'tessera.json': JSON.stringify({ ...baseConfig(), signing: { keys: [{ file: 'keys/a.jwk.json' }, { file: '/abs/b.jwk.json' }] } }),
+      },
+    });
     const config = await loadConfigFile(join(dir, 'conf/tessera.json'), { env: {} });
     t.equal(config.configDir, join(dir, 'conf'));
     t.equal(config.configPath, join(dir, 'conf/tessera.json'));
@@ -435,7 +443,10 @@ t.test('files and paths', async (t) => {
   t.test('a truncated file is reported at its end', async (t) => {
     const dir = t.testdir({ 'short.json': '{\n  "issuer": "https://a.example"' });
     const error = (await loadConfigFile(join(dir, 'short.json'), { env: {} }).catch((caught: unknown) => caught)) as ConfigError;
-    t.equal(error.problems[0]!.message, 'invalid JSON at line 2, column 32: expected "," or "}" after a property value, found the end of the file');
+    t.equal(
+      error.problems[0]!.message,
+      'invalid JSON at line 2, column 32: expected "," or "}" after a property value, found the end of the file',
+    );
   });
 
   t.test('a trailing comma is pointed at', async (t) => {

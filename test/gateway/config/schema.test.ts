@@ -44,5 +44,10 @@ t.test('a client given only its required members has every member the workers re
   };
   const parsed: ClientConfig = clientSchema.parse({ clientId: 'c', allowedGrantTypes: ['client_credentials'] });
   const optional = new Set<string>(['clientName']);
-  t.same(Object.keys(parsed).sort(), Object.keys(members).filter((member) => !optional.has(member)).sort());
+  t.same(
+    Object.keys(parsed).sort(),
+    Object.keys(members)
+      .filter((member) => !optional.has(member))
+      .sort(),
+  );
 });

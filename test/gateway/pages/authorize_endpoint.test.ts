@@ -70,7 +70,13 @@ function assertErrorPage(t: Test, page: PageResponse, status: number, message: s
 }
 
 /** A 302 to `redirectUri` whose query is exactly `expected` (plus `iss`, RFC 9207). */
-function assertRedirect(t: Test, page: PageResponse, redirectUri: string, expected: Record<string, string>, issuer = gw.config.issuer): void {
+function assertRedirect(
+  t: Test,
+  page: PageResponse,
+  redirectUri: string,
+  expected: Record<string, string>,
+  issuer = gw.config.issuer,
+): void {
   t.equal(page.status, 302, page.body.slice(0, 300));
   t.equal(page.body, '');
   assertPageHeaders(t, page);
@@ -88,7 +94,11 @@ t.test('an error page, never a redirect, until the redirect URI is trusted', asy
   const flow = new AuthorizeFlow(gw);
   const cases: [string, Record<string, string> | [string, string][], string][] = [
     ['an unknown client', webParams({ client_id: 'nobody' }), 'The application is unknown.'],
-    ['a missing client_id', Object.fromEntries(Object.entries(webParams()).filter(([k]) => k !== 'client_id')), 'The application is unknown.'],
+    [
+      'a missing client_id',
+      Object.fromEntries(Object.entries(webParams()).filter(([k]) => k !== 'client_id')),
+      'The application is unknown.',
+    ],
     ['a disabled client', webParams({ client_id: 'disabled' }), 'The application is unknown.'],
     ['a missing redirect_uri', Object.fromEntries(Object.entries(webParams()).filter(([k]) => k !== 'redirect_uri')), notRegistered],
     ['another site', webParams({ redirect_uri: 'https://evil.example' }), notRegistered],
@@ -115,7 +125,11 @@ t.test('an error page, never a redirect, until the redirect URI is trusted', asy
     ],
     ['a client_id sent twice', [...Object.entries(webParams()), ['client_id', 'web']], 'A parameter was sent more than once.'],
     // Checked before response_type: an unsupported response type with a bad URI is not redirected.
-    ['response_type=token with an unregistered URI', webParams({ response_type: 'token', redirect_uri: 'https://evil.example' }), notRegistered],
+    [
+      'response_type=token with an unregistered URI',
+      webParams({ response_type: 'token', redirect_uri: 'https://evil.example' }),
+      notRegistered,
+    ],
   ];
   for (const [name, params, message] of cases) {
     t.test(`refuses ${name} with a 400 page`, async (t) => {
@@ -136,7 +150,11 @@ t.test('an error page, never a redirect, until the redirect URI is trusted', asy
 t.test('an error redirect with state and iss once the redirect URI is trusted', async (t) => {
   const flow = new AuthorizeFlow(gw);
   const cases: [string, Record<string, string>, Record<string, string>][] = [
-    ['response_type=token', webParams({ response_type: 'token' }), { error: 'unsupported_response_type', error_description: 'Only response_type=code is supported.' }],
+    [
+      'response_type=token',
+      webParams({ response_type: 'token' }),
+      { error: 'unsupported_response_type', error_description: 'Only response_type=code is supported.' },
+    ],
     [
       'response_type=code id_token',
       webParams({ response_type: 'code id_token' }),
@@ -157,9 +175,21 @@ t.test('an error redirect with state and iss once the redirect URI is trusted', 
       Object.fromEntries(Object.entries(webParams()).filter(([k]) => k !== 'code_challenge_method')),
       { error: 'invalid_request', error_description: 'The code_challenge_method must be S256.' },
     ],
-    ['code_challenge_method=plain', webParams({ code_challenge_method: 'plain' }), { error: 'invalid_request', error_description: 'The code_challenge_method must be S256.' }],
-    ['a challenge that is too short', webParams({ code_challenge: challenge.slice(1) }), { error: 'invalid_request', error_description: 'The code_challenge is malformed.' }],
-    ['a challenge with bad characters', webParams({ code_challenge: `${challenge.slice(1)}+` }), { error: 'invalid_request', error_description: 'The code_challenge is malformed.' }],
+    [
+      'code_challenge_method=plain',
+      webParams({ code_challenge_method: 'plain' }),
+      { error: 'invalid_request', error_description: 'The code_challenge_method must be S256.' },
+    ],
+    [
+      'a challenge that is too short',
+      webParams({ code_challenge: challenge.slice(1) }),
+      { error: 'invalid_request', error_description: 'The code_challenge is malformed.' },
+    ],
+    [
+      'a challenge with bad characters',
+      webParams({ code_challenge: `${challenge.slice(1)}+` }),
+      { error: 'invalid_request', error_description: 'The code_challenge is malformed.' },
+    ],
     [
       'a method without a challenge',
       Object.fromEntries(Object.entries(webParams()).filter(([k]) => k !== 'code_challenge')),
@@ -171,10 +201,26 @@ t.test('an error redirect with state and iss once the redirect URI is trusted', 
       { error: 'invalid_request', error_description: 'The client must send a PKCE code_challenge.' },
     ],
     ['an unknown scope', webParams({ scope: 'openid nope' }), { error: 'invalid_scope' }],
-    ['an unsupported prompt', webParams({ prompt: 'select_account' }), { error: 'invalid_request', error_description: 'The prompt value is not supported.' }],
-    ['response_mode=fragment', webParams({ response_mode: 'fragment' }), { error: 'invalid_request', error_description: 'Only response_mode=query is supported.' }],
-    ['a request object', webParams({ request: 'eyJhbGciOiJub25lIn0.e30.' }), { error: 'request_not_supported', error_description: 'Request objects are not supported.' }],
-    ['prompt=none without a session', webParams({ prompt: 'none' }), { error: 'login_required', error_description: 'The user is not signed in.' }],
+    [
+      'an unsupported prompt',
+      webParams({ prompt: 'select_account' }),
+      { error: 'invalid_request', error_description: 'The prompt value is not supported.' },
+    ],
+    [
+      'response_mode=fragment',
+      webParams({ response_mode: 'fragment' }),
+      { error: 'invalid_request', error_description: 'Only response_mode=query is supported.' },
+    ],
+    [
+      'a request object',
+      webParams({ request: 'eyJhbGciOiJub25lIn0.e30.' }),
+      { error: 'request_not_supported', error_description: 'Request objects are not supported.' },
+    ],
+    [
+      'prompt=none without a session',
+      webParams({ prompt: 'none' }),
+      { error: 'login_required', error_description: 'The user is not signed in.' },
+    ],
   ];
   for (const [name, params, expected] of cases) {
     t.test(`redirects ${name} with ${expected.error}`, async (t) => {
@@ -196,7 +242,9 @@ t.test('an error redirect with state and iss once the redirect URI is trusted', 
   });
 
   t.test('keeps the query of a registered redirect URI', async (t) => {
-    const page = await flow.authorize(webParams({ client_id: 'with-query', redirect_uri: 'https://app.example/cb?tenant=a', response_type: 'token' }));
+    const page = await flow.authorize(
+      webParams({ client_id: 'with-query', redirect_uri: 'https://app.example/cb?tenant=a', response_type: 'token' }),
+    );
     assertRedirect(t, page, 'https://app.example/cb?tenant=a', {
       error: 'unsupported_response_type',
       error_description: 'Only response_type=code is supported.',
@@ -230,7 +278,11 @@ t.test('the login page', async (t) => {
     t.notMatch(page.body, /<script/i, 'no script: works without JavaScript');
     const [csrfCookie, ...others] = setCookies(page);
     t.same(others, []);
-    t.match(csrfCookie, /^tessera\.csrf=[\w-]{22}\.[\w-]{43}; Path=\/; HttpOnly; SameSite=Lax$/, 'HttpOnly, SameSite=Lax, not Secure on http');
+    t.match(
+      csrfCookie,
+      /^tessera\.csrf=[\w-]{22}\.[\w-]{43}; Path=\/; HttpOnly; SameSite=Lax$/,
+      'HttpOnly, SameSite=Lax, not Secure on http',
+    );
   });
 
   t.test('escapes a client name and a state with markup', async (t) => {
@@ -314,7 +366,12 @@ t.test('the login page', async (t) => {
   t.test('answers 405 to a GET of the login form and to a POST of the authorize URL', async (t) => {
     const flow = new AuthorizeFlow(gw);
     assertErrorPage(t, await flow.browser.get(`${gw.url}/connect/authorize/login`), 405, 'This page does not accept that kind of request.');
-    assertErrorPage(t, await flow.browser.post(`${gw.url}/connect/authorize`, webParams()), 405, 'This page does not accept that kind of request.');
+    assertErrorPage(
+      t,
+      await flow.browser.post(`${gw.url}/connect/authorize`, webParams()),
+      405,
+      'This page does not accept that kind of request.',
+    );
   });
 });
 
@@ -325,7 +382,10 @@ t.test('CSRF protection', async (t) => {
     ['missing', async () => ({ token: undefined })],
     ['empty', async () => ({ token: '' })],
     ['altered', async (page) => ({ token: `${page.hidden('csrf_token').slice(0, -2)}AA` })],
-    ["validly signed but another browser's", async () => ({ token: (await new AuthorizeFlow(gw).authorize(webParams())).hidden('csrf_token') })],
+    [
+      "validly signed but another browser's",
+      async () => ({ token: (await new AuthorizeFlow(gw).authorize(webParams())).hidden('csrf_token') }),
+    ],
     ['forged, matching a forged cookie', async () => ({ token: 'forged.forged', cookie: 'forged.forged' })],
   ];
 
@@ -349,7 +409,11 @@ t.test('CSRF protection', async (t) => {
       t.equal(answer.status, 400);
       t.equal(answer.location, null);
       t.match(answer.body, formExpired);
-      t.same(answer.headers.getSetCookie().filter((c) => c.startsWith('tessera.session=')), [], 'no session cookie');
+      t.same(
+        answer.headers.getSetCookie().filter((c) => c.startsWith('tessera.session=')),
+        [],
+        'no session cookie',
+      );
     });
 
     t.test(`a ${name} token on the consent form: 400 page, no code`, async (t) => {
@@ -418,7 +482,10 @@ t.test('the consent page', async (t) => {
     const [payload, mac] = session.split('.') as [string, string];
     const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<string, unknown>;
     const forged = Buffer.from(JSON.stringify({ ...claims, sub: 'sub-carol' })).toString('base64url');
-    const headers = { 'content-type': 'application/x-www-form-urlencoded', cookie: `tessera.csrf=${flow.browser.cookie('tessera.csrf') ?? ''}; tessera.session=${forged}.${mac}` };
+    const headers = {
+      'content-type': 'application/x-www-form-urlencoded',
+      cookie: `tessera.csrf=${flow.browser.cookie('tessera.csrf') ?? ''}; tessera.session=${forged}.${mac}`,
+    };
     const body = new URLSearchParams({ csrf_token: consent.hidden('csrf_token'), request: consent.hidden('request'), decision: 'allow' });
     const res = await fetch(`${gw.url}/connect/authorize/consent`, { method: 'POST', headers, body: body.toString(), redirect: 'manual' });
     t.equal(res.status, 200);
@@ -480,16 +547,25 @@ t.test('the login throttle is the password grant’s', async (t) => {
   const page = await flow.authorize(params);
   // maxFailures is 3: two failures on the page and one at the token endpoint reach it.
   for (let i = 0; i < 2; i++) t.equal((await flow.login(page, 'alice', 'wrong')).status, 400);
-  const grant = await flow.token({ grant_type: 'password', username: 'alice', password: 'wrong', scope: 'api1' }, { clientId: 'both', secret: 'secret' });
+  const grant = await flow.token(
+    { grant_type: 'password', username: 'alice', password: 'wrong', scope: 'api1' },
+    { clientId: 'both', secret: 'secret' },
+  );
   t.equal(grant.status, 400, 'the attempt that reaches the limit is still a wrong password');
   const blocked = await flow.login(page, 'alice', 'alice-pw');
   t.equal(blocked.status, 429, 'the right password is refused too');
   assertPageHeaders(t, blocked);
   const retryAfter = Number(blocked.headers.get('retry-after'));
-  t.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 600, `Retry-After within the 600 s window (${blocked.headers.get('retry-after')})`);
+  t.ok(
+    Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 600,
+    `Retry-After within the 600 s window (${blocked.headers.get('retry-after')})`,
+  );
   t.match(blocked.body, '<p class="error" role="alert">Too many failed attempts. Try again later.</p>');
   t.equal(sessionCookieOf(blocked), undefined);
-  const viaGrant = await flow.token({ grant_type: 'password', username: 'alice', password: 'alice-pw', scope: 'api1' }, { clientId: 'both', secret: 'secret' });
+  const viaGrant = await flow.token(
+    { grant_type: 'password', username: 'alice', password: 'alice-pw', scope: 'api1' },
+    { clientId: 'both', secret: 'secret' },
+  );
   t.equal(viaGrant.status, 429);
   t.same(JSON.parse(viaGrant.body), { error: 'temporarily_unavailable', error_description: 'Too many failed attempts. Retry later.' });
   const otherClient = await new AuthorizeFlow(gw).code(webParams());
@@ -508,6 +584,7 @@ t.test('discovery announces the authorization endpoint', async (t) => {
   t.same(doc.code_challenge_methods_supported, ['S256']);
   t.ok((doc.grant_types_supported as string[]).includes('authorization_code'));
   const claims = doc.claims_supported as string[];
-  for (const claim of ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'sid', 'name']) t.ok(claims.includes(claim), claim);
+  for (const claim of ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'sid', 'name'])
+    t.ok(claims.includes(claim), claim);
   t.equal(new Set(claims).size, claims.length, 'no duplicates');
 });

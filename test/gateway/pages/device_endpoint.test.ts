@@ -84,7 +84,15 @@ class Browser {
     }
     return new Promise((resolve, reject) => {
       const req = httpRequest(
-        { host: target.hostname, port: target.port, path: `${target.pathname}${target.search}`, method, headers, localAddress: this.address, agent: false },
+        {
+          host: target.hostname,
+          port: target.port,
+          path: `${target.pathname}${target.search}`,
+          method,
+          headers,
+          localAddress: this.address,
+          agent: false,
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -148,8 +156,10 @@ function errorMessage(page: PageResponse): string | undefined {
 
 // Mustache escapes "/" in attribute values too.
 const isEntryPage = (page: PageResponse) => page.body.includes('<h1>Connect a device</h1>') && page.body.includes('action="&#x2F;device"');
-const isLoginPage = (page: PageResponse) => page.body.includes('<h1>Sign in</h1>') && page.body.includes('action="&#x2F;device&#x2F;login"');
-const isConsentPage = (page: PageResponse) => page.body.includes('<h1>Allow access?</h1>') && page.body.includes('action="&#x2F;device&#x2F;consent"');
+const isLoginPage = (page: PageResponse) =>
+  page.body.includes('<h1>Sign in</h1>') && page.body.includes('action="&#x2F;device&#x2F;login"');
+const isConsentPage = (page: PageResponse) =>
+  page.body.includes('<h1>Allow access?</h1>') && page.body.includes('action="&#x2F;device&#x2F;consent"');
 
 function pageRules(t: Test, gw: TestGateway, addressPrefix: string): void {
   let lastHost = 0;
@@ -182,11 +192,20 @@ function pageRules(t: Test, gw: TestGateway, addressPrefix: string): void {
   }
 
   async function signIn(browser: Browser, login: PageResponse, password = 'alice-pw', username = 'alice'): Promise<PageResponse> {
-    return browser.post(`${gw.url}/device/login`, { csrf_token: login.hidden('csrf_token'), request: login.hidden('request'), username, password });
+    return browser.post(`${gw.url}/device/login`, {
+      csrf_token: login.hidden('csrf_token'),
+      request: login.hidden('request'),
+      username,
+      password,
+    });
   }
 
   async function decide(browser: Browser, consent: PageResponse, decision: string): Promise<PageResponse> {
-    return browser.post(`${gw.url}/device/consent`, { csrf_token: consent.hidden('csrf_token'), request: consent.hidden('request'), decision });
+    return browser.post(`${gw.url}/device/consent`, {
+      csrf_token: consent.hidden('csrf_token'),
+      request: consent.hidden('request'),
+      decision,
+    });
   }
 
   /** Code, sign-in (unless the browser has a session), consent; resolves the consent form. */
@@ -207,7 +226,7 @@ function pageRules(t: Test, gw: TestGateway, addressPrefix: string): void {
     t.ok(isEntryPage(entry));
     t.equal(prefilled(entry), '', 'no code yet');
     t.equal(errorMessage(entry), undefined);
-    t.equal(entry.hidden('csrf_token'), browser.cookie('tessera.csrf'), 'double submit: the form carries the cookie\'s token');
+    t.equal(entry.hidden('csrf_token'), browser.cookie('tessera.csrf'), "double submit: the form carries the cookie's token");
     t.match(entry.headers.get('set-cookie'), /^tessera\.csrf=[^;]+; Path=\/; HttpOnly; SameSite=Lax$/);
     const again = await browser.get(`${gw.url}/device`);
     t.equal(again.hidden('csrf_token'), entry.hidden('csrf_token'), 'one token per browser');
@@ -236,7 +255,10 @@ function pageRules(t: Test, gw: TestGateway, addressPrefix: string): void {
       t.match(login.body, /to continue to <strong>Living-room TV<\/strong>/);
       assertPageHeaders(t, login, 'the sign-in page');
     }
-    t.same(await poll(device), { status: 400, body: { error: 'authorization_pending', error_description: 'The user has not finished yet.' } });
+    t.same(await poll(device), {
+      status: 400,
+      body: { error: 'authorization_pending', error_description: 'The user has not finished yet.' },
+    });
   });
 
   t.test('verification_uri_complete opens the entry form with the code filled in, for the user to confirm', async (t) => {
@@ -282,11 +304,21 @@ function pageRules(t: Test, gw: TestGateway, addressPrefix: string): void {
       t.equal(errorMessage(page), invalidCode, `${label}: the one message`);
       t.equal(prefilled(page), code, `${label}: the typed code stays for correction`);
       // Only the browser's own CSRF token and the echoed input differ.
-      pages.set(label, new PageResponse(page.status, page.headers, page.body.replace(page.hidden('csrf_token'), 'CSRF').replace(`value="${code}"`, 'value="CODE"')));
+      pages.set(
+        label,
+        new PageResponse(
+          page.status,
+          page.headers,
+          page.body.replace(page.hidden('csrf_token'), 'CSRF').replace(`value="${code}"`, 'value="CODE"'),
+        ),
+      );
     }
     const reference = pages.get('unknown')?.body;
     for (const [label, page] of pages) t.equal(page.body, reference, `${label} is indistinguishable from unknown`);
-    t.same(await poll(short, 'tv-short'), { status: 400, body: { error: 'expired_token', error_description: 'The device code has expired.' } });
+    t.same(await poll(short, 'tv-short'), {
+      status: 400,
+      body: { error: 'expired_token', error_description: 'The device code has expired.' },
+    });
   });
 
   t.test('wrong codes are throttled per source address and per browser: then 429, even for a right code', async (t) => {
@@ -332,7 +364,12 @@ function pageRules(t: Test, gw: TestGateway, addressPrefix: string): void {
     const entry = await viaLogin.get(`${gw.url}/device`);
     const csrf = entry.hidden('csrf_token');
     for (let i = 1; i <= maxWrongCodes; i++) {
-      const page = await viaLogin.post(`${gw.url}/device/login`, { csrf_token: csrf, request: `BBBBBBB${'CDF'[i - 1] ?? 'G'}`, username: 'alice', password: 'alice-pw' });
+      const page = await viaLogin.post(`${gw.url}/device/login`, {
+        csrf_token: csrf,
+        request: `BBBBBBB${'CDF'[i - 1] ?? 'G'}`,
+        username: 'alice',
+        password: 'alice-pw',
+      });
       t.equal(page.status, 400, `guess ${i} through /device/login`);
       t.equal(errorMessage(page), invalidCode);
     }
@@ -352,14 +389,21 @@ function pageRules(t: Test, gw: TestGateway, addressPrefix: string): void {
     const viaConsent = newBrowser();
     const consent = await reachConsent(viaConsent, device.user_code);
     for (let i = 1; i <= maxWrongCodes; i++) {
-      const page = await viaConsent.post(`${gw.url}/device/consent`, { csrf_token: consent.hidden('csrf_token'), request: `CCCCCCC${'BDF'[i - 1] ?? 'G'}`, decision: 'allow' });
+      const page = await viaConsent.post(`${gw.url}/device/consent`, {
+        csrf_token: consent.hidden('csrf_token'),
+        request: `CCCCCCC${'BDF'[i - 1] ?? 'G'}`,
+        decision: 'allow',
+      });
       t.equal(page.status, 400, `guess ${i} through /device/consent`);
       t.equal(errorMessage(page), invalidCode);
     }
     const late = await decide(viaConsent, consent, 'allow');
     t.equal(late.status, 429, 'the consent form is no way around the code throttle');
     assertRetryAfter(t, late, 'the consent form’s 429');
-    t.same(await poll(device), { status: 400, body: { error: 'authorization_pending', error_description: 'The user has not finished yet.' } });
+    t.same(await poll(device), {
+      status: 400,
+      body: { error: 'authorization_pending', error_description: 'The user has not finished yet.' },
+    });
   });
 
   t.test('without the right CSRF token nothing happens', async (t) => {
@@ -371,7 +415,7 @@ function pageRules(t: Test, gw: TestGateway, addressPrefix: string): void {
 
     for (const [label, form] of [
       ['missing', { user_code: device.user_code }],
-      ['another browser\'s', { user_code: device.user_code, csrf_token: otherToken }],
+      ["another browser's", { user_code: device.user_code, csrf_token: otherToken }],
       ['tampered', { user_code: device.user_code, csrf_token: `${entry.hidden('csrf_token')}x` }],
     ] as const) {
       const page = await browser.post(`${gw.url}/device`, form);
@@ -390,11 +434,20 @@ function pageRules(t: Test, gw: TestGateway, addressPrefix: string): void {
 
     // Sign-in without the token: no session, even with the right password.
     const login = await enter(browser, device.user_code);
-    const noLogin = await browser.post(`${gw.url}/device/login`, { request: login.hidden('request'), username: 'alice', password: 'alice-pw' });
+    const noLogin = await browser.post(`${gw.url}/device/login`, {
+      request: login.hidden('request'),
+      username: 'alice',
+      password: 'alice-pw',
+    });
     t.equal(noLogin.status, 400);
     t.equal(errorMessage(noLogin), formExpired);
     t.equal(browser.cookie('tessera.session'), undefined);
-    const wrongLogin = await browser.post(`${gw.url}/device/login`, { csrf_token: otherToken, request: login.hidden('request'), username: 'alice', password: 'alice-pw' });
+    const wrongLogin = await browser.post(`${gw.url}/device/login`, {
+      csrf_token: otherToken,
+      request: login.hidden('request'),
+      username: 'alice',
+      password: 'alice-pw',
+    });
     t.equal(wrongLogin.status, 400);
     t.equal(browser.cookie('tessera.session'), undefined);
 
@@ -411,7 +464,10 @@ function pageRules(t: Test, gw: TestGateway, addressPrefix: string): void {
       t.equal(page.status, 400);
       t.equal(errorMessage(page), formExpired);
     }
-    t.same(await poll(device), { status: 400, body: { error: 'authorization_pending', error_description: 'The user has not finished yet.' } });
+    t.same(await poll(device), {
+      status: 400,
+      body: { error: 'authorization_pending', error_description: 'The user has not finished yet.' },
+    });
     // The form itself still works.
     t.equal((await decide(browser, consent, 'allow')).status, 200);
   });
@@ -434,14 +490,21 @@ function pageRules(t: Test, gw: TestGateway, addressPrefix: string): void {
       t.equal(again.hidden('request'), login.hidden('request'), 'the code rides along');
       t.equal(browser.cookie('tessera.session'), undefined);
     }
-    const missing = await browser.post(`${gw.url}/device/login`, { csrf_token: login.hidden('csrf_token'), request: login.hidden('request'), username: 'alice' });
+    const missing = await browser.post(`${gw.url}/device/login`, {
+      csrf_token: login.hidden('csrf_token'),
+      request: login.hidden('request'),
+      username: 'alice',
+    });
     t.equal(missing.status, 400);
     t.equal(errorMessage(missing), 'Enter your username and password.');
     const consent = await signIn(browser, login);
     t.equal(consent.status, 200);
     t.ok(isConsentPage(consent));
     t.type(browser.cookie('tessera.session'), 'string');
-    t.same(await poll(device), { status: 400, body: { error: 'authorization_pending', error_description: 'The user has not finished yet.' } });
+    t.same(await poll(device), {
+      status: 400,
+      body: { error: 'authorization_pending', error_description: 'The user has not finished yet.' },
+    });
   });
 
   t.test('the consent page names the client and the scopes; a signed-in browser goes straight to it', async (t) => {
@@ -494,7 +557,10 @@ function pageRules(t: Test, gw: TestGateway, addressPrefix: string): void {
     t.equal(page.status, 400);
     assertPageHeaders(t, page, 'the error page');
     t.equal(errorMessage(page), 'Choose allow or deny.');
-    t.same(await poll(device), { status: 400, body: { error: 'authorization_pending', error_description: 'The user has not finished yet.' } });
+    t.same(await poll(device), {
+      status: 400,
+      body: { error: 'authorization_pending', error_description: 'The user has not finished yet.' },
+    });
   });
 
   t.test('a used code cannot be decided twice', async (t) => {
@@ -519,12 +585,19 @@ function pageRules(t: Test, gw: TestGateway, addressPrefix: string): void {
     const device = await authorize();
     const browser = newBrowser();
     const consent = await reachConsent(browser, device.user_code);
-    const body = new URLSearchParams({ csrf_token: consent.hidden('csrf_token'), request: consent.hidden('request'), decision: 'allow' }).toString();
+    const body = new URLSearchParams({
+      csrf_token: consent.hidden('csrf_token'),
+      request: consent.hidden('request'),
+      decision: 'allow',
+    }).toString();
     const request = Buffer.from(
       `POST /device/consent HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: ${browser.cookieHeader}\r\n` +
         `Content-Type: application/x-www-form-urlencoded\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
     );
-    const answers = await releaseAtOnce(Array.from({ length: 20 }, () => gw.port), request);
+    const answers = await releaseAtOnce(
+      Array.from({ length: 20 }, () => gw.port),
+      request,
+    );
     const won = answers.filter((a) => a.status === 200);
     t.equal(won.length, 1, `statuses: ${answers.map((a) => a.status).join(' ')}`);
     t.match(won[0]?.body, /is now connected/);
@@ -540,7 +613,10 @@ function pageRules(t: Test, gw: TestGateway, addressPrefix: string): void {
       );
     }
     t.equal((await poll(device)).status, 200);
-    t.same(await poll(device), { status: 400, body: { error: 'invalid_grant', error_description: 'The device code is invalid or already used.' } });
+    t.same(await poll(device), {
+      status: 400,
+      body: { error: 'invalid_grant', error_description: 'The device code is invalid or already used.' },
+    });
   });
 
   t.test('user input is escaped, never markup', async (t) => {

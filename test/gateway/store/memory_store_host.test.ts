@@ -17,7 +17,13 @@ interface TaskResult {
 function startPool(t: TapTest, threads: number): { store: MemoryStore; pool: Piscina } {
   const store = new MemoryStore();
   const host = new MemoryStoreHost(store);
-  const pool = new Piscina({ filename: workerFile.href, minThreads: threads, maxThreads: threads, idleTimeout: Number.POSITIVE_INFINITY, atomics: 'disabled' });
+  const pool = new Piscina({
+    filename: workerFile.href,
+    minThreads: threads,
+    maxThreads: threads,
+    idleTimeout: Number.POSITIVE_INFINITY,
+    atomics: 'disabled',
+  });
   pool.on('message', host.acceptOffer);
   t.teardown(async () => {
     await pool.destroy();

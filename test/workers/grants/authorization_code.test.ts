@@ -46,7 +46,14 @@ t.test('called directly, with a clock', async (t) => {
     { name: 'openid', claims: ['sub'] },
     { name: 'profile', claims: ['name'] },
   ];
-  const alice: UserConfig = { subjectId: 'sub-alice', username: 'alice', passwordHash: 'unused', enabled: true, idp: 'local', claims: { name: 'Alice', email: 'a@x' } };
+  const alice: UserConfig = {
+    subjectId: 'sub-alice',
+    username: 'alice',
+    passwordHash: 'unused',
+    enabled: true,
+    idp: 'local',
+    claims: { name: 'Alice', email: 'a@x' },
+  };
   const { verifier, challenge } = pkcePair();
 
   const harness = (t: Test) => {
@@ -88,7 +95,8 @@ t.test('called directly, with a clock', async (t) => {
         await store.set(handle.key, record, web.config.authorizationCodeLifetime * 1000);
         return handle.handle;
       },
-      redeem: async (params: FormParams): Promise<TokenResponse> => authorizationCodeGrant.handle({ grantType: 'authorization_code', client: web, params }, services),
+      redeem: async (params: FormParams): Promise<TokenResponse> =>
+        authorizationCodeGrant.handle({ grantType: 'authorization_code', client: web, params }, services),
     };
   };
   const errorOf = (promise: Promise<unknown>): Promise<string> =>
@@ -155,7 +163,12 @@ t.test('on the wire', async (t) => {
       codeFlowClient('web'),
       codeFlowClient('web2'),
       codeFlowClient('no-pkce', { requirePkce: false }),
-      codeFlowClient('spa', { requireClientSecret: false, clientSecrets: [], allowOfflineAccess: false, allowedScopes: ['openid', 'api1'] }),
+      codeFlowClient('spa', {
+        requireClientSecret: false,
+        clientSecrets: [],
+        allowOfflineAccess: false,
+        allowedScopes: ['openid', 'api1'],
+      }),
       codeFlowClient('short', { authorizationCodeLifetime: 1 }),
     );
   };
@@ -188,14 +201,26 @@ t.test('on the wire', async (t) => {
     ...(verifier === undefined ? {} : { code_verifier: verifier }),
     ...extra,
   });
-  const expectRejected = async (t: Test, flow: AuthorizeFlow, params: Record<string, string>, auth: { clientId: string; secret?: string }, body = invalidCodeBody, status = 400) => {
+  const expectRejected = async (
+    t: Test,
+    flow: AuthorizeFlow,
+    params: Record<string, string>,
+    auth: { clientId: string; secret?: string },
+    body = invalidCodeBody,
+    status = 400,
+  ) => {
     const answer = await flow.token(params, auth);
     t.equal(answer.status, status);
     t.equal(answer.body, body);
     t.equal(answer.headers.get('cache-control'), 'no-store');
     t.equal(answer.headers.get('pragma'), 'no-cache');
   };
-  const expectTokens = async (t: Test, flow: AuthorizeFlow, params: Record<string, string>, auth: { clientId: string; secret?: string }) => {
+  const expectTokens = async (
+    t: Test,
+    flow: AuthorizeFlow,
+    params: Record<string, string>,
+    auth: { clientId: string; secret?: string },
+  ) => {
     const answer = await flow.token(params, auth);
     t.equal(answer.status, 200, answer.status === 200 ? 'tokens issued' : answer.body);
     return JSON.parse(answer.body) as { access_token: string; refresh_token?: string; id_token?: string; scope: string };
@@ -223,17 +248,30 @@ t.test('on the wire', async (t) => {
       await expectRejected(t, flow, redeemParams(code, verifier), secret('web'));
       t.same(await flow.introspect(first.access_token, 'web'), inactive, 'the first access token is on the deny list');
       t.same(await flow.introspect(first.refresh_token as string, 'web'), inactive, 'the first refresh token is revoked');
-      await expectRejected(t, flow, { grant_type: 'refresh_token', refresh_token: first.refresh_token as string }, secret('web'), invalidRefreshBody);
+      await expectRejected(
+        t,
+        flow,
+        { grant_type: 'refresh_token', refresh_token: first.refresh_token as string },
+        secret('web'),
+        invalidRefreshBody,
+      );
       await expectRejected(t, flow, redeemParams(code, verifier), secret('web'), invalidCodeBody);
     });
 
     t.test('of 50 redemptions of one code released at once, exactly one succeeds', async (t) => {
       const { code, verifier } = await codeOf(flow);
       const request = formPost('/connect/token', redeemParams(code, verifier), secret('web'));
-      const answers = await releaseAtOnce(Array.from({ length: 50 }, () => gw.port), request);
+      const answers = await releaseAtOnce(
+        Array.from({ length: 50 }, () => gw.port),
+        request,
+      );
       const winners = answers.filter((a) => a.status === 200);
       t.equal(winners.length, 1, 'exactly one 200');
-      t.same([...new Set(answers.filter((a) => a.status !== 200).map((a) => `${a.status} ${a.body}`))], [`400 ${invalidCodeBody}`], 'the other 49 are invalid_grant');
+      t.same(
+        [...new Set(answers.filter((a) => a.status !== 200).map((a) => `${a.status} ${a.body}`))],
+        [`400 ${invalidCodeBody}`],
+        'the other 49 are invalid_grant',
+      );
       // RFC 6749 §4.1.2: the 49 are replays, so what the winner got is revoked too.
       const won = JSON.parse(winners[0]?.body ?? '{}') as { access_token: string; refresh_token: string };
       t.same(await flow.introspect(won.access_token, 'web'), inactive);

@@ -118,7 +118,13 @@ function harness(store: Store, start: () => number): Harness {
       const record = records.get(device.handle) as DeviceCodeRecord;
       const decided: DeviceCodeRecord =
         decision === 'allow'
-          ? { ...record, status: 'approved', subject: 'sub-alice', claims: { auth_time: Math.floor(clock / 1000), amr: ['pwd'], idp: 'local' }, sid: 'sid-1' }
+          ? {
+              ...record,
+              status: 'approved',
+              subject: 'sub-alice',
+              claims: { auth_time: Math.floor(clock / 1000), amr: ['pwd'], idp: 'local' },
+              sid: 'sid-1',
+            }
           : { ...record, status: 'denied' };
       await store.set(device.key, decided, record.expiresAt - clock + expiredGraceMs);
     },
@@ -301,7 +307,7 @@ function pollingRules(t: Test, makeHarness: () => Harness, options: { realTtls: 
     // A client that polls once more after success is ordinary, not an attack (its item has no replayRetentionMs).
     t.equal(await h.store.isFamilyRevoked(device.family), false);
     const refresh = parseRefreshHandle(tokens.refresh_token as string);
-    t.not(await h.store.get(refresh?.key as FamilyHandle['key']), null, 'the first poll\'s refresh token still works');
+    t.not(await h.store.get(refresh?.key as FamilyHandle['key']), null, "the first poll's refresh token still works");
   });
 
   t.test('of 20 concurrent polls of an approved code exactly one gets tokens, the rest invalid_grant', async (t) => {

@@ -240,7 +240,11 @@ t.test('extension grants', async (t) => {
   });
 
   t.test('answers an error without a description with none, even if the custom response has one', async (t) => {
-    const r = await post(gw, { grant_type: 'test_echo', error: 'invalid_request', response: JSON.stringify({ error_description: 'forged' }) });
+    const r = await post(gw, {
+      grant_type: 'test_echo',
+      error: 'invalid_request',
+      response: JSON.stringify({ error_description: 'forged' }),
+    });
     t.equal(r.status, 400);
     t.same(r.body, { error: 'invalid_request' });
   });

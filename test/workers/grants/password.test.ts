@@ -132,7 +132,10 @@ t.test('password grant', async (t) => {
     for (const acr of [undefined, 'idp:local', 'idp:other']) {
       const r = await grant(gw, { username: 'erin', password: 'erin-pw', ...(acr ? { acr_values: acr } : {}) }, 'corp-only');
       t.equal(r.status, 400, String(acr));
-      t.same(JSON.parse(r.text), { error: 'invalid_request', error_description: 'The requested identity provider is not allowed for this client.' });
+      t.same(JSON.parse(r.text), {
+        error: 'invalid_request',
+        error_description: 'The requested identity provider is not allowed for this client.',
+      });
     }
     const ok = await grant(gw, { username: 'erin', password: 'erin-pw', acr_values: 'idp:corp' }, 'corp-only');
     t.equal(ok.status, 200, ok.text);
@@ -165,7 +168,11 @@ async function throttleSuite(t: Test, store: 'memory' | 'redis') {
     t.equal(blocked.headers.get('cache-control'), 'no-store');
 
     t.equal((await grant(gw, { username: 'carol', password: 'pässwörd ✓ 密码' })).status, 200, 'other users are unaffected');
-    t.equal((await grant(gw, { username: 'alice', password: 'alice-pw' }, 'ro2')).status, 200, 'the same user at another client is unaffected');
+    t.equal(
+      (await grant(gw, { username: 'alice', password: 'alice-pw' }, 'ro2')).status,
+      200,
+      'the same user at another client is unaffected',
+    );
 
     await new Promise((r) => setTimeout(r, 2100));
     t.equal((await grant(gw, { username: 'alice', password: 'alice-pw' })).status, 200, 'the block ends with the window');
@@ -175,7 +182,11 @@ async function throttleSuite(t: Test, store: 'memory' | 'redis') {
     for (let i = 0; i < 2; i++) t.equal((await grant(gw, { username: 'carol', password: 'nope' }, 'ro2')).status, 400);
     t.equal((await grant(gw, { username: 'carol', password: 'pässwörd ✓ 密码' }, 'ro2')).status, 200);
     for (let i = 0; i < 2; i++) t.equal((await grant(gw, { username: 'carol', password: 'nope' }, 'ro2')).status, 400);
-    t.equal((await grant(gw, { username: 'carol', password: 'pässwörd ✓ 密码' }, 'ro2')).status, 200, 'two failures after a reset do not block');
+    t.equal(
+      (await grant(gw, { username: 'carol', password: 'pässwörd ✓ 密码' }, 'ro2')).status,
+      200,
+      'two failures after a reset do not block',
+    );
   });
 
   t.test('blocks a client after repeated authentication failures, and no other client', async (t) => {

@@ -129,7 +129,12 @@ function runRedeemOnce(t: TapTest, makeStores: MakeStores): void {
     const seeded = await h.seed();
     const successor = newRefreshHandle(seeded.family);
     const companion = issuedAccessTokenRecord(seeded.family, { jti: 'next', exp: Math.floor(Date.now() / 1000) + 600 }, Date.now());
-    const value = await redeemOnce(h.services, seeded.item, { key: successor.key, value: { clientId: 'client-a', next: true }, ttlMs: minute, companion });
+    const value = await redeemOnce(h.services, seeded.item, {
+      key: successor.key,
+      value: { clientId: 'client-a', next: true },
+      ttlMs: minute,
+      companion,
+    });
     t.same(value, seeded.record);
     t.same(await h.store.get(successor.key), { clientId: 'client-a', next: true });
     const issued = await h.store.familyRecords(issuedTokensFamily(seeded.family), 'at');
@@ -153,7 +158,10 @@ function runRedeemOnce(t: TapTest, makeStores: MakeStores): void {
     const seeded = await h.seed();
     await redeemOnce(h.services, seeded.item);
     const successor = newRefreshHandle(seeded.family);
-    t.equal(await refusal(redeemOnce(h.services, seeded.item, { key: successor.key, value: { clientId: 'client-a' }, ttlMs: minute })), refused);
+    t.equal(
+      await refusal(redeemOnce(h.services, seeded.item, { key: successor.key, value: { clientId: 'client-a' }, ttlMs: minute })),
+      refused,
+    );
     t.equal(await h.store.get(successor.key), null);
     t.equal(await h.store.isFamilyRevoked(seeded.family), true);
   });
@@ -172,7 +180,13 @@ function runRedeemOnce(t: TapTest, makeStores: MakeStores): void {
   t.test('an item without replayRetentionMs is refused on replay and revokes nothing', async (t) => {
     const h = await open(t);
     const seeded = await h.seed();
-    const item: SingleUseItem<CodeRecord> = { name: 'device code', key: seeded.item.key, family: seeded.family, clientId: 'client-a', invalid };
+    const item: SingleUseItem<CodeRecord> = {
+      name: 'device code',
+      key: seeded.item.key,
+      family: seeded.family,
+      clientId: 'client-a',
+      invalid,
+    };
     await redeemOnce(h.services, item);
     t.equal(await refusal(redeemOnce(h.services, item)), refused);
     t.equal(await h.store.isFamilyRevoked(seeded.family), false);
@@ -217,7 +231,9 @@ function runRedeemOnce(t: TapTest, makeStores: MakeStores): void {
     const won = settled.filter((s) => s.status === 'fulfilled');
     t.equal(won.length, 1, 'one winner');
     t.same((won[0] as PromiseFulfilledResult<CodeRecord>).value, seeded.record);
-    const reasons = settled.filter((s): s is PromiseRejectedResult => s.status === 'rejected').map((s) => `${(s.reason as OAuthError).error}`);
+    const reasons = settled
+      .filter((s): s is PromiseRejectedResult => s.status === 'rejected')
+      .map((s) => `${(s.reason as OAuthError).error}`);
     t.same(new Set(reasons), new Set(['invalid_grant']), 'every other one is refused');
     t.equal(reasons.length, 59);
     // The losers saw a replay: what the winner received is revoked with the family.

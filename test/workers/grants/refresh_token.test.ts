@@ -188,7 +188,11 @@ t.test('issuance', async (t) => {
     t.ok(parsed);
     t.not(parsed?.key.id, handle);
     t.equal(parsed?.key.id.length, 43, 'base64url of 32 bytes');
-    t.equal(parsed?.key.family, Buffer.from(handle, 'base64url').subarray(0, 16).toString('base64url'), 'the first 16 bytes name the family');
+    t.equal(
+      parsed?.key.family,
+      Buffer.from(handle, 'base64url').subarray(0, 16).toString('base64url'),
+      'the first 16 bytes name the family',
+    );
   });
 });
 
@@ -203,7 +207,15 @@ t.test('request checks', async (t) => {
     const real = refreshTokenOf(await h.issue('rotating'));
     const unknown = Buffer.from(real, 'base64url');
     unknown[40] = (unknown[40] ?? 0) ^ 0xff;
-    for (const token of ['', 'garbage', real.slice(1), `${real}A`, real.replace(/.$/, '*'), unknown.toString('base64url'), 'a'.repeat(64)]) {
+    for (const token of [
+      '',
+      'garbage',
+      real.slice(1),
+      `${real}A`,
+      real.replace(/.$/, '*'),
+      unknown.toString('base64url'),
+      'a'.repeat(64),
+    ]) {
       t.equal(await h.refreshError('rotating', { refresh_token: token }), rejected, JSON.stringify(token));
     }
     t.ok(await h.refresh('rotating', { refresh_token: real }), 'the real token was not harmed');

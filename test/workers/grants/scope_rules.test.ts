@@ -6,7 +6,10 @@ import { OAuthError } from '../../../workers/protocol/oauth_errors.js';
 import { registerClient } from '../../../workers/protocol/client_model.js';
 
 const rules = new ScopeRules({
-  identityResources: [{ name: 'openid', claims: ['sub'] }, { name: 'profile', claims: [] }],
+  identityResources: [
+    { name: 'openid', claims: ['sub'] },
+    { name: 'profile', claims: [] },
+  ],
   apiScopes: [{ name: 'api1' }, { name: 'api2' }, { name: 'api3' }],
   apiResources: [
     { name: 'urn:one', scopes: ['api1'] },
@@ -45,16 +48,28 @@ t.test('maps API scopes to their resources for aud', async (t) => {
 });
 
 t.test('refuses an unregistered scope', async (t) => {
-  t.equal(scopeError(() => rules.resolve(m2m, 'api1 nope', clientOnlyPolicy)), 'invalid_scope: A requested scope is not registered.');
+  t.equal(
+    scopeError(() => rules.resolve(m2m, 'api1 nope', clientOnlyPolicy)),
+    'invalid_scope: A requested scope is not registered.',
+  );
 });
 
 t.test('refuses a registered scope the client is not allowed', async (t) => {
-  t.equal(scopeError(() => rules.resolve(user, 'api2', userPolicy)), 'invalid_scope: The client is not allowed a requested scope.');
+  t.equal(
+    scopeError(() => rules.resolve(user, 'api2', userPolicy)),
+    'invalid_scope: The client is not allowed a requested scope.',
+  );
 });
 
 t.test('refuses identity scopes and offline_access for a client-only grant', async (t) => {
-  t.equal(scopeError(() => rules.resolve(m2m, 'openid', clientOnlyPolicy)), 'invalid_scope: A requested scope is not allowed for this grant type.');
-  t.equal(scopeError(() => rules.resolve(user, 'offline_access', clientOnlyPolicy)), 'invalid_scope: A requested scope is not allowed for this grant type.');
+  t.equal(
+    scopeError(() => rules.resolve(m2m, 'openid', clientOnlyPolicy)),
+    'invalid_scope: A requested scope is not allowed for this grant type.',
+  );
+  t.equal(
+    scopeError(() => rules.resolve(user, 'offline_access', clientOnlyPolicy)),
+    'invalid_scope: A requested scope is not allowed for this grant type.',
+  );
 });
 
 t.test('grants identity scopes and offline access to a user grant', async (t) => {
@@ -66,7 +81,10 @@ t.test('grants identity scopes and offline access to a user grant', async (t) =>
 
 t.test('refuses a client-only grant when no allowed scope fits it', async (t) => {
   const idOnly = make({ allowedScopes: ['openid'] });
-  t.equal(scopeError(() => rules.resolve(idOnly, undefined, clientOnlyPolicy)), 'invalid_scope: The client has no scope allowed for this grant type.');
+  t.equal(
+    scopeError(() => rules.resolve(idOnly, undefined, clientOnlyPolicy)),
+    'invalid_scope: The client has no scope allowed for this grant type.',
+  );
 });
 
 t.test('lists every registered scope for discovery', async (t) => {
@@ -77,6 +95,13 @@ t.test('resolves a repeated scope string once and keeps refusing an invalid one'
   const first = rules.resolve(m2m, 'api1 api2', clientOnlyPolicy);
   t.equal(rules.resolve(m2m, 'api1 api2', clientOnlyPolicy), first, 'the same frozen result');
   t.equal(rules.resolve(m2m, 'api1 api2', userPolicy).scope, 'api2 api1', 'per policy');
-  for (let i = 0; i < 2; i++) t.equal(scopeError(() => rules.resolve(m2m, 'nope', clientOnlyPolicy)), 'invalid_scope: A requested scope is not registered.');
-  t.equal(scopeError(() => rules.resolve(m2m, 'openid', clientOnlyPolicy)), 'invalid_scope: A requested scope is not allowed for this grant type.');
+  for (let i = 0; i < 2; i++)
+    t.equal(
+      scopeError(() => rules.resolve(m2m, 'nope', clientOnlyPolicy)),
+      'invalid_scope: A requested scope is not registered.',
+    );
+  t.equal(
+    scopeError(() => rules.resolve(m2m, 'openid', clientOnlyPolicy)),
+    'invalid_scope: A requested scope is not allowed for this grant type.',
+  );
 });

@@ -38,11 +38,15 @@ t.test("every entry's status follows RFC 6749 §5.2 or is a deliberate 405, 413 
 
 t.test("every entry's prebuilt body is its code and description, and nothing else", async (t) => {
   for (const [name, entry] of entries) {
-    const expected = entry.description === undefined ? { error: entry.error } : { error: entry.error, error_description: entry.description };
+    const expected =
+      entry.description === undefined ? { error: entry.error } : { error: entry.error, error_description: entry.description };
     t.strictSame(JSON.parse(entry.body), expected, name);
     t.ok(Object.isFrozen(entry), `${name} is frozen`);
   }
-  t.equal(OAuthErrors.temporarilyUnavailable.body, '{"error":"temporarily_unavailable","error_description":"The service is temporarily unavailable. Retry later."}');
+  t.equal(
+    OAuthErrors.temporarilyUnavailable.body,
+    '{"error":"temporarily_unavailable","error_description":"The service is temporarily unavailable. Retry later."}',
+  );
   t.equal(OAuthErrors.invalidGrant.body, '{"error":"invalid_grant"}');
 });
 
@@ -111,7 +115,9 @@ function literalErrorCalls(text: string): string[] {
 }
 
 t.test('the literal-call check finds what it should', async (t) => {
-  t.same(literalErrorCalls("throw new OAuthError('invalid_grant', 'The code is bad.');"), ["new OAuthError('invalid_grant', 'The code is bad.');"]);
+  t.same(literalErrorCalls("throw new OAuthError('invalid_grant', 'The code is bad.');"), [
+    "new OAuthError('invalid_grant', 'The code is bad.');",
+  ]);
   t.same(literalErrorCalls('errorBody(code, `The ${name} endpoint accepts POST only.`)').length, 1);
   t.same(literalErrorCalls("new OAuthError(OAuthErrors.invalidGrant, { detail: 'log only' })"), []);
   t.same(literalErrorCalls('errorBody(err.error, err.description, err.extra)'), []);

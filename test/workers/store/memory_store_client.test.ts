@@ -88,7 +88,10 @@ t.test('across 2 worker threads and the main thread, of 75 concurrent consumers 
   const races = workerReports.flatMap((r) => (r.kind === 'consume-race' ? [r] : []));
   t.equal(races.length, 2);
   t.equal(new Set(races.map((r) => r.threadId)).size, 2, 'two distinct threads');
-  t.notOk(races.some((r) => r.threadId === 0), 'none of them the main thread');
+  t.notOk(
+    races.some((r) => r.threadId === 0),
+    'none of them the main thread',
+  );
   const statuses = [...mainResults.map((r) => r.status), ...races.flatMap((r) => r.statuses)];
   t.equal(statuses.length, 75);
   t.equal(statuses.filter((s) => s === 'consumed').length, 1);
@@ -165,7 +168,10 @@ t.test('a value that cannot be cloned is refused at once, not timed out, and onl
   t.teardown(() => store.close());
   const key: StoreKey = { kind: 'misc', id: newId() };
   // Both calls leave in the same message.
-  const [bad, good] = await Promise.allSettled([store.set({ kind: 'misc', id: newId() }, { fn: () => 1 }, 1000), store.set(key, { ok: true }, 1000)]);
+  const [bad, good] = await Promise.allSettled([
+    store.set({ kind: 'misc', id: newId() }, { fn: () => 1 }, 1000),
+    store.set(key, { ok: true }, 1000),
+  ]);
   t.equal(bad.status, 'rejected');
   const err: unknown = bad.status === 'rejected' ? bad.reason : null;
   t.type(err, Error);
@@ -190,7 +196,10 @@ t.test('the calls made in one turn of the event loop cross as one message each w
   const bridged = createBridgedStore(port1);
   t.teardown(() => bridged.close());
   const results = await Promise.all(Array.from({ length: 20 }, (_, i) => bridged.increment(`c-${i % 2}`, 60_000)));
-  t.same(results.map((r) => r.count).sort((a, b) => a - b), [1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10]);
+  t.same(
+    results.map((r) => r.count).sort((a, b) => a - b),
+    [1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10],
+  );
   t.equal(requests, 1, 'one request message');
   t.equal(responses, 1, 'one response message');
 });

@@ -47,7 +47,13 @@ async function scanKeys(raw: Redis, prefix: string): Promise<string[]> {
 async function waitForPing(store: RedisStore, timeoutMs: number): Promise<boolean> {
   const until = performance.now() + timeoutMs;
   while (performance.now() < until) {
-    if (await store.ping().then(() => true, () => false)) return true;
+    if (
+      await store.ping().then(
+        () => true,
+        () => false,
+      )
+    )
+      return true;
     await sleep(50);
   }
   return false;
@@ -81,11 +87,17 @@ t.test('keys follow the documented layout, never contain a raw handle, and all c
   await store.set({ kind: 'code', id: hashHandle(code) }, { clientId: 'web' }, 60_000);
   await store.set({ kind: 'rt', id: hashHandle(refreshToken), family }, { gen: 0 }, 120_000);
   const accessTokenId = newId();
-  await store.rotate({ kind: 'rt', id: hashHandle(refreshToken), family }, { kind: 'rt', id: hashHandle(successor), family }, { gen: 1 }, 180_000, {
-    key: { kind: 'at', id: accessTokenId, family: subFamily(family, 'at') },
-    value: { jti: 'j', exp: 1 },
-    ttlMs: 90_000,
-  });
+  await store.rotate(
+    { kind: 'rt', id: hashHandle(refreshToken), family },
+    { kind: 'rt', id: hashHandle(successor), family },
+    { gen: 1 },
+    180_000,
+    {
+      key: { kind: 'at', id: accessTokenId, family: subFamily(family, 'at') },
+      value: { jti: 'j', exp: 1 },
+      ttlMs: 90_000,
+    },
+  );
   await store.set({ kind: 'rt', id: newId(), family: otherFamily }, { gen: 0 }, 60_000);
   await store.revokeFamily(otherFamily, 30_000);
   await store.putIfAbsent({ kind: 'key', id: 'dev-signing-key:ES256' }, { kid: 'a' }, 60_000);
@@ -132,21 +144,30 @@ t.test('keys follow the documented layout, never contain a raw handle, and all c
   t.equal(consumedBytes?.[0], 1, 'a consumed record keeps its bytes behind a consumed marker');
 });
 
-t.test('a store created before its server is up fails fast, then works once the server answers', { skip: unmanagedReason('the fallback Redis cannot be started') }, async (t) => {
-  const port = await freePort();
-  const store = new RedisStore({ url: `redis://127.0.0.1:${port}`, keyPrefix: newPrefix(), commandTimeoutMs: 300, maxReconnectDelayMs: 100 });
-  t.teardown(() => store.close());
-  const { err, ms } = await timeRejection(() => store.get({ kind: 'code', id: newId() }));
-  t.type(err, StoreUnavailableError, 'nothing listens yet');
-  t.ok(ms < 1000, `rejected in ${Math.round(ms)} ms`);
+t.test(
+  'a store created before its server is up fails fast, then works once the server answers',
+  { skip: unmanagedReason('the fallback Redis cannot be started') },
+  async (t) => {
+    const port = await freePort();
+    const store = new RedisStore({
+      url: `redis://127.0.0.1:${port}`,
+      keyPrefix: newPrefix(),
+      commandTimeoutMs: 300,
+      maxReconnectDelayMs: 100,
+    });
+    t.teardown(() => store.close());
+    const { err, ms } = await timeRejection(() => store.get({ kind: 'code', id: newId() }));
+    t.type(err, StoreUnavailableError, 'nothing listens yet');
+    t.ok(ms < 1000, `rejected in ${Math.round(ms)} ms`);
 
-  const server = await startRedisServer({ port });
-  t.teardown(() => server.stop());
-  t.ok(await waitForPing(store, 3000), 'connects in the background');
-  const key: StoreKey = { kind: 'code', id: newId() };
-  await store.set(key, { v: 1 }, 60_000);
-  t.same(await store.get(key), { v: 1 });
-});
+    const server = await startRedisServer({ port });
+    t.teardown(() => server.stop());
+    t.ok(await waitForPing(store, 3000), 'connects in the background');
+    const key: StoreKey = { kind: 'code', id: newId() };
+    await store.set(key, { v: 1 }, 60_000);
+    t.same(await store.get(key), { v: 1 });
+  },
+);
 
 t.test('calls made right after construction wait for the first connection', async (t) => {
   const store = new RedisStore({ url: redis.url, keyPrefix: newPrefix(), commandTimeoutMs: 500 });
@@ -156,72 +177,87 @@ t.test('calls made right after construction wait for the first connection', asyn
   t.same(results, [undefined, undefined, { count: 1, resetInMs: 1000 }]);
 });
 
-t.test('a store pointed at a stopped server rejects get and consume with StoreUnavailableError within 2 s and works again after a restart', { skip: unmanagedReason('the fallback Redis cannot be stopped') }, async (t) => {
-  // A server of its own: stopping the shared one would break the other subtests.
-  const server = await startRedisServer();
-  t.teardown(() => server.stop());
-  const store = new RedisStore({ url: server.url, keyPrefix: newPrefix(), commandTimeoutMs: 500, maxReconnectDelayMs: 200 });
-  t.teardown(() => store.close());
-  const key: StoreKey = { kind: 'code', id: newId() };
-  await store.set(key, { v: 1 }, 60_000);
-  t.same(await store.get(key), { v: 1 });
+t.test(
+  'a store pointed at a stopped server rejects get and consume with StoreUnavailableError within 2 s and works again after a restart',
+  { skip: unmanagedReason('the fallback Redis cannot be stopped') },
+  async (t) => {
+    // A server of its own: stopping the shared one would break the other subtests.
+    const server = await startRedisServer();
+    t.teardown(() => server.stop());
+    const store = new RedisStore({ url: server.url, keyPrefix: newPrefix(), commandTimeoutMs: 500, maxReconnectDelayMs: 200 });
+    t.teardown(() => store.close());
+    const key: StoreKey = { kind: 'code', id: newId() };
+    await store.set(key, { v: 1 }, 60_000);
+    t.same(await store.get(key), { v: 1 });
 
-  await server.stop();
-  for (const [name, call] of [
-    ['get', () => store.get(key)],
-    ['consume', () => store.consume(key)],
-    ['rotate', () => store.rotate(key, { kind: 'code', id: newId() }, 1, 1000)],
-    ['increment', () => store.increment('pw:alice', 1000)],
-    ['ping', () => store.ping()],
-  ] as const) {
-    const { err, ms } = await timeRejection(call);
-    t.type(err, StoreUnavailableError, `${name} rejects with StoreUnavailableError`);
-    t.ok(ms < 2000, `${name} rejected in ${Math.round(ms)} ms`);
-  }
-  // Many calls at once during the outage: every one fails, none hangs.
-  const burst = await Promise.allSettled(Array.from({ length: 50 }, () => store.consume(key)));
-  t.same(new Set(burst.map((r) => (r.status === 'rejected' && r.reason instanceof StoreUnavailableError ? 'unavailable' : 'other'))), new Set(['unavailable']));
+    await server.stop();
+    for (const [name, call] of [
+      ['get', () => store.get(key)],
+      ['consume', () => store.consume(key)],
+      ['rotate', () => store.rotate(key, { kind: 'code', id: newId() }, 1, 1000)],
+      ['increment', () => store.increment('pw:alice', 1000)],
+      ['ping', () => store.ping()],
+    ] as const) {
+      const { err, ms } = await timeRejection(call);
+      t.type(err, StoreUnavailableError, `${name} rejects with StoreUnavailableError`);
+      t.ok(ms < 2000, `${name} rejected in ${Math.round(ms)} ms`);
+    }
+    // Many calls at once during the outage: every one fails, none hangs.
+    const burst = await Promise.allSettled(Array.from({ length: 50 }, () => store.consume(key)));
+    t.same(
+      new Set(burst.map((r) => (r.status === 'rejected' && r.reason instanceof StoreUnavailableError ? 'unavailable' : 'other'))),
+      new Set(['unavailable']),
+    );
 
-  await server.start();
-  const recovered = await waitForPing(store, 5000);
-  t.ok(recovered, 'reconnects in the background');
-  // The server restarted empty (no persistence): the store simply works again.
-  t.equal(await store.get(key), null);
-  await store.set(key, { v: 2 }, 60_000);
-  t.same(await store.consume(key), { status: 'consumed', value: { v: 2 } });
-});
+    await server.start();
+    const recovered = await waitForPing(store, 5000);
+    t.ok(recovered, 'reconnects in the background');
+    // The server restarted empty (no persistence): the store simply works again.
+    t.equal(await store.get(key), null);
+    await store.set(key, { v: 2 }, 60_000);
+    t.same(await store.consume(key), { status: 'consumed', value: { v: 2 } });
+  },
+);
 
-t.test('a server that stops answering makes calls reject with StoreUnavailableError within the command timeout', { skip: unmanagedReason('the fallback Redis cannot be paused') }, async (t) => {
-  const server = await startRedisServer();
-  t.teardown(() => server.stop());
-  const store = new RedisStore({ url: server.url, keyPrefix: newPrefix(), commandTimeoutMs: 300 });
-  t.teardown(() => store.close());
-  const key: StoreKey = { kind: 'code', id: newId() };
-  await store.set(key, { v: 1 }, 60_000);
-  server.pause();
-  t.teardown(() => server.resume());
-  const results = await Promise.all(
-    [() => store.consume(key), () => store.get(key), () => store.increment('c', 1000)].map((call) => timeRejection(call)),
-  );
-  for (const { err, ms } of results) {
-    t.type(err, StoreUnavailableError);
-    t.ok(ms >= 250 && ms < 700, `rejected after ${Math.round(ms)} ms`);
-  }
-});
+t.test(
+  'a server that stops answering makes calls reject with StoreUnavailableError within the command timeout',
+  { skip: unmanagedReason('the fallback Redis cannot be paused') },
+  async (t) => {
+    const server = await startRedisServer();
+    t.teardown(() => server.stop());
+    const store = new RedisStore({ url: server.url, keyPrefix: newPrefix(), commandTimeoutMs: 300 });
+    t.teardown(() => store.close());
+    const key: StoreKey = { kind: 'code', id: newId() };
+    await store.set(key, { v: 1 }, 60_000);
+    server.pause();
+    t.teardown(() => server.resume());
+    const results = await Promise.all(
+      [() => store.consume(key), () => store.get(key), () => store.increment('c', 1000)].map((call) => timeRejection(call)),
+    );
+    for (const { err, ms } of results) {
+      t.type(err, StoreUnavailableError);
+      t.ok(ms >= 250 && ms < 700, `rejected after ${Math.round(ms)} ms`);
+    }
+  },
+);
 
-t.test('a call that started before the server went away is not replayed after it comes back', { skip: unmanagedReason('the fallback Redis cannot be stopped') }, async (t) => {
-  const server = await startRedisServer();
-  t.teardown(() => server.stop());
-  const store = new RedisStore({ url: server.url, keyPrefix: newPrefix(), commandTimeoutMs: 300, maxReconnectDelayMs: 100 });
-  t.teardown(() => store.close());
-  await store.ping();
-  await server.stop();
-  const key: StoreKey = { kind: 'misc', id: newId() };
-  await t.rejects(store.set(key, { late: true }, 60_000), StoreUnavailableError);
-  await server.start();
-  await sleep(400);
-  t.equal(await store.get(key), null, 'the failed write never lands');
-});
+t.test(
+  'a call that started before the server went away is not replayed after it comes back',
+  { skip: unmanagedReason('the fallback Redis cannot be stopped') },
+  async (t) => {
+    const server = await startRedisServer();
+    t.teardown(() => server.stop());
+    const store = new RedisStore({ url: server.url, keyPrefix: newPrefix(), commandTimeoutMs: 300, maxReconnectDelayMs: 100 });
+    t.teardown(() => store.close());
+    await store.ping();
+    await server.stop();
+    const key: StoreKey = { kind: 'misc', id: newId() };
+    await t.rejects(store.set(key, { late: true }, 60_000), StoreUnavailableError);
+    await server.start();
+    await sleep(400);
+    t.equal(await store.get(key), null, 'the failed write never lands');
+  },
+);
 
 t.test('a Redis error reply that is not an outage surfaces as is', async (t) => {
   const prefix = newPrefix();
@@ -241,9 +277,7 @@ t.test('on Redis Cluster rotate between two standalone keys is refused before an
   const port = await freePort();
   const store = new RedisStore({ nodes: [`redis://127.0.0.1:${port}`], keyPrefix: newPrefix(), commandTimeoutMs: 300 });
   t.teardown(() => store.close());
-  const { err } = await timeRejection(() =>
-    store.rotate({ kind: 'dc', id: newId() }, { kind: 'dc', id: newId() }, 1, 1000),
-  );
+  const { err } = await timeRejection(() => store.rotate({ kind: 'dc', id: newId() }, { kind: 'dc', id: newId() }, 1, 1000));
   t.type(err, Error);
   t.notOk(err instanceof StoreUnavailableError);
   t.match((err as Error).message, /one family/);

@@ -9,7 +9,7 @@ import type { ConsumeResult, Store, StoreKey } from '../../../workers/store/stor
 import { hashHandle, newHandle } from '../../../workers/store/handle.js';
 
 /** The `t` a tap subtest callback receives. */
-export type TapTest = Parameters<Parameters<(typeof import('tap'))['test']>[0]>[0];
+export type TapTest = Parameters<Parameters<typeof import('tap')['test']>[0]>[0];
 
 /**
  * Creates a fresh store for one subtest. It may register teardowns of its own on `t` (a server
@@ -246,7 +246,9 @@ export function runStoreConformance(t: TapTest, makeStore: MakeStore): void {
     const successors = Array.from({ length: concurrency }, (): StoreKey => ({ kind: 'rt', id: newId(), family }));
     const companions = Array.from({ length: concurrency }, (): StoreKey => ({ kind: 'at', id: newId(), family: issued }));
     const results = await Promise.all(
-      successors.map((newKey, i) => store.rotate(oldKey, newKey, { gen: 1 }, longTtlMs, { key: companions[i] as StoreKey, value: { by: i }, ttlMs: longTtlMs })),
+      successors.map((newKey, i) =>
+        store.rotate(oldKey, newKey, { gen: 1 }, longTtlMs, { key: companions[i] as StoreKey, value: { by: i }, ttlMs: longTtlMs }),
+      ),
     );
     tt.same(countStatuses(results), { consumed: 1, replayed: concurrency - 1, missing: 0 });
     const winner = results.findIndex((r) => r.status === 'consumed');
@@ -264,7 +266,11 @@ export function runStoreConformance(t: TapTest, makeStore: MakeStore): void {
     tt.same(await store.familyRecords(issued, 'at'), [{ by: winner }]);
     const late: StoreKey = { kind: 'at', id: newId(), family: issued };
     tt.same(
-      await store.rotate(successors[winner] as StoreKey, { kind: 'rt', id: newId(), family }, { gen: 2 }, longTtlMs, { key: late, value: { by: 'late' }, ttlMs: longTtlMs }),
+      await store.rotate(successors[winner] as StoreKey, { kind: 'rt', id: newId(), family }, { gen: 2 }, longTtlMs, {
+        key: late,
+        value: { by: 'late' },
+        ttlMs: longTtlMs,
+      }),
       { status: 'missing' },
       'a revoked family refuses the rotation',
     );
@@ -273,11 +279,17 @@ export function runStoreConformance(t: TapTest, makeStore: MakeStore): void {
     const missingCompanion: StoreKey = { kind: 'at', id: newId(), family: issued };
     const otherFamily = newFamily();
     tt.same(
-      await store.rotate({ kind: 'rt', id: newId(), family: otherFamily }, { kind: 'rt', id: newId(), family: otherFamily }, { gen: 1 }, longTtlMs, {
-        key: { kind: 'at', id: missingCompanion.id, family: subFamily(otherFamily, 'at') },
-        value: { by: 'missing' },
-        ttlMs: longTtlMs,
-      }),
+      await store.rotate(
+        { kind: 'rt', id: newId(), family: otherFamily },
+        { kind: 'rt', id: newId(), family: otherFamily },
+        { gen: 1 },
+        longTtlMs,
+        {
+          key: { kind: 'at', id: missingCompanion.id, family: subFamily(otherFamily, 'at') },
+          value: { by: 'missing' },
+          ttlMs: longTtlMs,
+        },
+      ),
       { status: 'missing' },
     );
     tt.same(await store.familyRecords(subFamily(otherFamily, 'at'), 'at'), [], 'a rotation of a missing record writes no companion');
