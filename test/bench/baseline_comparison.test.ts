@@ -10,21 +10,7 @@ import { baselineComparisons } from '../../bench/report/baseline.js';
 import { chartSpec } from '../../bench/report/chart.js';
 import type { BenchResults, ContenderResult, RoundResult, ScenarioResult, Summary } from '../../bench/report/results.js';
 import { formatBaselineComparison, formatScenario, formatSettings } from '../../bench/report/table.js';
-
-function summary(rps: number, figures: Partial<Summary> = {}): Summary {
-  return {
-    validRounds: 1,
-    rps,
-    latencyMs: { p50: 1, p90: 2, p99: 3, max: 4, mean: 1 },
-    serverCores: null,
-    serverUsPerRequest: null,
-    storeUsPerRequest: null,
-    loadgenCores: null,
-    otherCores: null,
-    stealPercent: null,
-    ...figures,
-  };
-}
+import { summary } from './summary_fixture.js';
 
 function round(n: number, rps: number, valid = true): RoundResult {
   return {
@@ -153,17 +139,32 @@ t.test('the scenario report prints the comparisons, and none when the file has n
 const resultsDir = fileURLToPath(new URL('../../bench/results/', import.meta.url));
 
 t.test('results files from before the baseline still report and chart as before', async (t) => {
-  const files = readdirSync(resultsDir).filter((file) => file.endsWith('.json'));
-  t.ok(files.length > 0, 'bench/results/ has files');
+  const all = readdirSync(resultsDir).filter((file) => file.endsWith('.json'));
+  const read = (file: string): BenchResults => JSON.parse(readFileSync(`${resultsDir}${file}`, 'utf8')) as BenchResults;
+  // Files written by runs with --baseline-root are the other test's subject.
+  const files = all.filter((file) => (read(file).settings.baseline ?? null) === null);
+  t.ok(files.length > 0, 'bench/results/ has files from runs without a baseline');
   for (const file of files) {
-    const results = JSON.parse(readFileSync(`${resultsDir}${file}`, 'utf8')) as BenchResults;
-    t.equal(results.settings.baseline, undefined, `${file}: no baseline settings`);
+    const results = read(file);
     t.notMatch(formatSettings(results), /baseline/, `${file}: settings line`);
     for (const s of results.scenarios) {
-      t.equal(s.baselines, undefined);
+      t.same(s.baselines ?? [], [], `${file} ${s.name}: no comparisons`);
       t.notMatch(formatScenario(s), / vs Tessera baseline/, `${file} ${s.name}: no comparison line`);
     }
     t.notMatch(JSON.stringify(chartSpec(results)), /"baseline"/, `${file}: no baseline in the chart's legend`);
+  }
+});
+
+t.test('a committed run with a baseline reports its comparison', async (t) => {
+  const withBaseline = readdirSync(resultsDir)
+    .filter((file) => file.endsWith('.json'))
+    .map((file) => ({ file, results: JSON.parse(readFileSync(`${resultsDir}${file}`, 'utf8')) as BenchResults }))
+    .filter(({ results }) => (results.settings.baseline ?? null) !== null);
+  for (const { file, results } of withBaseline) {
+    t.match(formatSettings(results), /; baseline/, `${file}: the settings name the baseline`);
+    const compared = results.scenarios.filter((s) => (s.baselines ?? []).length > 0);
+    t.ok(compared.length > 0, `${file}: at least one scenario compared`);
+    for (const s of compared) t.match(formatScenario(s), / vs Tessera baseline/, `${file} ${s.name}: the comparison line`);
   }
 });
 

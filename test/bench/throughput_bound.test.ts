@@ -2,21 +2,7 @@ import t from 'tap';
 import type { BenchResults, ContenderResult, ScenarioResult, Summary } from '../../bench/report/results.js';
 import { formatThroughputBound, throughputBound } from '../../bench/report/throughput_bound.js';
 import { bareSignCase } from '../../bench/sign.js';
-
-function summary(rps: number, figures: Partial<Summary> = {}): Summary {
-  return {
-    validRounds: 1,
-    rps,
-    latencyMs: { p50: 1, p90: 2, p99: 3, max: 4, mean: 1 },
-    serverCores: null,
-    serverUsPerRequest: null,
-    storeUsPerRequest: null,
-    loadgenCores: null,
-    otherCores: null,
-    stealPercent: null,
-    ...figures,
-  };
-}
+import { summary } from './summary_fixture.js';
 
 function contender(kind: ContenderResult['kind'], store: ContenderResult['store'], s: Summary | null): ContenderResult {
   return {
