@@ -31,6 +31,8 @@ export interface RouteDeps {
   /** Read per request: a validator reload changes both. */
   readonly grantTypes: () => ReadonlySet<string>;
   readonly discoveryBody: () => string;
+  /** True once a graceful stop has begun: `/readyz` answers 503 from then on. */
+  readonly draining: () => boolean;
 }
 
 /** Every endpoint of docs/endpoints.md on one uWS app. */
@@ -65,7 +67,7 @@ export function registerRoutes(app: TemplatedApp, deps: RouteDeps): void {
   );
   app.any(
     '/readyz',
-    getOnly((ex) => answerReadiness(ex, store, dispatcher, keys.length)),
+    getOnly((ex) => answerReadiness(ex, { store, dispatcher, keyCount: keys.length, draining: deps.draining })),
   );
   app.any(
     '/metrics',
@@ -94,9 +96,19 @@ function pageSecretsOf(config: LoadedConfig, keys: readonly SigningKeyMaterial[]
   );
 }
 
-/** `/readyz`: 200 when keys, worker threads and the store are there, else 503 naming what is not. */
-function answerReadiness(exchange: Exchange, store: Store, dispatcher: WorkerDispatcher, keyCount: number): void {
-  checkReady(store, dispatcher, keyCount).then(
+interface Readiness {
+  readonly store: Store;
+  readonly dispatcher: WorkerDispatcher;
+  readonly keyCount: number;
+  readonly draining: () => boolean;
+}
+
+/**
+ * `/readyz`: 200 when keys, worker threads and a store that takes writes are there and no stop
+ * has begun, else 503 naming what is not (docs/operations.md, "Health and readiness").
+ */
+function answerReadiness(exchange: Exchange, readiness: Readiness): void {
+  checkReady(readiness).then(
     (problems) =>
       problems.length === 0
         ? exchange.sendStatic(200, 'application/json', '{"status":"ready"}', 'no-store')
@@ -105,14 +117,15 @@ function answerReadiness(exchange: Exchange, store: Store, dispatcher: WorkerDis
   );
 }
 
-async function checkReady(store: Store, dispatcher: WorkerDispatcher, keyCount: number): Promise<string[]> {
+async function checkReady({ store, dispatcher, keyCount, draining }: Readiness): Promise<string[]> {
   const problems: string[] = [];
+  if (draining()) problems.push('draining');
   if (keyCount === 0) problems.push('no signing keys');
   if (dispatcher.currentPool.threads.length === 0) problems.push('no worker threads');
   try {
-    await store.ping();
+    await store.checkReady();
   } catch {
-    problems.push('store unreachable');
+    problems.push('store not serving');
   }
   return problems;
 }

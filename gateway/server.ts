@@ -46,11 +46,19 @@ export interface RunningGateway {
   readonly grantTypes: readonly string[];
   /** Resolves after the next validator reload attempt: `true` when it took effect. */
   nextValidatorReload(): Promise<boolean>;
-  /** Graceful stop: stop accepting, finish in-flight requests, close the pool and the store. */
-  stop(): Promise<void>;
+  /**
+   * Graceful stop (docs/operations.md, "Signals and shutdown"): `/readyz` turns 503 at once and
+   * requests are still served for `drainSeconds` (default 0: embedding code and tests stop at
+   * once; `tessera start` passes the config's `shutdown.drainSeconds` on SIGTERM); then the
+   * listener closes, requests in flight finish within `shutdown.requestTimeoutSeconds`, and the
+   * pool and the store close.
+   */
+  stop(options?: StopOptions): Promise<void>;
 }
 
-const drainTimeoutMs = 10_000;
+export interface StopOptions {
+  readonly drainSeconds?: number;
+}
 
 /**
  * Starts one gateway: store, signing keys, grant and validator modules, the worker pool, the
@@ -98,6 +106,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     metrics = new GatewayMetrics(() => dispatcher.pending);
 
     let discoveryBody = '';
+    let draining = false;
     const reload = new ValidatorReload(
       {
         sources,
@@ -126,10 +135,13 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       metrics,
       grantTypes: () => reload.grantTypes,
       discoveryBody: () => discoveryBody,
+      draining: () => draining,
     });
     if (options.watchValidators !== false) stopWatching = watchValidators(config.validatorsDir, reload.reload, logger);
 
-    const listenSocket = await listen(app, config.listen.host, config.listen.port);
+    // The memory store is one process's state: a second gateway sharing the port (SO_REUSEPORT,
+    // uWS's default) would split clients between two stores, so the port is taken exclusively.
+    const listenSocket = await listen(app, config.listen.host, config.listen.port, config.store.type === 'memory');
     const port = uWS.us_socket_local_port(listenSocket as unknown as uWS.us_socket);
     const host = config.listen.host;
     const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
@@ -148,12 +160,18 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       nextValidatorReload() {
         return reload.next();
       },
-      stop() {
+      stop(stopOptions) {
         stopping ??= (async () => {
+          draining = true;
+          const drainSeconds = stopOptions?.drainSeconds ?? 0;
+          if (drainSeconds > 0) {
+            logger.info({ drainSeconds }, 'draining: /readyz answers 503, requests are still served');
+            await delay(drainSeconds * 1000);
+          }
           stopWatching();
           reload.cancel();
           uWS.us_listen_socket_close(listenSocket);
-          await Promise.race([dispatcher.drain(), delay(drainTimeoutMs)]);
+          await Promise.race([dispatcher.drain(), delay(config.shutdown.requestTimeoutSeconds * 1000)]);
           app.close();
           await dispatcher.currentPool.destroy();
           storeHost?.close();
@@ -203,12 +221,31 @@ function clientAuthenticationOf(
   };
 }
 
-function listen(app: uWS.TemplatedApp, host: string, port: number): Promise<uWS.us_listen_socket> {
+const listenExclusivePort = (uWS as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT: number }).LIBUS_LISTEN_EXCLUSIVE_PORT;
+
+function listen(app: uWS.TemplatedApp, host: string, port: number, exclusive: boolean): Promise<uWS.us_listen_socket> {
   return new Promise<uWS.us_listen_socket>((resolve, reject) => {
-    app.listen(host, port, (socket) => {
-      if (socket === false) reject(new Error(`cannot listen on ${host}:${port}`));
-      else resolve(socket);
-    });
+    const done = (socket: uWS.us_listen_socket | false): void => {
+      if (socket !== false) resolve(socket);
+      else if (exclusive) {
+        reject(
+          new Error(
+            `cannot listen on ${host}:${port}: the port is in use. With the memory store a gateway needs the port to ` +
+              'itself (its state lives in this one process); run one gateway per memory store, or share Redis',
+          ),
+        );
+      } else reject(new Error(`cannot listen on ${host}:${port}`));
+    };
+    // uWS.js has the (host, port, options, cb) form and the option's constant at run time, but
+    // its types declare neither.
+    const listenWithOptions = app.listen as unknown as (
+      host: string,
+      port: number,
+      options: number,
+      cb: (socket: uWS.us_listen_socket | false) => void,
+    ) => uWS.TemplatedApp;
+    if (exclusive) listenWithOptions.call(app, host, port, listenExclusivePort, done);
+    else app.listen(host, port, done);
   });
 }
 

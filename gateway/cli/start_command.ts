@@ -19,7 +19,8 @@ export const startCommand: CliCommand = {
   details: [
     `-c, --config FILE   config file to serve (default: ${defaultConfigFile}, relative to the current folder)`,
     '',
-    'Stops gracefully on SIGINT (Ctrl-C) or SIGTERM; a second signal exits at once.',
+    'Stops gracefully: on SIGTERM after shutdown.drainSeconds of /readyz answering 503 (requests still served),',
+    'on SIGINT (Ctrl-C) at once; a second signal exits at once. SIGHUP is logged and ignored.',
   ],
   async run(args, io) {
     const { values } = parseArgs({
@@ -44,11 +45,11 @@ export const startCommand: CliCommand = {
       return ExitCode.Failure;
     }
     io.stdout.write(formatBanner(config, gateway));
-    return serveUntilSignal(gateway, logger, io);
+    return serveUntilSignal(gateway, config.shutdown.drainSeconds, logger, io);
   },
 };
 
-function serveUntilSignal(gateway: RunningGateway, logger: Logger, io: CliIo): Promise<number> {
+function serveUntilSignal(gateway: RunningGateway, drainSeconds: number, logger: Logger, io: CliIo): Promise<number> {
   return new Promise((resolveExit) => {
     let stopping = false;
     const onSignal = (signal: NodeJS.Signals): void => {
@@ -57,8 +58,11 @@ function serveUntilSignal(gateway: RunningGateway, logger: Logger, io: CliIo): P
         process.exit(128 + (signal === 'SIGINT' ? 2 : 15));
       }
       stopping = true;
-      logger.info({ signal }, 'stopping: finishing in-flight requests');
-      gateway.stop().then(
+      // SIGTERM is how orchestrators stop a service behind a load balancer: fail readiness first
+      // and keep serving until it has stopped sending. Ctrl-C is a person, who wants it gone now.
+      const drain = signal === 'SIGTERM' ? drainSeconds : 0;
+      logger.info({ signal, drainSeconds: drain }, 'stopping: finishing in-flight requests');
+      gateway.stop({ drainSeconds: drain }).then(
         () => {
           logger.info('stopped');
           setTimeout(() => process.exit(ExitCode.Ok), exitGraceMs).unref();
@@ -73,6 +77,8 @@ function serveUntilSignal(gateway: RunningGateway, logger: Logger, io: CliIo): P
     };
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
+    // Node's default for SIGHUP ends the process; a closed terminal or a stray `kill -HUP` must not.
+    process.on('SIGHUP', () => logger.info({ signal: 'SIGHUP' }, 'SIGHUP ignored: nothing is reloaded on a signal'));
   });
 }
 

@@ -158,6 +158,24 @@ export const configSchema = z
         maxQueue: z.number().int().min(1).default(4096),
       })
       .default({ threads: 2, maxQueue: 4096 }),
+    shutdown: z
+      .strictObject({
+        drainSeconds: z
+          .number()
+          .min(0)
+          .max(600)
+          .default(5)
+          .describe(
+            'After SIGTERM: seconds during which /readyz answers 503 while requests are still served, so load balancers stop sending.',
+          ),
+        requestTimeoutSeconds: z
+          .number()
+          .positive()
+          .max(600)
+          .default(10)
+          .describe('After the listener closes: how long requests in flight may take to finish before the process stops anyway.'),
+      })
+      .default({ drainSeconds: 5, requestTimeoutSeconds: 10 }),
     signing: z
       .strictObject({
         algorithm: z.enum(signingAlgorithms).default('ES256'),

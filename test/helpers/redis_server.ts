@@ -101,7 +101,7 @@ async function waitForPing(port: number, timeoutMs: number, child: ChildProcess,
  * if (redis.warning) t.comment(redis.warning);
  * ```
  */
-export async function startRedisServer(options: { port?: number } = {}): Promise<RedisServer> {
+export async function startRedisServer(options: { port?: number; args?: readonly string[] } = {}): Promise<RedisServer> {
   const binary = findRedisServer();
   if (binary === null) {
     return {
@@ -122,7 +122,19 @@ export async function startRedisServer(options: { port?: number } = {}): Promise
 
   const start = async (): Promise<void> => {
     if (child !== null) return;
-    const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning'];
+    const args = [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--loglevel',
+      'warning',
+      ...(options.args ?? []),
+    ];
     const spawned = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     child = spawned;
     killAtExit(spawned);

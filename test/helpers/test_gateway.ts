@@ -145,7 +145,7 @@ export async function startTestGateway(t: Test, options: TestGatewayOptions = {}
       return gateway.grantTypes;
     },
     nextValidatorReload: () => gateway.nextValidatorReload(),
-    stop: () => gateway.stop(),
+    stop: (stopOptions) => gateway.stop(stopOptions),
     config,
     tokenUrl: `${gateway.url}/connect/token`,
   };

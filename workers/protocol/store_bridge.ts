@@ -43,6 +43,7 @@ const bridged: { readonly [M in StoreMethod]: true } = {
   increment: true,
   resetCounter: true,
   ping: true,
+  checkReady: true,
 };
 
 export const storeMethods = Object.freeze(Object.keys(bridged)) as readonly StoreMethod[];

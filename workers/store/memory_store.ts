@@ -214,6 +214,10 @@ export class MemoryStore implements Store {
     this.#assertOpen();
   }
 
+  async checkReady(): Promise<void> {
+    this.#assertOpen();
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#sweepTimer);

@@ -408,6 +408,13 @@ export class RedisStore implements Store {
     await this.#run('ping', (c) => c.ping());
   }
 
+  async checkReady(): Promise<void> {
+    // A write, bounded by the command timeout like every call: `CLIENT PAUSE … WRITE` holds it
+    // until the timeout, a failed Cluster refuses it with CLUSTERDOWN, `maxmemory` with OOM.
+    const key = `${this.#prefix}readyz`;
+    await this.#run('checkReady', (c) => c.set(key, '1', 'PX', 10_000));
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;

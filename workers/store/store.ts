@@ -153,6 +153,13 @@ export interface Store {
   resetCounter(name: string): Promise<void>;
   /** Throws {@link StoreUnavailableError} when the backend cannot be reached. */
   ping(): Promise<void>;
+  /**
+   * Throws {@link StoreUnavailableError} unless the store can serve the service's commands now:
+   * a reachable Redis that refuses writes (paused for a failover, a Cluster whose state is `fail`,
+   * out of memory) is not ready, so `/readyz` writes a short-lived key rather than pinging
+   * (docs/operations.md, "Health and readiness").
+   */
+  checkReady(): Promise<void>;
   /** Releases connections and timers. Later calls reject with {@link StoreUnavailableError}. */
   close(): Promise<void>;
 }

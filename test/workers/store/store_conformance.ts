@@ -465,9 +465,10 @@ export function runStoreConformance(t: TapTest, makeStore: MakeStore): void {
     await store.resetCounter(`never-used:${newId()}`);
   });
 
-  t.test('ping resolves while open and every call after close rejects with StoreUnavailableError', async (tt) => {
+  t.test('ping and checkReady resolve while open and every call after close rejects with StoreUnavailableError', async (tt) => {
     const store = await makeStore(tt);
     await store.ping();
+    await store.checkReady();
     await store.close();
     const err = await store.get({ kind: 'code', id: newId() }).then(
       () => null,
@@ -476,6 +477,7 @@ export function runStoreConformance(t: TapTest, makeStore: MakeStore): void {
     tt.type(err, StoreUnavailableError);
     tt.equal((err as StoreUnavailableError).code, 'store_unavailable');
     await tt.rejects(store.ping(), StoreUnavailableError);
+    await tt.rejects(store.checkReady(), StoreUnavailableError);
     await tt.rejects(store.consume({ kind: 'code', id: newId() }), StoreUnavailableError);
     await store.close();
   });

@@ -1,0 +1,79 @@
+// `tessera start` and signals (docs/operations.md, "Signals and shutdown"): SIGTERM fails readiness
+// at once, serves through `shutdown.drainSeconds`, then exits 0; SIGHUP does not end the process.
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { basicAuthorization } from '../../helpers/basic_authorization.js';
+import { freePort } from '../../helpers/free_port.js';
+import { killAtExit } from '../../helpers/kill_at_exit.js';
+import { baseTestConfig } from '../../helpers/test_gateway.js';
+
+const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+const mainScript = join(repoRoot, 'gateway/cli/main.ts');
+
+async function status(url: string, init?: RequestInit): Promise<number | 'refused'> {
+  try {
+    const response = await fetch(url, init);
+    await response.arrayBuffer();
+    return response.status;
+  } catch {
+    return 'refused';
+  }
+}
+
+t.test('SIGHUP is ignored; SIGTERM drains, then exits 0', async (t) => {
+  const dir = t.testdir();
+  const port = await freePort();
+  const raw = baseTestConfig();
+  raw.issuer = `http://127.0.0.1:${port}`;
+  raw.listen = { host: '127.0.0.1', port };
+  raw.logLevel = 'info';
+  raw.shutdown = { drainSeconds: 2, requestTimeoutSeconds: 5 };
+  writeFileSync(join(dir, 'tessera.json'), JSON.stringify(raw));
+
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TESSERA_')));
+  const child = spawn(process.execPath, ['--import', 'tsx', mainScript, 'start', '-c', 'tessera.json'], {
+    cwd: dir,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  killAtExit(child);
+  let output = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  while ((await status(`${url}/readyz`)) !== 200) {
+    if (Date.now() > deadline || child.exitCode !== null) t.fail(`the gateway did not become ready: ${output}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+
+  child.kill('SIGHUP');
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  t.equal(child.exitCode, null, 'SIGHUP did not end the process');
+  t.equal(await status(`${url}/readyz`), 200, 'and it is still ready');
+  t.match(output, /SIGHUP ignored/);
+
+  const signalled = Date.now();
+  child.kill('SIGTERM');
+  let readyz = await status(`${url}/readyz`);
+  for (let i = 0; i < 10 && readyz === 200; i += 1) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    readyz = await status(`${url}/readyz`);
+  }
+  t.equal(readyz, 503, '/readyz fails as soon as SIGTERM arrives');
+  const token = await status(`${url}/connect/token`, {
+    method: 'POST',
+    headers: { authorization: basicAuthorization('m2m'), 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'grant_type=client_credentials&scope=api1',
+  });
+  t.equal(token, 200, 'requests are still served while draining');
+  t.equal(await exited, 0, 'exit code 0 after a graceful stop');
+  t.ok(Date.now() - signalled >= 1900, 'it served for the drain window before stopping');
+  t.match(output, /draining/);
+  t.notMatch(output, /secret/i, 'no secret in the log');
+});
