@@ -11,6 +11,7 @@ import type { ClaimValue } from '../../workers/protocol/validator_api.js';
 import { parseJson, subjectIs, tokenExpectation, tokenResponse, verifyAccessTokenResponse } from './checks.js';
 import { basicAuthorization, formPost } from './requests.js';
 import type { RequestKind, RequestPlan, ServerAccess } from './scenario.js';
+import { deviceCodeGrantType } from '../../workers/protocol/grant_types.js';
 
 const tokenPath = '/connect/token';
 const form = (fields: Record<string, string>): string => new URLSearchParams(fields).toString();
@@ -154,8 +155,6 @@ export function authorizationCodeKind(weight = 1): RequestKind {
     },
   };
 }
-
-export const deviceCodeGrantType = 'urn:ietf:params:oauth:grant-type:device_code';
 
 const pendingExpectation: Expectation = { status: 400, bodyPrefix: '{"error":"authorization_pending"' };
 
