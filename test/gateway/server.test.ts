@@ -116,7 +116,7 @@ t.test('on the Redis store', async (t) => {
     t.equal((await tokenRequest(a.url, 'grant_type=client_credentials')).status, 200, 'client_credentials needs no store');
     const ready = await fetch(`${a.url}/readyz`);
     t.equal(ready.status, 503);
-    t.same(await ready.json(), { status: 'not_ready', problems: ['store unreachable'] });
+    t.same(await ready.json(), { status: 'not_ready', problems: ['store not serving'] });
 
     await redis.start();
     let status = 0;
