@@ -10,6 +10,7 @@ import { registerClients } from './protocol/client_model.js';
 import { OAuthError, OAuthErrors } from './protocol/oauth_errors.js';
 import { packMessage, unpackMessage, type LoginItem, type TaskItem, type TokenItem, type TokenTaskResult } from './protocol/token_task.js';
 import { introspect } from './endpoints/introspection.js';
+import { IntrospectionThrottle } from './endpoints/introspection_throttle.js';
 import { revoke } from './endpoints/revocation.js';
 import type { WorkerBootData } from './protocol/worker_boot.js';
 import { GrantRegistry, isGrantHandler } from './grants/registry.js';
@@ -57,6 +58,7 @@ if (boot.passwordValidatorModule !== null) {
 }
 const authenticateResourceOwner = createResourceOwnerAuthenticator(passwordValidator, {
   throttle: new FailureThrottle(store, 'pwd', boot.config.throttling.password),
+  userThrottle: new FailureThrottle(store, 'pwd-user', boot.config.throttling.passwordPerUser),
   timeoutMs: boot.config.validatorTimeoutMs,
   logger,
 });
@@ -101,7 +103,12 @@ function moduleName(url: string): string {
 const serverError: TokenTaskResult = [OAuthErrors.serverError.status, OAuthErrors.serverError.body, null];
 const storeUnavailable: TokenTaskResult = [OAuthErrors.temporarilyUnavailable.status, OAuthErrors.temporarilyUnavailable.body, 2];
 
-const endpointServices = { tokenValidator, store, now: Date.now };
+const endpointServices = {
+  tokenValidator,
+  store,
+  now: Date.now,
+  introspectionThrottle: new IntrospectionThrottle(store, boot.config.throttling.introspectionInactive),
+};
 
 async function handleItem(item: TaskItem): Promise<TokenTaskResult> {
   try {

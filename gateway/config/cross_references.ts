@@ -66,7 +66,9 @@ export function checkCrossReferences(config: TesseraConfig, extraGrantTypes: rea
         report(`${at}.allowedScopes[${j}]`, `unknown scope "${scope}"`);
       }
     });
-    if (client.slidingRefreshTokenLifetime > client.absoluteRefreshTokenLifetime) {
+    // Only a sliding lifetime is bounded by the absolute one; with `absolute` expiration the sliding
+    // value (perhaps its default) is never read, so it contradicts nothing (IdentityServer agrees).
+    if (client.refreshTokenExpiration === 'sliding' && client.slidingRefreshTokenLifetime > client.absoluteRefreshTokenLifetime) {
       report(
         `${at}.slidingRefreshTokenLifetime`,
         `must not exceed absoluteRefreshTokenLifetime (${client.slidingRefreshTokenLifetime} > ${client.absoluteRefreshTokenLifetime})`,

@@ -206,11 +206,27 @@ export const configSchema = z
           })
           .default({ maxFailures: 10, windowSeconds: 300 })
           .describe('Wrong user codes on the /device page per source address and per browser before 429.'),
+        passwordPerUser: z
+          .strictObject({
+            maxFailures: z.number().int().positive().default(20),
+            windowSeconds: z.number().int().positive().default(900),
+          })
+          .default({ maxFailures: 20, windowSeconds: 900 })
+          .describe('Failed password attempts per username across all clients before 429, and the window they count in.'),
+        introspectionInactive: z
+          .strictObject({
+            maxFailures: z.number().int().positive().default(300),
+            windowSeconds: z.number().int().positive().default(60),
+          })
+          .default({ maxFailures: 300, windowSeconds: 60 })
+          .describe('Introspection answers of active:false per caller before 429 (token scanning, RFC 7662 §4), and their window.'),
       })
       .default({
         password: { maxFailures: 5, windowSeconds: 900 },
         clientAuthentication: { maxFailures: 10, windowSeconds: 300 },
         userCode: { maxFailures: 10, windowSeconds: 300 },
+        passwordPerUser: { maxFailures: 20, windowSeconds: 900 },
+        introspectionInactive: { maxFailures: 300, windowSeconds: 60 },
       }),
     validatorTimeoutMs: z.number().int().positive().default(5000),
     sessionLifetimeSeconds: z

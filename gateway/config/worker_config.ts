@@ -14,7 +14,11 @@ export function workerConfigOf(config: TesseraConfig): WorkerConfig {
     identityResources: config.identityResources,
     apiScopes: config.apiScopes,
     apiResources: config.apiResources,
-    throttling: { password: config.throttling.password },
+    throttling: {
+      password: config.throttling.password,
+      passwordPerUser: config.throttling.passwordPerUser,
+      introspectionInactive: config.throttling.introspectionInactive,
+    },
     validatorTimeoutMs: config.validatorTimeoutMs,
   };
 }

@@ -3,7 +3,9 @@ import type { Store } from '../store/store.js';
 import { parseRefreshHandle } from '../tokens/refresh_token_handle.js';
 import type { RefreshTokenRecord } from '../tokens/refresh_token_record.js';
 import type { AccessTokenValidator } from '../tokens/token_validator.js';
+import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
 import type { FormParams } from '../protocol/token_task.js';
+import type { IntrospectionThrottle } from './introspection_throttle.js';
 
 export const inactive = '{"active":false}';
 
@@ -11,6 +13,7 @@ export interface IntrospectionServices {
   readonly tokenValidator: AccessTokenValidator;
   readonly store: Store;
   readonly now: () => number;
+  readonly introspectionThrottle: IntrospectionThrottle;
 }
 
 /**
@@ -24,6 +27,10 @@ export async function introspect(
   params: FormParams,
   services: IntrospectionServices,
 ): Promise<string> {
+  const caller = `${callerKind}\u0000${callerId}`;
+  const { introspectionThrottle } = services;
+  const blocked = introspectionThrottle.retryAfterSeconds(caller);
+  if (blocked > 0) throw tooManyInactive(blocked);
   const token = params.token ?? '';
   // The hint picks which kind to try first (RFC 7662 §2.1); both are tried either way.
   const refreshFirst = params.token_type_hint === 'refresh_token';
@@ -32,7 +39,13 @@ export async function introspect(
     const body = await attempt(token, callerKind, callerId, services);
     if (body !== undefined) return body;
   }
+  // The answer that crosses the limit is still given; the ones after it are 429.
+  await introspectionThrottle.recordInactive(caller);
   return inactive;
+}
+
+function tooManyInactive(retryAfter: number): OAuthError {
+  return new OAuthError(OAuthErrors.tooManyInactiveIntrospections, { retryAfter });
 }
 
 async function introspectAccessToken(

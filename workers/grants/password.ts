@@ -38,9 +38,16 @@ export type ResourceOwnerAuthenticator = (
 
 export function createResourceOwnerAuthenticator(
   validator: ResourceOwnerPasswordValidator,
-  options: { throttle: FailureThrottle; timeoutMs: number; logger: Logger },
+  options: {
+    /** Failures per username at one client. */
+    throttle: FailureThrottle;
+    /** Failures per username across every client: a second client does not restart the count. */
+    userThrottle: FailureThrottle;
+    timeoutMs: number;
+    logger: Logger;
+  },
 ): ResourceOwnerAuthenticator {
-  const { throttle, timeoutMs, logger } = options;
+  const { throttle, userThrottle, timeoutMs, logger } = options;
   return async (request, services, scopes) => {
     const { params, client } = request;
     const userName = params.username;
@@ -54,11 +61,15 @@ export function createResourceOwnerAuthenticator(
       throw new OAuthError(OAuthErrors.identityProviderNotAllowed);
     }
 
-    // Per username at this client: guessing one user's password is throttled without letting
-    // an attacker lock that user out of every other application.
+    // Per username at this client, with a tight limit: guessing one user's password is stopped
+    // early without locking that user out of every other application. Per username across all
+    // clients, with a looser one: guessing cannot go on by switching clients. Both count names
+    // that match no user alike, so the answers do not tell which usernames exist.
     const throttleSubject = `${client.clientId}\u0000${userName}`;
-    const state = await throttle.check(throttleSubject);
+    const userSubject = `${acr.tenant ?? ''}\u0000${acr.idp ?? 'local'}\u0000${userName}`;
+    const [state, userState] = await Promise.all([throttle.check(throttleSubject), userThrottle.check(userSubject)]);
     if (state.blocked) throw tooManyAttempts(state.retryAfterSeconds);
+    if (userState.blocked) throw tooManyAttempts(userState.retryAfterSeconds);
 
     const context: ResourceOwnerPasswordValidationContext = {
       userName,
@@ -72,10 +83,10 @@ export function createResourceOwnerAuthenticator(
       isResult(result) && !result.isError && typeof result.subject === 'string' && result.subject.length > 0 ? result.subject : undefined;
     if (subject === undefined || !isResult(result)) {
       // The attempt that reaches the limit is still answered as a wrong password; the next is 429.
-      await throttle.recordFailure(throttleSubject);
+      await Promise.all([throttle.recordFailure(throttleSubject), userThrottle.recordFailure(userSubject)]);
       throw failureOf(result);
     }
-    await throttle.recordSuccess(throttleSubject);
+    await Promise.all([throttle.recordSuccess(throttleSubject), userThrottle.recordSuccess(userSubject)]);
 
     const claims = grantClaims(result.claims);
     claims.auth_time = Math.floor(services.now() / 1000);

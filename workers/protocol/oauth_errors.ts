@@ -96,6 +96,8 @@ export const OAuthErrors = {
   multipleClientAuthMethods: defineError('invalid_request', 'The request uses more than one client authentication method.'),
   /** A client, API resource or user throttled after failed attempts. */
   tooManyFailedAttempts: defineError('temporarily_unavailable', 'Too many failed attempts. Retry later.', 429),
+  /** An introspection caller past its limit of inactive answers (RFC 7662 §4, token scanning). */
+  tooManyInactiveIntrospections: defineError('temporarily_unavailable', 'Too many introspections of inactive tokens. Retry later.', 429),
 
   // Token endpoint (RFC 6749 §5.2).
   missingGrantType: defineError('invalid_request', 'The grant_type parameter is missing.'),

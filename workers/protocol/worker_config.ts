@@ -105,7 +105,11 @@ export interface WorkerConfig {
   readonly identityResources: readonly IdentityResourceConfig[];
   readonly apiScopes: readonly ApiScopeConfig[];
   readonly apiResources: readonly ApiResourceConfig[];
-  readonly throttling: { readonly password: ThrottleConfig };
+  readonly throttling: {
+    readonly password: ThrottleConfig;
+    readonly passwordPerUser: ThrottleConfig;
+    readonly introspectionInactive: ThrottleConfig;
+  };
   /** How long a validator's `validate` may run before the request is answered 503. */
   readonly validatorTimeoutMs: number;
 }

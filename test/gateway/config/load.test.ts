@@ -330,10 +330,19 @@ t.test('cross-reference rules', async (t) => {
 
   t.test('the sliding refresh lifetime cannot exceed the absolute one', async (t) => {
     const config = withChange((c) => {
+      clients(c)[1]!.refreshTokenExpiration = 'sliding';
       clients(c)[1]!.absoluteRefreshTokenLifetime = 3600;
       clients(c)[1]!.slidingRefreshTokenLifetime = 7200;
     });
     t.same(problemsOf(config), ['clients[1].slidingRefreshTokenLifetime: must not exceed absoluteRefreshTokenLifetime (7200 > 3600)']);
+  });
+
+  t.test('a short absolute lifetime is accepted with absolute expiration, whatever the unused sliding default', async (t) => {
+    const config = withChange((c) => {
+      clients(c)[1]!.refreshTokenExpiration = 'absolute';
+      clients(c)[1]!.absoluteRefreshTokenLifetime = 600;
+    });
+    t.same(problemsOf(config), []);
   });
 
   t.test('a password hash must be an argon2id or scrypt PHC string', async (t) => {

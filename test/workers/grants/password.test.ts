@@ -152,7 +152,12 @@ async function throttleSuite(t: Test, store: 'memory' | 'redis') {
   const gw = await startTestGateway(t, {
     patch: (raw) => {
       addPasswordFixtures(raw, fixtures);
-      raw.throttling = { password: { maxFailures: 3, windowSeconds: 2 }, clientAuthentication: { maxFailures: 4, windowSeconds: 2 } };
+      raw.throttling = {
+        password: { maxFailures: 3, windowSeconds: 2 },
+        passwordPerUser: { maxFailures: 5, windowSeconds: 2 },
+        clientAuthentication: { maxFailures: 4, windowSeconds: 2 },
+        introspectionInactive: { maxFailures: 6, windowSeconds: 2 },
+      };
       if (redisUrl !== undefined) raw.store = { type: 'redis', url: redisUrl };
       raw.apiResources = [{ name: 'urn:api1', scopes: ['api1'], secrets: [{ value: sha256Secret('api-secret') }] }];
     },
@@ -176,6 +181,64 @@ async function throttleSuite(t: Test, store: 'memory' | 'redis') {
 
     await new Promise((r) => setTimeout(r, 2100));
     t.equal((await grant(gw, { username: 'alice', password: 'alice-pw' })).status, 200, 'the block ends with the window');
+  });
+
+  t.test('failures count per username across clients too, for known and unknown names alike', async (t) => {
+    // dave (tenant acme) exists; nobody-here does not. Each gets 2 failures at ro and 3 at ro2:
+    // under the per-client limit (3) at each, but 5 across clients, the per-user limit.
+    for (const username of ['dave', 'nobody-here']) {
+      const attempt = (password: string, client: string) => grant(gw, { username, password, acr_values: 'tenant:acme' }, client);
+      const statuses: number[] = [];
+      for (let i = 0; i < 2; i++) statuses.push((await attempt('nope', 'ro')).status);
+      for (let i = 0; i < 3; i++) statuses.push((await attempt('nope', 'ro2')).status);
+      t.same(statuses, [400, 400, 400, 400, 400], `${username}: five wrong passwords answered as wrong`);
+      const third = await attempt(username === 'dave' ? 'dave-pw' : 'nope', 'ro');
+      t.equal(third.status, 429, `${username}: a third client-side attempt at ro is refused: the user is blocked across clients`);
+      t.same(JSON.parse(third.text), { error: 'temporarily_unavailable', error_description: 'Too many failed attempts. Retry later.' });
+      t.ok(Number(third.headers.get('retry-after')) >= 1, `${username}: Retry-After`);
+    }
+    await new Promise((r) => setTimeout(r, 2100));
+    t.equal(
+      (await grant(gw, { username: 'dave', password: 'dave-pw', acr_values: 'tenant:acme' }, 'ro2')).status,
+      200,
+      'the block ends with the window',
+    );
+  });
+
+  t.test('an introspection caller scanning inactive tokens is stopped; valid tokens of another caller are not', async (t) => {
+    const introspect = async (client: string, secret: string, token: string) => {
+      const res = await fetch(`${gw.url}/connect/introspect`, {
+        method: 'POST',
+        headers: { authorization: basicAuthorization(client, secret), 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ token }).toString(),
+      });
+      return { status: res.status, retryAfter: res.headers.get('retry-after'), body: await res.text() };
+    };
+    const issued = await grant(gw, { username: 'carol', password: 'pässwörd ✓ 密码', scope: 'api1' }, 'ro2');
+    const accessToken = (JSON.parse(issued.text) as { access_token: string }).access_token;
+    t.match((await introspect('urn:api1', 'api-secret', accessToken)).body, /^\{"active":true/, 'a valid token is active');
+
+    // The scanner: the client ro introspecting random tokens. Six inactive answers are given.
+    const scans: string[] = [];
+    for (let i = 0; i < 6; i++) scans.push((await introspect('ro', 'secret', `guess-${i}-${Math.random()}`)).body);
+    t.same(new Set(scans), new Set(['{"active":false}']), 'the first six inactive answers are given');
+    const blocked = await introspect('ro', 'secret', `guess-7-${Math.random()}`);
+    t.equal(blocked.status, 429, 'the seventh is refused');
+    t.equal(
+      blocked.body,
+      '{"error":"temporarily_unavailable","error_description":"Too many introspections of inactive tokens. Retry later."}',
+    );
+    t.ok(Number(blocked.retryAfter) >= 1, 'with Retry-After');
+    t.match(
+      (await introspect('urn:api1', 'api-secret', accessToken)).body,
+      /^\{"active":true/,
+      'another caller with a valid token is unaffected',
+    );
+    // Valid tokens do not clear the count: the API itself stays under its own limit.
+    for (let i = 0; i < 5; i++) t.equal((await introspect('urn:api1', 'api-secret', `miss-${i}`)).body, '{"active":false}');
+    t.match((await introspect('urn:api1', 'api-secret', accessToken)).body, /^\{"active":true/);
+    await new Promise((r) => setTimeout(r, 2100));
+    t.equal((await introspect('ro', 'secret', 'after-the-window')).body, '{"active":false}', 'the block ends with the window');
   });
 
   t.test('a success resets the count', async (t) => {
