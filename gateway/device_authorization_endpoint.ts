@@ -21,6 +21,7 @@ import {
 } from './client_authentication/step.js';
 import type { Exchange } from './http/exchange.js';
 import { readForm, type FormRequest, type FormRoute } from './http/form_request.js';
+import { RequestRate, type RateLimits } from './request_rate.js';
 
 export const deviceAuthorizationPath = '/connect/deviceauthorization';
 export const devicePagePath = '/device';
@@ -28,6 +29,8 @@ export const devicePagePath = '/device';
 export interface DeviceAuthorizationDeps extends ClientAuthenticationDeps {
   scopes: ScopeRules;
   store: Store;
+  /** Device authorizations per client and source address (`throttling.deviceAuthorization`). */
+  rate: RateLimits;
   now?: () => number;
 }
 
@@ -36,6 +39,7 @@ interface DeviceAuthorizationRoute extends FormRoute {
   readonly clientAuthentication: ClientAuthentication;
   readonly scopes: ScopeRules;
   readonly store: Store;
+  readonly rate: RequestRate;
   readonly now: () => number;
   readonly verificationUri: string;
 }
@@ -51,6 +55,7 @@ export function createDeviceAuthorizationEndpoint(deps: DeviceAuthorizationDeps)
     clientAuthentication: createClientAuthentication(deps),
     scopes: deps.scopes,
     store: deps.store,
+    rate: new RequestRate(deps.store, 'devauth', deps.rate),
     now: deps.now ?? Date.now,
     verificationUri: `${deps.issuer}${devicePagePath}`,
   };
@@ -66,7 +71,30 @@ function answerDeviceAuthorizationRequest(route: DeviceAuthorizationRoute, reque
   if (!checkDeviceGrantAllowed(request, client)) return;
   const scopes = checkScope(route, request, client);
   if (scopes === undefined) return;
-  void issueDeviceCode(route, request.exchange, client, scopes);
+  void checkRateThenIssue(route, request, client, scopes);
+}
+
+/**
+ * Each device authorization writes records that live for the code's lifetime, and a public client
+ * needs no secret to ask: without a rate, anyone can fill the store. Counted per client and
+ * source address; never rejects.
+ */
+async function checkRateThenIssue(route: DeviceAuthorizationRoute, request: FormRequest, client: RegisteredClient, scopes: GrantedScopes) {
+  const { exchange } = request;
+  const address = Buffer.from(exchange.res.getRemoteAddressAsText()).toString();
+  let retryAfter: number;
+  try {
+    retryAfter = await route.rate.take(`${client.clientId}\u0000${address}`);
+  } catch (err) {
+    if (isStoreUnavailable(err)) exchange.sendError(OAuthErrors.temporarilyUnavailable, { retryAfter: 2 });
+    else exchange.sendError(OAuthErrors.serverError);
+    return;
+  }
+  if (retryAfter > 0) {
+    exchange.sendError(OAuthErrors.tooManyDeviceAuthorizations, { retryAfter });
+    return;
+  }
+  await issueDeviceCode(route, exchange, client, scopes);
 }
 
 /** RFC 6749 §5.2 `unauthorized_client`: the client is not registered for the device grant. */

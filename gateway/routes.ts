@@ -46,7 +46,10 @@ export function registerRoutes(app: TemplatedApp, deps: RouteDeps): void {
   app.any('/connect/revocation', createRevocationEndpoint({ ...clientAuthentication, dispatcher }));
 
   const scopes = new ScopeRules(config);
-  app.any(deviceAuthorizationPath, createDeviceAuthorizationEndpoint({ ...clientAuthentication, scopes, store }));
+  app.any(
+    deviceAuthorizationPath,
+    createDeviceAuthorizationEndpoint({ ...clientAuthentication, scopes, store, rate: config.throttling.deviceAuthorization }),
+  );
   const secrets = pageSecretsOf(config, keys);
   registerAuthorizeEndpoint(app, { config, clients, scopes, secrets, dispatcher, store });
   registerDeviceEndpoint(app, { config, clients, secrets, dispatcher, store });

@@ -213,6 +213,13 @@ export const configSchema = z
           })
           .default({ maxFailures: 20, windowSeconds: 900 })
           .describe('Failed password attempts per username across all clients before 429, and the window they count in.'),
+        deviceAuthorization: z
+          .strictObject({
+            maxRequests: z.number().int().positive().default(30),
+            windowSeconds: z.number().int().positive().default(60),
+          })
+          .default({ maxRequests: 30, windowSeconds: 60 })
+          .describe('Device authorization requests per client and source address in a window, beyond which 429.'),
         introspectionInactive: z
           .strictObject({
             maxFailures: z.number().int().positive().default(300),
@@ -226,6 +233,7 @@ export const configSchema = z
         clientAuthentication: { maxFailures: 10, windowSeconds: 300 },
         userCode: { maxFailures: 10, windowSeconds: 300 },
         passwordPerUser: { maxFailures: 20, windowSeconds: 900 },
+        deviceAuthorization: { maxRequests: 30, windowSeconds: 60 },
         introspectionInactive: { maxFailures: 300, windowSeconds: 60 },
       }),
     validatorTimeoutMs: z.number().int().positive().default(5000),

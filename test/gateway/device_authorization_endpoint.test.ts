@@ -45,7 +45,12 @@ function patchFor(store: Record<string, unknown>) {
   return (raw: Record<string, unknown>) => {
     raw.store = store;
     // The 401 cases below must not trip the client authentication throttle.
-    raw.throttling = { clientAuthentication: { maxFailures: 1000, windowSeconds: 60 } };
+    // Nor may the many authorizations below trip the device authorization rate
+    // (test/gateway/device_authorization_rate.test.ts has its own).
+    raw.throttling = {
+      clientAuthentication: { maxFailures: 1000, windowSeconds: 60 },
+      deviceAuthorization: { maxRequests: 10_000, windowSeconds: 60 },
+    };
     (raw.clients as unknown[]).push(
       {
         clientId: 'tv',
@@ -337,6 +342,7 @@ t.test('user code collisions, on the endpoint alone', async (t) => {
           apiResources: [{ name: 'urn:api1', scopes: ['api1'] }],
         }),
         store,
+        rate: { maxRequests: 1000, windowSeconds: 60 },
       }),
     );
     const socket = await new Promise<uWS.us_listen_socket>((resolve, reject) =>

@@ -96,6 +96,8 @@ export const OAuthErrors = {
   multipleClientAuthMethods: defineError('invalid_request', 'The request uses more than one client authentication method.'),
   /** A client, API resource or user throttled after failed attempts. */
   tooManyFailedAttempts: defineError('temporarily_unavailable', 'Too many failed attempts. Retry later.', 429),
+  /** A client at one address past its rate of device authorizations (RFC 8628 §3.1). */
+  tooManyDeviceAuthorizations: defineError('temporarily_unavailable', 'Too many device authorization requests. Retry later.', 429),
   /** An introspection caller past its limit of inactive answers (RFC 7662 §4, token scanning). */
   tooManyInactiveIntrospections: defineError('temporarily_unavailable', 'Too many introspections of inactive tokens. Retry later.', 429),
 
