@@ -108,6 +108,7 @@ const endpointServices = {
   store,
   now: Date.now,
   introspectionThrottle: new IntrospectionThrottle(store, boot.config.throttling.introspectionInactive),
+  resourceScopes: new Map(boot.config.apiResources.map((r) => [r.name, new Set(r.scopes)])),
 };
 
 async function handleItem(item: TaskItem): Promise<TokenTaskResult> {

@@ -105,7 +105,8 @@ t.test('introspection endpoint', async (t) => {
     t.match(body, {
       active: true,
       token_type: 'Bearer',
-      scope: 'api1 api2 offline_access',
+      // Only the caller's own scopes: not api2's, not offline_access (IdentityServer does the same).
+      scope: 'api1',
       client_id: 'app',
       sub: 'sub-alice',
       aud: ['urn:api1', 'urn:api2'],
@@ -118,7 +119,14 @@ t.test('introspection endpoint', async (t) => {
     for (const member of ['scope', 'client_id', 'sub', 'aud', 'iss', 'exp', 'iat', 'nbf', 'jti', 'token_type']) {
       t.ok(member in body, `has ${member}`);
     }
-    t.same(body, { active: true, token_type: 'Bearer', ...claims }, 'the token claims, nothing invented');
+    t.same(body, { active: true, token_type: 'Bearer', ...claims, scope: 'api1' }, 'the token claims, scope narrowed, nothing invented');
+    t.equal(claims.scope, 'api1 api2 offline_access', 'the token itself carries every scope');
+    const asApi2 = JSON.parse((await introspect({ token: access_token }, basicAuthorization('urn:api2', 'api2-secret'))).text) as {
+      scope?: unknown;
+    };
+    t.equal(asApi2.scope, 'api2', 'the other API sees only its own scope');
+    const asOwner = JSON.parse((await asClient(access_token)).text) as { scope?: unknown };
+    t.equal(asOwner.scope, 'api1 api2 offline_access', 'the client that holds the token sees all of it');
   });
 
   t.test('an API resource gets exactly {"active":false} for a token of another audience', async (t) => {

@@ -14,6 +14,8 @@ export interface IntrospectionServices {
   readonly store: Store;
   readonly now: () => number;
   readonly introspectionThrottle: IntrospectionThrottle;
+  /** Each API resource's scopes: what an API sees of a token's `scope` when it introspects. */
+  readonly resourceScopes: ReadonlyMap<string, ReadonlySet<string>>;
 }
 
 /**
@@ -57,7 +59,21 @@ async function introspectAccessToken(
   if (token.split('.').length !== 3) return undefined;
   const verified = await services.tokenValidator.verify(token);
   if (!verified.ok || !visibleTo(verified.payload, callerKind, callerId)) return undefined;
-  return JSON.stringify({ active: true, token_type: 'Bearer', ...verified.payload });
+  const payload = callerKind === 'resource' ? narrowScope(verified.payload, services.resourceScopes.get(callerId)) : verified.payload;
+  return JSON.stringify({ active: true, token_type: 'Bearer', ...payload });
+}
+
+/**
+ * An API learns of a token only the scopes that are its own: a token for two APIs must not tell
+ * one what the user granted the other (IdentityServer answers the same way).
+ */
+function narrowScope(payload: JWTPayload, own: ReadonlySet<string> | undefined): JWTPayload {
+  if (typeof payload.scope !== 'string') return payload;
+  const scope = payload.scope
+    .split(' ')
+    .filter((s) => own?.has(s) === true)
+    .join(' ');
+  return { ...payload, scope };
 }
 
 async function introspectRefreshToken(
