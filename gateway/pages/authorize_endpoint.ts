@@ -16,6 +16,8 @@ import { renderPage } from './templates.js';
 import { signIn } from './sign_in.js';
 
 export const authorizePath = '/connect/authorize';
+/** How long a consent form may stay open after a sign-in that met the request's `max_age`. */
+const consentFormSeconds = 600;
 const loginPath = '/connect/authorize/login';
 const consentPath = '/connect/authorize/consent';
 
@@ -109,10 +111,14 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
     );
   };
 
-  // A session counts only if it was made for what this request asks of the sign-in.
-  const usableSession = (request: AuthorizeRequest, cookies: string): Session | undefined => {
+  // A session counts only if it was made for what this request asks of the sign-in: not under
+  // prompt=login, and not older than max_age (OIDC Core §3.1.2.1: the user MUST be authenticated
+  // again). `extraAgeSeconds` is the time a consent form may take once the sign-in it follows was
+  // fresh enough.
+  const usableSession = (request: AuthorizeRequest, cookies: string, extraAgeSeconds = 0): Session | undefined => {
     const session = secrets.readSession(cookies);
     if (session === undefined || request.prompt.has('login')) return undefined;
+    if (request.maxAge !== undefined && !signedInWithin(session, request.maxAge + extraAgeSeconds, now())) return undefined;
     if ((request.acr.idp ?? 'local') !== (session.claims.idp ?? 'local')) return undefined;
     if (request.acr.tenant !== undefined && request.acr.tenant !== session.claims.tenant) return undefined;
     return session;
@@ -120,8 +126,10 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
 
   app.any(
     authorizePath,
-    createPageRoute(['get'], (page) => {
-      const request = validated(page.exchange, page.query);
+    // OIDC Core §3.1.2.1: GET and POST (a form-encoded body carrying the same parameters).
+    createPageRoute(['get', 'post'], (page) => {
+      const query = page.method === 'post' ? new URLSearchParams(page.form).toString() : page.query;
+      const request = validated(page.exchange, query);
       if (request === undefined) return;
       const session = usableSession(request, page.cookies);
       // OIDC Core §3.1.2.1: prompt=none shows no page at all. Consent is never remembered, so a
@@ -166,7 +174,7 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
     createPageRoute(['post'], (page) => {
       const request = submittedRequest(page);
       if (request === undefined) return;
-      const session = usableSession({ ...request, prompt: new Set() }, page.cookies);
+      const session = usableSession({ ...request, prompt: new Set() }, page.cookies, consentFormSeconds);
       if (session === undefined) {
         showLogin(page, request);
         return;
@@ -222,4 +230,11 @@ function redirect(exchange: Exchange, location: string): void {
 
 function clientName(client: RegisteredClient): string {
   return client.config.clientName ?? client.clientId;
+}
+
+/** Whether the session's sign-in (`auth_time`, seconds) is at most `seconds` old. */
+function signedInWithin(session: Session, seconds: number, nowMs: number): boolean {
+  const authTime = session.claims.auth_time;
+  if (typeof authTime !== 'number') return false;
+  return Math.floor(nowMs / 1000) - authTime <= seconds;
 }

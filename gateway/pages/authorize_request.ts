@@ -21,6 +21,8 @@ export interface AuthorizeRequest {
   readonly nonce: string | undefined;
   readonly codeChallenge: string | undefined;
   readonly prompt: ReadonlySet<string>;
+  /** OIDC Core §3.1.2.1 `max_age`: seconds a sign-in may be old; `undefined` when not asked. */
+  readonly maxAge: number | undefined;
   readonly acr: AcrValues;
   /** The query as received, carried through the login and consent forms and validated again. */
   readonly query: string;
@@ -91,6 +93,11 @@ export function validateAuthorizeRequest(
   const prompt = new Set((params.prompt ?? '').split(' ').filter((p) => p.length > 0));
   for (const p of prompt) if (!supportedPrompts.has(p)) return fail(AuthorizationErrors.unsupportedPrompt);
   if (prompt.has('none') && prompt.size > 1) return fail(AuthorizationErrors.promptNoneCombined);
+  let maxAge: number | undefined;
+  if (params.max_age !== undefined) {
+    if (!/^\d{1,9}$/.test(params.max_age)) return fail(AuthorizationErrors.malformedMaxAge);
+    maxAge = Number(params.max_age);
+  }
 
   const acr = parseAcrValues(params.acr_values);
   const restrictions = client.config.identityProviderRestrictions;
@@ -100,7 +107,7 @@ export function validateAuthorizeRequest(
 
   return {
     kind: 'ok',
-    request: { client, redirectUri, scopes: granted, state, nonce: params.nonce, codeChallenge: challenge, prompt, acr, query },
+    request: { client, redirectUri, scopes: granted, state, nonce: params.nonce, codeChallenge: challenge, prompt, maxAge, acr, query },
   };
 }
 

@@ -203,6 +203,7 @@ export const AuthorizationErrors = {
   // prompt (OpenID Connect Core §3.1.2.1).
   unsupportedPrompt: defineAuthorizationError('invalid_request', 'The prompt value is not supported.'),
   promptNoneCombined: defineAuthorizationError('invalid_request', 'prompt=none cannot be combined with other values.'),
+  malformedMaxAge: defineAuthorizationError('invalid_request', 'The max_age parameter must be a non-negative integer.'),
   loginRequired: defineAuthorizationError('login_required', 'The user is not signed in.'),
   consentRequired: defineAuthorizationError('consent_required', 'The user has not consented to this request.'),
 } as const satisfies Readonly<Record<string, AuthorizationErrorEntry>>;

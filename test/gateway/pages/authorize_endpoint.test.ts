@@ -3,6 +3,7 @@
 // mistakes get an error page and never a redirect, which get an error redirect with `state` and
 // `iss`, the forms' CSRF protection, the cookies, the security headers and escaping.
 import t, { type Test } from 'tap';
+import { decodeJwt } from 'jose';
 import { AuthorizeFlow, callbackUri, codeFlowClient, pkcePair } from '../../helpers/authorize_flow.js';
 import type { PageResponse } from '../../helpers/browser_session.js';
 import { addPasswordFixtures, passwordFixtures } from '../../helpers/password_users.js';
@@ -363,15 +364,27 @@ t.test('the login page', async (t) => {
     t.equal(new URL(answer.location ?? 'about:blank').searchParams.get('iss'), 'https://login.example', 'iss is the https issuer');
   });
 
-  t.test('answers 405 to a GET of the login form and to a POST of the authorize URL', async (t) => {
+  t.test('answers 405 to a GET of the login form', async (t) => {
     const flow = new AuthorizeFlow(gw);
     assertErrorPage(t, await flow.browser.get(`${gw.url}/connect/authorize/login`), 405, 'This page does not accept that kind of request.');
-    assertErrorPage(
-      t,
-      await flow.browser.post(`${gw.url}/connect/authorize`, webParams()),
-      405,
-      'This page does not accept that kind of request.',
-    );
+  });
+
+  t.test('the authorization endpoint accepts POST with the parameters in a form (OIDC Core §3.1.2.1)', async (t) => {
+    const flow = new AuthorizeFlow(gw);
+    const page = await flow.browser.post(`${gw.url}/connect/authorize`, webParams());
+    t.equal(page.status, 200);
+    t.match(page.body, 'name="password"', 'the login page, as for GET');
+    const consent = await flow.login(page, 'alice', 'alice-pw');
+    const answer = await flow.decide(consent, 'allow');
+    t.equal(answer.status, 302);
+    const response = new URL(answer.location ?? 'about:blank').searchParams;
+    t.type(response.get('code'), 'string', 'a code');
+    t.equal(response.get('state'), 'st-123');
+    assertRedirect(t, await flow.browser.post(`${gw.url}/connect/authorize`, webParams({ prompt: 'none login' })), callbackUri, {
+      error: 'invalid_request',
+      error_description: 'prompt=none cannot be combined with other values.',
+      state: 'st-123',
+    });
   });
 });
 
@@ -530,6 +543,46 @@ t.test('single sign-on and prompt', async (t) => {
       error_description: 'The user has not consented to this request.',
       state: 'st-123',
     });
+  });
+
+  t.test('max_age: an older sign-in signs in again, and the ID token carries the new auth_time', async (t) => {
+    const { verifier, challenge: fresh } = pkcePair();
+    const redeem = async (code: string | null): Promise<number> => {
+      const answer = await flow.token(
+        { grant_type: 'authorization_code', code: code ?? '', redirect_uri: callbackUri, code_verifier: verifier },
+        { clientId: 'web', secret: 'secret' },
+      );
+      t.equal(answer.status, 200, answer.body);
+      return decodeJwt((JSON.parse(answer.body) as { id_token: string }).id_token).auth_time as number;
+    };
+    const first = await redeem((await flow.code(webParams({ code_challenge: fresh }))).get('code'));
+    // auth_time has whole seconds: let the session age by more than one.
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+
+    t.match((await flow.authorize(webParams({ max_age: '3600' }))).body, 'value="allow"', 'a recent enough sign-in is kept');
+    assertRedirect(t, await flow.authorize(webParams({ max_age: '1', prompt: 'none' })), callbackUri, {
+      error: 'login_required',
+      error_description: 'The user is not signed in.',
+      state: 'st-123',
+    });
+    const page = await flow.authorize(webParams({ max_age: '0', code_challenge: fresh }));
+    t.match(page.body, 'name="password"', 'max_age=0: the login page despite the session');
+    const consent = await flow.login(page, 'alice', 'alice-pw');
+    t.match(consent.body, 'value="allow"', 'the fresh sign-in passes max_age on the consent form');
+    const answer = await flow.decide(consent, 'allow');
+    const second = await redeem(new URL(answer.location ?? 'about:blank').searchParams.get('code'));
+    t.ok(second >= first + 2, `the ID token's auth_time is the new sign-in's (${second} after ${first})`);
+  });
+
+  t.test('a max_age that is not a non-negative integer is invalid_request', async (t) => {
+    // An empty max_age is an omitted one (RFC 6749 §3.1), so not listed here.
+    for (const maxAge of ['-1', 'ten', '1.5', '1e3']) {
+      assertRedirect(t, await flow.authorize(webParams({ max_age: maxAge })), callbackUri, {
+        error: 'invalid_request',
+        error_description: 'The max_age parameter must be a non-negative integer.',
+        state: 'st-123',
+      });
+    }
   });
 
   t.test('prompt=none cannot be combined', async (t) => {
