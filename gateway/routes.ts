@@ -94,6 +94,7 @@ function pageSecretsOf(config: LoadedConfig, keys: readonly SigningKeyMaterial[]
   const firstKey = keys[0] as SigningKeyMaterial;
   return new PageSecrets(
     `${firstKey.kid}:${String(firstKey.jwk.d)}`,
+    new URL(config.issuer).origin,
     config.issuer.startsWith('https:'),
     config.sessionLifetimeSeconds * 1000,
   );

@@ -63,7 +63,7 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
 
   // The login and consent forms carry the original query: check the form, then the request again.
   const submittedRequest = (page: PageRequest): AuthorizeRequest | undefined => {
-    if (!secrets.checkCsrf(page.cookies, page.form.csrf_token)) {
+    if (!secrets.checkCsrf(page, page.form.csrf_token)) {
       errorPage(page.exchange, 400, 'The form has expired. Go back to the application and start again.');
       return undefined;
     }
@@ -94,7 +94,7 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
   };
 
   const showConsent = (page: PageRequest, request: AuthorizeRequest, session: Session, cookies: string[] = []): void => {
-    const csrf = secrets.csrfToken(page.cookies);
+    const csrf = secrets.csrfToken(page.cookies, session);
     if (csrf.cookie !== undefined) cookies.push(csrf.cookie);
     const userName = session.displayName;
     page.exchange.sendPage(

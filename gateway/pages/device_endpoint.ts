@@ -8,7 +8,7 @@ import { normalizeUserCode, userCodeKey, type DeviceCodeRecord, type UserCodeRec
 import type { WorkerDispatcher } from '../worker_dispatcher.js';
 import { devicePagePath } from '../device_authorization_endpoint.js';
 import { createPageRoute, errorPage, type PageRequest } from './page_form.js';
-import { readCookie, csrfCookieName, type PageSecrets, type Session } from './session.js';
+import { readCookie, type PageSecrets, type Session } from './session.js';
 import { renderPage } from './templates.js';
 import { signIn } from './sign_in.js';
 
@@ -94,7 +94,7 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
     );
   };
   const showConsent = (page: PageRequest, device: PendingDevice, session: Session, cookies: string[] = []): void => {
-    const csrf = secrets.csrfToken(page.cookies);
+    const csrf = secrets.csrfToken(page.cookies, session);
     if (csrf.cookie !== undefined) cookies.push(csrf.cookie);
     page.exchange.sendPage(
       200,
@@ -123,7 +123,7 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
 
   // Throttled by address and by browser (its CSRF cookie), checked before the code is looked at.
   const throttled = async (page: PageRequest): Promise<ThrottleState> => {
-    const browser = readCookie(page.cookies, csrfCookieName);
+    const browser = readCookie(page.cookies, secrets.csrfCookieName);
     const states = await Promise.all([
       byAddress.check(page.remoteAddress),
       browser === undefined ? { blocked: false as const } : byBrowser.check(browser),
@@ -131,7 +131,7 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
     return states.find((s) => s.blocked) ?? states[0];
   };
   const recordWrongCode = async (page: PageRequest): Promise<void> => {
-    const browser = readCookie(page.cookies, csrfCookieName);
+    const browser = readCookie(page.cookies, secrets.csrfCookieName);
     await Promise.all([byAddress.recordFailure(page.remoteAddress), browser === undefined ? undefined : byBrowser.recordFailure(browser)]);
   };
 
@@ -169,7 +169,7 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
 
   // The sign-in and consent forms carry the user code: check the form, then the code (throttled).
   const withDevice = (page: PageRequest, run: (device: PendingDevice) => Promise<void>): void => {
-    if (!secrets.checkCsrf(page.cookies, page.form.csrf_token)) {
+    if (!secrets.checkCsrf(page, page.form.csrf_token)) {
       showEntry(page, 400, 'The form has expired. Enter the code again.');
       return;
     }
@@ -196,7 +196,7 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
         showEntry(page, 200, undefined, new URLSearchParams(page.query).get('user_code') ?? undefined);
         return;
       }
-      if (!secrets.checkCsrf(page.cookies, page.form.csrf_token)) {
+      if (!secrets.checkCsrf(page, page.form.csrf_token)) {
         showEntry(page, 400, 'The form has expired. Enter the code again.');
         return;
       }

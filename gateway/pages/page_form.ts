@@ -14,6 +14,8 @@ export interface PageRequest {
   /** Parsed body of a POST, empty for a GET. */
   readonly form: FormParams;
   readonly cookies: string;
+  /** The `Origin` header (`''` when absent): a form posted from another origin is refused. */
+  readonly origin: string;
   /** The peer's address as text, for per-address throttles. */
   readonly remoteAddress: string;
 }
@@ -34,9 +36,10 @@ export function createPageRoute(
     const exchange = new Exchange(res);
     const method = req.getMethod();
     const cookies = req.getHeader('cookie');
+    const origin = req.getHeader('origin');
     const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
     if (method === 'get' && methods.includes('get')) {
-      handle({ exchange, method, query: req.getQuery() ?? '', form: Object.create(null) as FormParams, cookies, remoteAddress });
+      handle({ exchange, method, query: req.getQuery() ?? '', form: Object.create(null) as FormParams, cookies, origin, remoteAddress });
       return;
     }
     if (method !== 'post' || !methods.includes('post')) {
@@ -51,7 +54,7 @@ export function createPageRoute(
       onBody(body) {
         const parsed = parseForm(body);
         if (!parsed.ok) errorPage(exchange, 400, 'The form could not be read.');
-        else handle({ exchange, method, query: '', form: parsed.params, cookies, remoteAddress });
+        else handle({ exchange, method, query: '', form: parsed.params, cookies, origin, remoteAddress });
       },
       onTooLarge() {
         errorPage(exchange, 413, 'The form is too large.');

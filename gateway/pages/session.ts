@@ -16,6 +16,12 @@ export interface Session {
 
 export const sessionCookieName = 'tessera.session';
 export const csrfCookieName = 'tessera.csrf';
+/**
+ * On an https issuer the cookies carry the `__Host-` prefix: a browser accepts such a cookie only
+ * from the host itself (Secure, `Path=/`, no `Domain`), so a sibling subdomain or another port
+ * cannot toss one in (RFC 6265bis §4.1.3.2; docs/security.md).
+ */
+const hostPrefix = '__Host-';
 
 /**
  * Signs and reads the session cookie and CSRF tokens with keys derived (HKDF) from the signing
@@ -24,15 +30,21 @@ export const csrfCookieName = 'tessera.csrf';
 export class PageSecrets {
   private readonly sessionKey: Buffer;
   private readonly csrfKey: Buffer;
+  readonly sessionCookieName: string;
+  readonly csrfCookieName: string;
 
   constructor(
     keyMaterial: string,
+    /** The issuer's origin: the only one a form may be posted from. */
+    private readonly issuerOrigin: string,
     private readonly secureCookies: boolean,
     private readonly sessionLifetimeMs: number,
     private readonly now: () => number = Date.now,
   ) {
     this.sessionKey = Buffer.from(hkdfSync('sha256', keyMaterial, 'tessera', 'session cookie', 32));
     this.csrfKey = Buffer.from(hkdfSync('sha256', keyMaterial, 'tessera', 'csrf token', 32));
+    this.sessionCookieName = secureCookies ? `${hostPrefix}${sessionCookieName}` : sessionCookieName;
+    this.csrfCookieName = secureCookies ? `${hostPrefix}${csrfCookieName}` : csrfCookieName;
   }
 
   newSession(sub: string, claims: Session['claims'], displayName?: string): Session {
@@ -42,11 +54,11 @@ export class PageSecrets {
 
   sessionCookie(session: Session): string {
     const payload = Buffer.from(JSON.stringify(session)).toString('base64url');
-    return this.cookie(sessionCookieName, `${payload}.${mac(this.sessionKey, payload)}`, Math.ceil(this.sessionLifetimeMs / 1000));
+    return this.cookie(this.sessionCookieName, `${payload}.${mac(this.sessionKey, payload)}`, Math.ceil(this.sessionLifetimeMs / 1000));
   }
 
   readSession(cookieHeader: string): Session | undefined {
-    const value = readCookie(cookieHeader, sessionCookieName);
+    const value = readCookie(cookieHeader, this.sessionCookieName);
     if (value === undefined) return undefined;
     const dot = value.indexOf('.');
     if (dot <= 0) return undefined;
@@ -60,24 +72,53 @@ export class PageSecrets {
     }
   }
 
-  /** The CSRF token the cookie already holds, or a new one with the cookie that sets it. */
-  csrfToken(cookieHeader: string): { token: string; cookie?: string } {
-    const existing = readCookie(cookieHeader, csrfCookieName);
-    if (existing !== undefined && this.isSignedCsrf(existing)) return { token: existing };
-    const nonce = randomBytes(16).toString('base64url');
-    const token = `${nonce}.${mac(this.csrfKey, nonce)}`;
-    return { token, cookie: this.cookie(csrfCookieName, token, undefined) };
+  /**
+   * The CSRF token of a form, bound to this browser and to its session: the browser's signed
+   * id (the CSRF cookie; set by the returned `cookie` when missing) and the session's `sid` (none
+   * when signed out). `session` is the session the answer establishes, when it sets a new one;
+   * otherwise the one the browser's cookie holds. A token from another browser, or minted for
+   * another session or for no session, fails {@link checkCsrf} (docs/security.md).
+   */
+  csrfToken(cookieHeader: string, session?: Session): { token: string; cookie?: string } {
+    let browser = this.browserId(cookieHeader);
+    let cookie: string | undefined;
+    if (browser === undefined) {
+      const nonce = randomBytes(16).toString('base64url');
+      browser = nonce;
+      cookie = this.cookie(this.csrfCookieName, `${nonce}.${mac(this.csrfKey, `browser\u0000${nonce}`)}`, undefined);
+    }
+    const sid = (session ?? this.readSession(cookieHeader))?.sid ?? '';
+    const token = this.formToken(browser, sid);
+    return cookie === undefined ? { token } : { token, cookie };
   }
 
-  /** Double submit with a signed token: the form's value must equal the cookie's and be ours. */
-  checkCsrf(cookieHeader: string, submitted: string | undefined): boolean {
-    const fromCookie = readCookie(cookieHeader, csrfCookieName);
-    return submitted !== undefined && fromCookie !== undefined && sameText(submitted, fromCookie) && this.isSignedCsrf(fromCookie);
+  /**
+   * Whether a form was posted from the issuer's own pages: an `Origin` header, when the browser
+   * sends one (every current browser does on POST), names the issuer's origin, and the token was
+   * made for this browser and its current session. The origin check stops a page on a sibling
+   * subdomain or another port, which is same-site and so gets `SameSite=Lax` cookies sent along.
+   */
+  checkCsrf(page: { readonly cookies: string; readonly origin: string }, submitted: string | undefined): boolean {
+    if (page.origin !== '' && page.origin !== this.issuerOrigin) return false;
+    const cookieHeader = page.cookies;
+    const browser = this.browserId(cookieHeader);
+    if (submitted === undefined || browser === undefined) return false;
+    const sid = this.readSession(cookieHeader)?.sid ?? '';
+    return sameText(submitted, this.formToken(browser, sid));
   }
 
-  private isSignedCsrf(token: string): boolean {
-    const dot = token.indexOf('.');
-    return dot > 0 && sameText(token.slice(dot + 1), mac(this.csrfKey, token.slice(0, dot)));
+  /** The browser id a signed CSRF cookie holds. */
+  private browserId(cookieHeader: string): string | undefined {
+    const value = readCookie(cookieHeader, this.csrfCookieName);
+    if (value === undefined) return undefined;
+    const dot = value.indexOf('.');
+    if (dot <= 0) return undefined;
+    const nonce = value.slice(0, dot);
+    return sameText(value.slice(dot + 1), mac(this.csrfKey, `browser\u0000${nonce}`)) ? nonce : undefined;
+  }
+
+  private formToken(browser: string, sid: string): string {
+    return mac(this.csrfKey, `form\u0000${browser}\u0000${sid}`);
   }
 
   private cookie(name: string, value: string, maxAgeSeconds: number | undefined): string {

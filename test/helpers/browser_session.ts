@@ -9,12 +9,18 @@ export class BrowserSession {
     return this.send(url, { method: 'GET' });
   }
 
-  async post(url: string, form: Record<string, string>): Promise<PageResponse> {
+  /** Posts a form; `headers` adds what a browser would send along (an `Origin`, say). */
+  async post(url: string, form: Record<string, string>, headers: Record<string, string> = {}): Promise<PageResponse> {
     return this.send(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
       body: new URLSearchParams(form).toString(),
     });
+  }
+
+  /** Sets a cookie as another page of the same site could (cookie tossing). */
+  setCookie(name: string, value: string): void {
+    this.cookies.set(name, value);
   }
 
   cookie(name: string): string | undefined {

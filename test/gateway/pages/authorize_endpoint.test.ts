@@ -273,7 +273,7 @@ t.test('the login page', async (t) => {
     t.match(page.body, '<form method="post" action="&#x2F;connect&#x2F;authorize&#x2F;login">');
     t.match(page.body, 'name="username"');
     t.match(page.body, 'name="password" type="password"');
-    t.match(page.hidden('csrf_token'), /^[\w-]{22}\.[\w-]{43}$/);
+    t.match(page.hidden('csrf_token'), /^[\w-]{43}$/, 'an HMAC of the browser id and the session');
     t.equal(page.hidden('request'), new URL(flow.url(webParams())).search.slice(1), 'the query travels in the form');
     t.match(page.body, '<strong>Web App</strong>');
     t.notMatch(page.body, /<script/i, 'no script: works without JavaScript');
@@ -356,10 +356,14 @@ t.test('the login page', async (t) => {
     const flow = new AuthorizeFlow(httpsGw);
     const page = await flow.authorize(webParams());
     t.equal(page.status, 200);
-    t.match(setCookies(page)[0], /^tessera\.csrf=[^;]+; Path=\/; HttpOnly; SameSite=Lax; Secure$/);
+    // __Host-: only this host can set them, so a sibling subdomain cannot toss one in.
+    t.match(setCookies(page)[0], /^__Host-tessera\.csrf=[^;]+; Path=\/; HttpOnly; SameSite=Lax; Secure$/);
     const consent = await flow.login(page, 'alice', 'alice-pw');
     t.equal(consent.status, 200);
-    t.match(sessionCookieOf(consent), /^tessera\.session=[^;]+; Path=\/; HttpOnly; SameSite=Lax; Max-Age=36000; Secure$/);
+    t.match(
+      setCookies(consent).find((c) => c.startsWith('__Host-tessera.session=')),
+      /^__Host-tessera\.session=[^;]+; Path=\/; HttpOnly; SameSite=Lax; Max-Age=36000; Secure$/,
+    );
     const answer = await flow.decide(consent, 'allow');
     t.equal(new URL(answer.location ?? 'about:blank').searchParams.get('iss'), 'https://login.example', 'iss is the https issuer');
   });
@@ -480,16 +484,14 @@ t.test('the consent page', async (t) => {
     assertErrorPage(t, await flow.decide(consent, ''), 400, 'Choose allow or deny.');
   });
 
-  t.test('without a session: the login page, no code', async (t) => {
+  t.test('without its session: the consent form is refused, no code', async (t) => {
     const { flow, consent } = await signedIn();
     flow.browser.forget('tessera.session');
-    const answer = await flow.decide(consent, 'allow');
-    t.equal(answer.status, 200);
-    t.equal(answer.location, null);
-    t.match(answer.body, 'name="password"');
+    // The form's CSRF token was made for the session: without it, the form is not this browser's.
+    assertErrorPage(t, await flow.decide(consent, 'allow'), 400, formExpired);
   });
 
-  t.test('with a tampered session cookie: the login page, no code', async (t) => {
+  t.test('with a tampered session cookie: no code', async (t) => {
     const { flow, consent } = await signedIn();
     const session = flow.browser.cookie('tessera.session') ?? '';
     const [payload, mac] = session.split('.') as [string, string];
@@ -501,9 +503,9 @@ t.test('the consent page', async (t) => {
     };
     const body = new URLSearchParams({ csrf_token: consent.hidden('csrf_token'), request: consent.hidden('request'), decision: 'allow' });
     const res = await fetch(`${gw.url}/connect/authorize/consent`, { method: 'POST', headers, body: body.toString(), redirect: 'manual' });
-    t.equal(res.status, 200);
+    t.equal(res.status, 400, 'an unreadable session is no session: the token made for the real one fails');
     t.equal(res.headers.get('location'), null);
-    t.match(await res.text(), 'name="password"');
+    t.match(await res.text(), formExpired);
   });
 
   t.test('validates the carried request again: a tampered redirect_uri gets the error page', async (t) => {

@@ -226,7 +226,8 @@ function pageRules(t: Test, gw: TestGateway, addressPrefix: string): void {
     t.ok(isEntryPage(entry));
     t.equal(prefilled(entry), '', 'no code yet');
     t.equal(errorMessage(entry), undefined);
-    t.equal(entry.hidden('csrf_token'), browser.cookie('tessera.csrf'), "double submit: the form carries the cookie's token");
+    t.match(entry.hidden('csrf_token'), /^[\w-]{43}$/, "the form's token: an HMAC of the browser id and the session");
+    t.not(entry.hidden('csrf_token'), browser.cookie('tessera.csrf'), 'not the cookie itself: a tossed cookie gives no usable token');
     t.match(entry.headers.get('set-cookie'), /^tessera\.csrf=[^;]+; Path=\/; HttpOnly; SameSite=Lax$/);
     const again = await browser.get(`${gw.url}/device`);
     t.equal(again.hidden('csrf_token'), entry.hidden('csrf_token'), 'one token per browser');
