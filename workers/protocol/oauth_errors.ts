@@ -94,6 +94,8 @@ export const OAuthErrors = {
   // Client authentication (RFC 6749 §2.3, §5.2).
   invalidClient: defineError('invalid_client', 'Client authentication failed.'),
   multipleClientAuthMethods: defineError('invalid_request', 'The request uses more than one client authentication method.'),
+  /** `Authorization: Basic` that is not Base64, has no colon, or is not form-encoded (RFC 6749 §2.3.1, Appendix B). */
+  malformedBasicCredentials: defineError('invalid_request', 'The Basic credentials are malformed.'),
   /** A client, API resource or user throttled after failed attempts. */
   tooManyFailedAttempts: defineError('temporarily_unavailable', 'Too many failed attempts. Retry later.', 429),
 
