@@ -76,8 +76,8 @@ export function registerRoutes(app: TemplatedApp, deps: RouteDeps): void {
       );
     }),
   );
-  app.any('/*', (res) => {
-    new Exchange(res).sendStatic(404, 'application/json', '{"error":"not_found"}', 'no-store');
+  app.any('/*', (res, req) => {
+    new Exchange(res, req).sendStatic(404, 'application/json', '{"error":"not_found"}', 'no-store');
   });
 }
 
@@ -117,10 +117,10 @@ async function checkReady(store: Store, dispatcher: WorkerDispatcher, keyCount: 
   return problems;
 }
 
-/** Discovery, JWKS, health and metrics answer GET and HEAD only (405 with `Allow: GET`). */
+/** Discovery, JWKS, health and metrics answer GET and HEAD only (405 with `Allow: GET`); HEAD without content. */
 function getOnly(handler: (exchange: Exchange) => void): (res: HttpResponse, req: HttpRequest) => void {
   return (res, req) => {
-    const exchange = new Exchange(res);
+    const exchange = new Exchange(res, req);
     const method = req.getMethod();
     if (method !== 'get' && method !== 'head') {
       exchange.sendError(OAuthErrors.getOnly, { allow: 'GET' });

@@ -1,4 +1,4 @@
-import type { HttpResponse } from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { OAuthErrorEntry } from '../../workers/protocol/oauth_errors.js';
 
 const statusLines: Record<number, string> = {
@@ -34,15 +34,22 @@ export interface ResponseExtras {
  * One HTTP exchange on the uWebSockets.js thread. uWS forbids touching `res` after the client
  * aborted and kills the process when a handler neither responds nor aborts, so every write goes
  * through here: at most one response, never after abort, always corked (writes made after an
- * await are otherwise sent as separate syscalls).
+ * await are otherwise sent as separate syscalls), and without content in answer to HEAD.
  */
 export class Exchange {
   aborted = false;
   done = false;
   /** Told the status of the JSON answer (metrics). */
   observer: ((status: number) => void) | undefined;
+  /** RFC 9110 §9.3.2: a HEAD answer has the headers GET would have, and no content. */
+  private readonly head: boolean;
 
-  constructor(readonly res: HttpResponse) {
+  /** Built synchronously in the route handler: `req` dies when the handler returns. */
+  constructor(
+    readonly res: HttpResponse,
+    req: HttpRequest,
+  ) {
+    this.head = req.getMethod() === 'head';
     // Must be attached before any asynchronous step (uWS contract).
     res.onAborted(() => {
       this.aborted = true;
@@ -70,7 +77,7 @@ export class Exchange {
         if (extras.wwwAuthenticate !== undefined) res.writeHeader('WWW-Authenticate', extras.wwwAuthenticate);
         if (extras.allow !== undefined) res.writeHeader('Allow', extras.allow);
       }
-      res.end(body, extras?.closeConnection === true);
+      this.endWith(body, extras?.closeConnection === true);
     });
   }
 
@@ -103,7 +110,7 @@ export class Exchange {
       res.writeHeader('X-Content-Type-Options', 'nosniff');
       res.writeHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'");
       for (const cookie of options.cookies ?? []) res.writeHeader('Set-Cookie', cookie);
-      res.end(html);
+      this.endWith(html, false);
     });
   }
 
@@ -116,7 +123,20 @@ export class Exchange {
       res.writeStatus(statusLine(status));
       res.writeHeader('Content-Type', contentType);
       res.writeHeader('Cache-Control', cacheControl);
-      res.end(body);
+      this.endWith(body, false);
     });
+  }
+
+  private endWith(body: string | Uint8Array, closeConnection: boolean): void {
+    // An answer that closes the connection goes whole, even to HEAD: nothing is read after it.
+    if (!this.head || closeConnection) {
+      this.res.end(body, closeConnection);
+      return;
+    }
+    // uWS's end() would send the body, and endWithoutBody(length) leaves the response pending in
+    // this uWS version (the connection then hangs until its timeout): the length is written here.
+    const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+    this.res.writeHeader('Content-Length', String(length));
+    this.res.endWithoutBody();
   }
 }
