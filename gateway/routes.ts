@@ -9,6 +9,7 @@ import type { LoadedConfig } from './config/load.js';
 import { createDeviceAuthorizationEndpoint, deviceAuthorizationPath } from './device_authorization_endpoint.js';
 import { buildJwksDocument, discoveryPath, jwksPath } from './discovery.js';
 import { Exchange } from './http/exchange.js';
+import { withStrictFraming } from './http/framing.js';
 import { createIntrospectionEndpoint } from './introspection_endpoint.js';
 import type { GatewayMetrics } from './metrics.js';
 import { registerAuthorizeEndpoint } from './pages/authorize_endpoint.js';
@@ -33,8 +34,12 @@ export interface RouteDeps {
   readonly discoveryBody: () => string;
 }
 
-/** Every endpoint of docs/endpoints.md on one uWS app. */
-export function registerRoutes(app: TemplatedApp, deps: RouteDeps): void {
+/**
+ * Every endpoint of docs/endpoints.md on one uWS app, each behind the framing check that uWS
+ * does not make itself (docs/operations.md, "HTTP framing").
+ */
+export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
+  const app = withStrictFraming(uwsApp);
   const { config, keys, store, clients, clientAuthentication, dispatcher, metrics } = deps;
   app.any(
     '/connect/token',

@@ -31,6 +31,13 @@ export interface ResponseExtras {
 }
 
 /**
+ * Whitespace after a refusal's JSON body that makes it larger than uWS's 16 KiB cork buffer, so
+ * that it is written at once (see {@link Exchange.refuseAndClose}); JSON allows trailing
+ * whitespace (RFC 8259 §2).
+ */
+const flushPadding = ' '.repeat(16 * 1024 + 1);
+
+/**
  * One HTTP exchange on the uWebSockets.js thread. uWS forbids touching `res` after the client
  * aborted and kills the process when a handler neither responds nor aborts, so every write goes
  * through here: at most one response, never after abort, always corked (writes made after an
@@ -125,6 +132,19 @@ export class Exchange {
       res.writeHeader('Cache-Control', cacheControl);
       this.endWith(body, false);
     });
+  }
+
+  /**
+   * Answers `error` and closes the connection before anything else sent on it is read: for a
+   * request whose framing leaves the start of the next request in doubt (RFC 9112 §6.3, §11.2).
+   * uWS keeps parsing, and routing, the requests that follow in the same read even after an
+   * answer that closes the connection, and holds answers in its 16 KiB cork buffer until that
+   * parse ends. A body larger than that buffer is written at once; the answer is then complete,
+   * and uWS shuts the socket down before it parses the next request. Sent with its body even to
+   * HEAD: the connection closes after it, so no client reads it as the next response.
+   */
+  refuseAndClose(error: OAuthErrorEntry): void {
+    this.sendJson(error.status, error.body + flushPadding, { closeConnection: true });
   }
 
   private endWith(body: string | Uint8Array, closeConnection: boolean): void {

@@ -90,6 +90,11 @@ export const OAuthErrors = {
   formNotUtf8: defineError('invalid_request', 'The request body is not valid form-urlencoded UTF-8.'),
   duplicateParameter: defineError('invalid_request', 'A parameter was sent more than once.'),
   tooManyParameters: defineError('invalid_request', 'The request has too many parameters.'),
+  /**
+   * Differing `Content-Length` values, `Transfer-Encoding` with `Content-Length`, or a transfer
+   * coding other than `chunked`: the body's end is ambiguous (RFC 9112 §6.1, §6.3).
+   */
+  ambiguousFraming: defineError('invalid_request', 'The request framing is ambiguous.'),
 
   // Client authentication (RFC 6749 §2.3, §5.2).
   invalidClient: defineError('invalid_client', 'Client authentication failed.'),
