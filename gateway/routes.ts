@@ -9,6 +9,7 @@ import type { LoadedConfig } from './config/load.js';
 import { createDeviceAuthorizationEndpoint, deviceAuthorizationPath } from './device_authorization_endpoint.js';
 import { buildJwksDocument, discoveryPath, jwksPath } from './discovery.js';
 import { Exchange } from './http/exchange.js';
+import { withStrictFraming } from './http/framing.js';
 import { createIntrospectionEndpoint } from './introspection_endpoint.js';
 import type { GatewayMetrics } from './metrics.js';
 import { registerAuthorizeEndpoint } from './pages/authorize_endpoint.js';
@@ -35,8 +36,12 @@ export interface RouteDeps {
   readonly draining: () => boolean;
 }
 
-/** Every endpoint of docs/endpoints.md on one uWS app. */
-export function registerRoutes(app: TemplatedApp, deps: RouteDeps): void {
+/**
+ * Every endpoint of docs/endpoints.md on one uWS app, each behind the framing check that uWS
+ * does not make itself (docs/operations.md, "HTTP framing").
+ */
+export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
+  const app = withStrictFraming(uwsApp);
   const { config, keys, store, clients, clientAuthentication, dispatcher, metrics } = deps;
   app.any(
     '/connect/token',
@@ -81,8 +86,8 @@ export function registerRoutes(app: TemplatedApp, deps: RouteDeps): void {
       );
     }),
   );
-  app.any('/*', (res) => {
-    new Exchange(res).sendStatic(404, 'application/json', '{"error":"not_found"}', 'no-store');
+  app.any('/*', (res, req) => {
+    new Exchange(res, req).sendStatic(404, 'application/json', '{"error":"not_found"}', 'no-store');
   });
 }
 
@@ -134,10 +139,10 @@ async function checkReady({ store, dispatcher, keyCount, draining }: Readiness):
   return problems;
 }
 
-/** Discovery, JWKS, health and metrics answer GET and HEAD only (405 with `Allow: GET`). */
+/** Discovery, JWKS, health and metrics answer GET and HEAD only (405 with `Allow: GET`); HEAD without content. */
 function getOnly(handler: (exchange: Exchange) => void): (res: HttpResponse, req: HttpRequest) => void {
   return (res, req) => {
-    const exchange = new Exchange(res);
+    const exchange = new Exchange(res, req);
     const method = req.getMethod();
     if (method !== 'get' && method !== 'head') {
       exchange.sendError(OAuthErrors.getOnly, { allow: 'GET' });

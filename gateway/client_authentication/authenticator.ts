@@ -7,7 +7,9 @@ export type ClientAuthFailure =
   /** Unknown client, wrong/expired secret, disabled client, or no client identified: 401. */
   | 'invalid_client'
   /** More than one mechanism, or Basic and body naming different clients: 400. */
-  | 'multiple_methods';
+  | 'multiple_methods'
+  /** An `Authorization: Basic` header that does not decode (RFC 6749 §2.3.1, Appendix B): 400. */
+  | 'malformed_basic';
 
 export type ClientAuthResult =
   | { ok: true; client: RegisteredClient; method: ClientAuthMethod }
@@ -57,7 +59,8 @@ export class ClientAuthenticator {
         return known.result;
       }
       const basic = decodeBasicAuthorization(authorization);
-      if (basic === undefined || basic === null) return fail('invalid_client', true, undefined);
+      if (basic === undefined) return fail('invalid_client', true, undefined);
+      if (basic === null) return fail('malformed_basic', true, undefined);
       if (params.client_secret !== undefined) return fail('multiple_methods', true, basic.clientId);
       if (params.client_id !== undefined && params.client_id !== basic.clientId) {
         return fail('multiple_methods', true, basic.clientId);

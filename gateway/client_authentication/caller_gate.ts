@@ -34,6 +34,15 @@ export class CallerGate {
     exchange.sendError(OAuthErrors.invalidClient, usedAuthorizationHeader ? this.challenge : undefined);
   }
 
+  /**
+   * Answers 400 to a malformed Basic header, without a challenge: the request is malformed
+   * (RFC 6749 §5.2 `invalid_request`), no credentials were tried. It names no client, so no
+   * throttle counts it.
+   */
+  refuseMalformed(exchange: Exchange): void {
+    exchange.sendError(OAuthErrors.malformedBasicCredentials);
+  }
+
   /** Counts a request that used more than one authentication method as a failure and answers 400 (RFC 6749 §2.3). */
   refuseMultipleMethods(exchange: Exchange, id: string | undefined): void {
     this.throttle.recordFailure(id);

@@ -18,11 +18,16 @@ const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
  * `application/x-www-form-urlencoded` (Appendix B) before they are joined with `:` and
  * Base64-encoded, so `:` inside either is escaped and the first raw `:` separates them.
  *
- * Returns `undefined` when the header is not Basic at all, `null` when it is Basic but malformed.
+ * Returns `undefined` when the header is not Basic at all, `null` when it is Basic but malformed:
+ * no credentials, not Base64, not UTF-8, no colon or an empty id, or a part that does not
+ * form-decode (a `%` not followed by two hex digits, escapes that are not UTF-8).
  */
 export function decodeBasicAuthorization(header: string): BasicCredentials | null | undefined {
-  if (header.length < 6 || header.slice(0, 6).toLowerCase() !== 'basic ') return undefined;
-  const encoded = header.slice(6).trim();
+  // RFC 9110 §11.4: the scheme is a case-insensitive token, then one or more spaces.
+  const space = header.indexOf(' ');
+  const scheme = space === -1 ? header : header.slice(0, space);
+  if (scheme.length !== 5 || scheme.toLowerCase() !== 'basic') return undefined;
+  const encoded = space === -1 ? '' : header.slice(space + 1).trim();
   if (!base64.test(encoded) || encoded.length % 4 !== 0) return null;
   const decoded = Buffer.from(encoded, 'base64');
   let text: string;
@@ -39,6 +44,7 @@ export function decodeBasicAuthorization(header: string): BasicCredentials | nul
   return { clientId, clientSecret };
 }
 
+// Appendix B decoding: `+` is a space, then percent-escapes, which must be well formed and UTF-8.
 function formDecode(raw: string): string | null {
   try {
     return decodeURIComponent(raw.replaceAll('+', ' '));

@@ -24,7 +24,7 @@ export function createClientAuthentication(deps: ClientAuthenticationDeps): Clie
 /**
  * The client authentication step of every endpoint that needs it (RFC 6749 §2.3, §3.2.1): one
  * method only, throttled per client, 401 with a Basic challenge when the Authorization header
- * was used (RFC 6749 §5.2). Answers the request itself and returns `undefined` when
+ * was used (RFC 6749 §5.2), 400 without one when that header is malformed Basic. Answers the request itself and returns `undefined` when
  * authentication fails.
  */
 export function authenticateClient(
@@ -36,6 +36,7 @@ export function authenticateClient(
   if (gate.refuseBlocked(exchange, auth.ok ? auth.client.clientId : auth.clientId)) return undefined;
   if (auth.ok) return auth.client;
   if (auth.failure === 'multiple_methods') gate.refuseMultipleMethods(exchange, auth.clientId);
+  else if (auth.failure === 'malformed_basic') gate.refuseMalformed(exchange);
   else gate.refuseFailed(exchange, auth.clientId, auth.usedAuthorizationHeader);
   return undefined;
 }

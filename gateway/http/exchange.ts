@@ -1,4 +1,4 @@
-import type { HttpResponse } from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { OAuthErrorEntry } from '../../workers/protocol/oauth_errors.js';
 
 const statusLines: Record<number, string> = {
@@ -31,18 +31,32 @@ export interface ResponseExtras {
 }
 
 /**
+ * Whitespace after a refusal's JSON body that makes it larger than uWS's 16 KiB cork buffer, so
+ * that it is written at once (see {@link Exchange.refuseAndClose}); JSON allows trailing
+ * whitespace (RFC 8259 §2).
+ */
+const flushPadding = ' '.repeat(16 * 1024 + 1);
+
+/**
  * One HTTP exchange on the uWebSockets.js thread. uWS forbids touching `res` after the client
  * aborted and kills the process when a handler neither responds nor aborts, so every write goes
  * through here: at most one response, never after abort, always corked (writes made after an
- * await are otherwise sent as separate syscalls).
+ * await are otherwise sent as separate syscalls), and without content in answer to HEAD.
  */
 export class Exchange {
   aborted = false;
   done = false;
   /** Told the status of the JSON answer (metrics). */
   observer: ((status: number) => void) | undefined;
+  /** RFC 9110 §9.3.2: a HEAD answer has the headers GET would have, and no content. */
+  private readonly head: boolean;
 
-  constructor(readonly res: HttpResponse) {
+  /** Built synchronously in the route handler: `req` dies when the handler returns. */
+  constructor(
+    readonly res: HttpResponse,
+    req: HttpRequest,
+  ) {
+    this.head = req.getMethod() === 'head';
     // Must be attached before any asynchronous step (uWS contract).
     res.onAborted(() => {
       this.aborted = true;
@@ -70,7 +84,7 @@ export class Exchange {
         if (extras.wwwAuthenticate !== undefined) res.writeHeader('WWW-Authenticate', extras.wwwAuthenticate);
         if (extras.allow !== undefined) res.writeHeader('Allow', extras.allow);
       }
-      res.end(body, extras?.closeConnection === true);
+      this.endWith(body, extras?.closeConnection === true);
     });
   }
 
@@ -103,7 +117,7 @@ export class Exchange {
       res.writeHeader('X-Content-Type-Options', 'nosniff');
       res.writeHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'");
       for (const cookie of options.cookies ?? []) res.writeHeader('Set-Cookie', cookie);
-      res.end(html);
+      this.endWith(html, false);
     });
   }
 
@@ -116,7 +130,33 @@ export class Exchange {
       res.writeStatus(statusLine(status));
       res.writeHeader('Content-Type', contentType);
       res.writeHeader('Cache-Control', cacheControl);
-      res.end(body);
+      this.endWith(body, false);
     });
+  }
+
+  /**
+   * Answers `error` and closes the connection before anything else sent on it is read: for a
+   * request whose framing leaves the start of the next request in doubt (RFC 9112 §6.3, §11.2).
+   * uWS keeps parsing, and routing, the requests that follow in the same read even after an
+   * answer that closes the connection, and holds answers in its 16 KiB cork buffer until that
+   * parse ends. A body larger than that buffer is written at once; the answer is then complete,
+   * and uWS shuts the socket down before it parses the next request. Sent with its body even to
+   * HEAD: the connection closes after it, so no client reads it as the next response.
+   */
+  refuseAndClose(error: OAuthErrorEntry): void {
+    this.sendJson(error.status, error.body + flushPadding, { closeConnection: true });
+  }
+
+  private endWith(body: string | Uint8Array, closeConnection: boolean): void {
+    // An answer that closes the connection goes whole, even to HEAD: nothing is read after it.
+    if (!this.head || closeConnection) {
+      this.res.end(body, closeConnection);
+      return;
+    }
+    // uWS's end() would send the body, and endWithoutBody(length) leaves the response pending in
+    // this uWS version (the connection then hangs until its timeout): the length is written here.
+    const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+    this.res.writeHeader('Content-Length', String(length));
+    this.res.endWithoutBody();
   }
 }

@@ -38,7 +38,7 @@ const parseFailures: Record<FormParseFailure, OAuthErrorEntry> = {
  * closure here beyond the body reader's own.
  */
 export function readForm<R extends FormRoute>(route: R, res: HttpResponse, req: HttpRequest, next: FormStep<R>): void {
-  const exchange = new Exchange(res);
+  const exchange = new Exchange(res, req);
   exchange.observer = route.observe;
   if (req.getMethod() !== 'post') {
     exchange.sendError(route.postOnly, { allow: 'POST' });

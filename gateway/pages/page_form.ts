@@ -33,7 +33,7 @@ export function createPageRoute(
   handle: (request: PageRequest) => void,
 ): (res: HttpResponse, req: HttpRequest) => void {
   return (res, req) => {
-    const exchange = new Exchange(res);
+    const exchange = new Exchange(res, req);
     const method = req.getMethod();
     const cookies = req.getHeader('cookie');
     const origin = req.getHeader('origin');

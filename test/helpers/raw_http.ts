@@ -52,3 +52,51 @@ export function rawRequest(port: number, parts: (string | Buffer)[], options: { 
     });
   });
 }
+
+/** Everything a server sent on one connection, and whether it closed the connection. */
+export interface RawConversation {
+  /** The bytes received, as latin1 text (one character per byte). */
+  text: string;
+  /** The server closed the connection before `waitMs` passed. */
+  closed: boolean;
+  /** The status codes of the responses in `text`, in order. */
+  statuses: number[];
+}
+
+/**
+ * Writes `bytes` on a fresh connection and collects whatever comes back until the server closes
+ * the connection or `waitMs` passes, for what a response-at-a-time client hides: a second,
+ * smuggled response, a body after a HEAD answer, a connection left open.
+ */
+export function rawConversation(port: number, bytes: string | Buffer, waitMs = 2_000): Promise<RawConversation> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    let done = false;
+    const finish = (closed: boolean) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.destroy();
+      const text = Buffer.concat(chunks).toString('latin1');
+      const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+      resolve({ text, closed, statuses });
+    };
+    const timer = setTimeout(() => finish(false), waitMs);
+    socket.on('data', (d) => chunks.push(d));
+    socket.on('error', () => finish(true));
+    socket.on('close', () => finish(true));
+    socket.on('connect', () => socket.write(bytes));
+  });
+}
+
+/** The header section and the bytes after it of the first response in `text`. */
+export function splitFirstResponse(text: string): { headers: Record<string, string>; rest: string } {
+  const end = text.indexOf('\r\n\r\n');
+  const headers: Record<string, string> = {};
+  for (const line of text.slice(0, end).split('\r\n').slice(1)) {
+    const colon = line.indexOf(':');
+    headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  return { headers, rest: text.slice(end + 4) };
+}

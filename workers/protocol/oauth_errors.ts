@@ -90,10 +90,17 @@ export const OAuthErrors = {
   formNotUtf8: defineError('invalid_request', 'The request body is not valid form-urlencoded UTF-8.'),
   duplicateParameter: defineError('invalid_request', 'A parameter was sent more than once.'),
   tooManyParameters: defineError('invalid_request', 'The request has too many parameters.'),
+  /**
+   * Differing `Content-Length` values, `Transfer-Encoding` with `Content-Length`, or a transfer
+   * coding other than `chunked`: the body's end is ambiguous (RFC 9112 §6.1, §6.3).
+   */
+  ambiguousFraming: defineError('invalid_request', 'The request framing is ambiguous.'),
 
   // Client authentication (RFC 6749 §2.3, §5.2).
   invalidClient: defineError('invalid_client', 'Client authentication failed.'),
   multipleClientAuthMethods: defineError('invalid_request', 'The request uses more than one client authentication method.'),
+  /** `Authorization: Basic` that is not Base64, has no colon, or is not form-encoded (RFC 6749 §2.3.1, Appendix B). */
+  malformedBasicCredentials: defineError('invalid_request', 'The Basic credentials are malformed.'),
   /** A client, API resource or user throttled after failed attempts. */
   tooManyFailedAttempts: defineError('temporarily_unavailable', 'Too many failed attempts. Retry later.', 429),
   /** A client at one address past its rate of device authorizations (RFC 8628 §3.1). */

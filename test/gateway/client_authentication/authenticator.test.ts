@@ -92,12 +92,15 @@ t.test('refuses a request that names no client', async (t) => {
   t.same(r, { ok: false, failure: 'invalid_client', usedAuthorizationHeader: false, clientId: undefined });
 });
 
-t.test('refuses a malformed or non-Basic Authorization header', async (t) => {
-  for (const header of ['Basic %%%', 'Bearer token']) {
+t.test('tells a malformed Basic header from another scheme', async (t) => {
+  for (const header of ['Basic %%%', 'Basic', `Basic ${Buffer.from('no-colon').toString('base64')}`]) {
     const r = auth.authenticate(header, params({}));
-    t.equal(!r.ok && r.failure, 'invalid_client');
+    t.equal(!r.ok && r.failure, 'malformed_basic', header);
     t.equal(!r.ok && r.usedAuthorizationHeader, true);
   }
+  const other = auth.authenticate('Bearer token', params({}));
+  t.equal(!other.ok && other.failure, 'invalid_client', 'another scheme: no client authenticated');
+  t.equal(!other.ok && other.usedAuthorizationHeader, true);
 });
 
 t.test('a remembered Basic header stops working when its secret expires', async (t) => {
