@@ -113,7 +113,10 @@ export class Exchange {
       res.writeHeader('Cache-Control', 'no-store');
       res.writeHeader('Pragma', 'no-cache');
       res.writeHeader('X-Frame-Options', 'DENY');
-      res.writeHeader('Referrer-Policy', 'no-referrer');
+      // same-origin, not no-referrer: nothing leaks to other sites (the client's redirect URI
+      // included), and the pages' own form posts carry a real Origin, which the CSRF check needs
+      // (under no-referrer a browser sends `Origin: null`, as an attacker's page can too).
+      res.writeHeader('Referrer-Policy', 'same-origin');
       res.writeHeader('X-Content-Type-Options', 'nosniff');
       res.writeHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'");
       for (const cookie of options.cookies ?? []) res.writeHeader('Set-Cookie', cookie);

@@ -99,6 +99,7 @@ export class PageSecrets {
    * subdomain or another port, which is same-site and so gets `SameSite=Lax` cookies sent along.
    */
   checkCsrf(page: { readonly cookies: string; readonly origin: string }, submitted: string | undefined): boolean {
+    // `null` (a sandboxed frame, a page under no-referrer) is an origin that is not ours.
     if (page.origin !== '' && page.origin !== this.issuerOrigin) return false;
     const cookieHeader = page.cookies;
     const browser = this.browserId(cookieHeader);

@@ -44,7 +44,7 @@ t.test('openid-client runs the authorization code flow with PKCE through the log
   const login = await browser.get(authorizationUrl.href);
   t.equal(login.status, 200);
   t.equal(login.headers.get('x-frame-options'), 'DENY');
-  t.equal(login.headers.get('referrer-policy'), 'no-referrer');
+  t.equal(login.headers.get('referrer-policy'), 'same-origin');
   t.equal(login.headers.get('cache-control'), 'no-store');
   t.match(login.body, /name="username"/);
   t.match(login.body, /Web &lt;App&gt;/, 'the client name is escaped');

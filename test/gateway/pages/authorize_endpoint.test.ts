@@ -57,7 +57,7 @@ const wrongCredentials = 'The username or password is incorrect.';
 
 function assertPageHeaders(t: Test, page: PageResponse): void {
   t.equal(page.headers.get('x-frame-options'), 'DENY', 'X-Frame-Options: DENY');
-  t.equal(page.headers.get('referrer-policy'), 'no-referrer', 'Referrer-Policy: no-referrer');
+  t.equal(page.headers.get('referrer-policy'), 'same-origin', 'Referrer-Policy: same-origin');
   t.equal(page.headers.get('cache-control'), 'no-store', 'Cache-Control: no-store');
 }
 

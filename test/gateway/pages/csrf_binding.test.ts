@@ -140,6 +140,12 @@ t.test('login CSRF and forced consent from another origin are refused', async (t
   );
   t.equal(forced.status, 400, 'another port is another origin');
   t.equal(forced.location, null);
+  const opaque = await flow.browser.post(
+    `${gw.url}/connect/authorize/consent`,
+    { csrf_token: page.hidden('csrf_token'), request: page.hidden('request'), decision: 'allow' },
+    { origin: 'null' },
+  );
+  t.equal(opaque.status, 400, 'Origin: null (a sandboxed frame, a no-referrer page) is not the issuer');
   const sameOrigin = await flow.browser.post(
     `${gw.url}/connect/authorize/consent`,
     { csrf_token: page.hidden('csrf_token'), request: page.hidden('request'), decision: 'allow' },

@@ -138,7 +138,7 @@ function assertRetryAfter(t: Test, page: PageResponse, label: string): void {
 
 function assertPageHeaders(t: Test, page: PageResponse, label: string): void {
   t.equal(page.headers.get('x-frame-options'), 'DENY', `X-Frame-Options on ${label}`);
-  t.equal(page.headers.get('referrer-policy'), 'no-referrer', `Referrer-Policy on ${label}`);
+  t.equal(page.headers.get('referrer-policy'), 'same-origin', `Referrer-Policy on ${label}`);
   t.equal(page.headers.get('cache-control'), 'no-store', `Cache-Control on ${label}`);
   t.match(page.headers.get('content-type'), /^text\/html; charset=utf-8$/, `an HTML page: ${label}`);
 }
