@@ -8,7 +8,7 @@ import { builtInGrantTypes } from '../workers/protocol/grant_types.js';
 import { createStore } from '../workers/store/create_store.js';
 import type { Store } from '../workers/store/store.js';
 import { ClientAuthenticator } from './client_authentication/authenticator.js';
-import { ClientAuthThrottle, FailureThrottle } from './client_authentication/throttle.js';
+import { ClientAuthThrottle } from './client_authentication/throttle.js';
 import type { ClientAuthenticationDeps } from './client_authentication/step.js';
 import type { LoadedConfig } from './config/load.js';
 import { buildDiscoveryDocument } from './discovery.js';
@@ -208,16 +208,11 @@ function clientAuthenticationOf(
   store: Store,
   logger: Logger,
 ): ClientAuthenticationDeps {
-  const resourceNames = new Set(config.apiResources.map((r) => r.name));
   return {
     issuer: config.issuer,
     authenticator: new ClientAuthenticator(clients),
-    throttle: new ClientAuthThrottle(
-      new FailureThrottle(store, 'client', config.throttling.clientAuthentication),
-      // API resources authenticate at introspection and are throttled the same way.
-      (id) => clients.has(id) || resourceNames.has(id),
-      logger,
-    ),
+    // API resources authenticate at introspection and are throttled the same way.
+    throttle: new ClientAuthThrottle(store, config.throttling.clientAuthentication, logger),
   };
 }
 

@@ -1,93 +1,117 @@
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { FailureThrottle, type ThrottleState } from '../../workers/grants/failure_throttle.js';
+import type { ThrottleLimits, ThrottleState } from '../../workers/grants/failure_throttle.js';
+import type { Store } from '../../workers/store/store.js';
 
 const open: ThrottleState = Object.freeze({ blocked: false });
 
+/** Failures of one caller (a client id from one address) in the current window. */
 interface Entry {
-  state: ThrottleState;
-  /** When the store should be asked again. */
-  refreshAt: number;
-  refreshing: boolean;
+  failures: number;
+  windowEndsAt: number;
+  blockedUntil: number;
 }
 
+/** Callers tracked at once; past it the oldest client's entries are dropped (docs/security.md). */
+const maxEntries = 100_000;
+
 /**
- * Limits failed client authentications per `client_id` without a store round trip on the hot
- * path (docs/endpoints.md): each gateway keeps what the store said about a client for up to `freshnessMs`
- * and refreshes it in the background, so a block set by another instance applies here within
- * that time, and one set here applies at once. Unknown client ids are not tracked: they can never
- * authenticate, and tracking them would let anyone grow this map.
+ * Limits failed client authentications per **client id and source address** (docs/security.md,
+ * "Throttles"):
  *
- * A store outage fails open: client authentication needs no store and keeps working.
+ * - A stranger who sends wrong secrets for a client blocks only their own address: the client,
+ *   calling from its own address, keeps authenticating. Nobody can lock a client out.
+ * - Unknown client ids are counted exactly like known ones, so a `429` tells nothing about which
+ *   ids exist (and an unknown id already costs the same secret comparison as a wrong secret).
+ * - Failures are counted here synchronously, on the one thread that authenticates: a parallel
+ *   burst of wrong secrets gets at most `maxFailures` evaluated by this gateway. Each failure is
+ *   also counted in the store, whose count blocks the address here as soon as it reaches the
+ *   limit, so failures spread over several gateways add up.
+ * - A caller that has never failed costs nothing: no store call, not even its address is read.
+ * - A store outage fails open on the store's share; the local count still applies.
  */
 export class ClientAuthThrottle {
-  private readonly entries = new Map<string, Entry>();
+  private readonly byClient = new Map<string, Map<string, Entry>>();
+  private entries = 0;
 
   constructor(
-    private readonly throttle: FailureThrottle,
-    private readonly isKnownClient: (clientId: string) => boolean,
+    private readonly store: Store,
+    private readonly limits: ThrottleLimits,
     private readonly logger: Logger,
     private readonly now: () => number = Date.now,
-    private readonly freshnessMs = 1000,
   ) {}
 
-  /** The client's state as this gateway knows it now; never waits. */
-  stateOf(clientId: string | undefined): ThrottleState {
-    if (clientId === undefined || !this.isKnownClient(clientId)) return open;
+  /** The caller's state now; never waits. `address` is only read for a client with failures. */
+  stateOf(clientId: string | undefined, address: () => string): ThrottleState {
+    if (clientId === undefined) return open;
+    const callers = this.byClient.get(clientId);
+    if (callers === undefined) return open;
+    const from = address();
+    const entry = callers.get(from);
+    if (entry === undefined) return open;
     const now = this.now();
-    let entry = this.entries.get(clientId);
-    if (entry === undefined) {
-      entry = { state: open, refreshAt: 0, refreshing: false };
-      this.entries.set(clientId, entry);
-    }
-    if (entry.refreshAt <= now && !entry.refreshing) this.refresh(clientId, entry);
-    return expired(entry.state, now);
+    if (entry.blockedUntil > now) return { blocked: true, retryAfterSeconds: Math.max(1, Math.ceil((entry.blockedUntil - now) / 1000)) };
+    if (entry.windowEndsAt <= now) this.forget(clientId, callers, from);
+    return open;
   }
 
-  /** Counts a failed authentication; the block, if reached, applies here at once. */
-  recordFailure(clientId: string | undefined): void {
-    if (clientId === undefined || !this.isKnownClient(clientId)) return;
-    this.throttle.recordFailure(clientId).then(
-      (state) => {
-        if (state.blocked)
-          this.entries.set(clientId, {
-            state: withDeadline(state, this.now()),
-            refreshAt: this.now() + this.freshnessMs,
-            refreshing: false,
-          });
+  /** Counts a failed authentication; the block, once reached, applies at once. */
+  recordFailure(clientId: string | undefined, address: () => string): void {
+    if (clientId === undefined) return;
+    const from = address();
+    const entry = this.entryOf(clientId, from);
+    entry.failures += 1;
+    const caller = { clientId, address: from };
+    if (entry.failures >= this.limits.maxFailures) this.block(entry, entry.windowEndsAt, caller);
+    const counter = `client:${createHash('sha256').update(`${clientId}\u0000${from}`, 'utf8').digest('base64url')}`;
+    this.store.increment(counter, this.limits.windowSeconds * 1000).then(
+      ({ count, resetInMs }) => {
+        if (count >= this.limits.maxFailures) this.block(entry, this.now() + resetInMs, caller);
       },
       (err: unknown) => this.logger.warn({ err }, 'could not record a client authentication failure'),
     );
   }
 
-  private refresh(clientId: string, entry: Entry): void {
-    entry.refreshing = true;
-    this.throttle.check(clientId).then(
-      (state) => {
-        entry.state = withDeadline(state, this.now());
-        entry.refreshAt = this.now() + this.freshnessMs;
-        entry.refreshing = false;
-      },
-      () => {
-        entry.refreshAt = this.now() + this.freshnessMs;
-        entry.refreshing = false;
-      },
-    );
+  private block(entry: Entry, until: number, caller: { clientId: string; address: string }): void {
+    if (until <= entry.blockedUntil) return;
+    const startsNow = entry.blockedUntil <= this.now();
+    entry.blockedUntil = until;
+    // One line per block, never per refused request: which caller, for how long, never a secret.
+    if (startsNow) {
+      const retryAfterSeconds = Math.ceil((until - this.now()) / 1000);
+      this.logger.info({ ...caller, retryAfterSeconds, reason: 'failed client authentications' }, 'client authentication blocked');
+    }
+  }
+
+  private forget(clientId: string, callers: Map<string, Entry>, address: string): void {
+    if (!callers.delete(address)) return;
+    this.entries -= 1;
+    if (callers.size === 0) this.byClient.delete(clientId);
+  }
+
+  private entryOf(clientId: string, address: string): Entry {
+    const now = this.now();
+    let callers = this.byClient.get(clientId);
+    if (callers === undefined) {
+      if (this.entries >= maxEntries) this.evictOldest();
+      callers = new Map();
+      this.byClient.set(clientId, callers);
+    }
+    let entry = callers.get(address);
+    if (entry === undefined || (entry.windowEndsAt <= now && entry.blockedUntil <= now)) {
+      if (entry === undefined) this.entries += 1;
+      entry = { failures: 0, windowEndsAt: now + this.limits.windowSeconds * 1000, blockedUntil: 0 };
+      callers.set(address, entry);
+    }
+    return entry;
+  }
+
+  /** Drops the entries of the client tracked longest: a flood of fresh ids must not grow this without end. */
+  private evictOldest(): void {
+    for (const [clientId, callers] of this.byClient) {
+      this.entries -= callers.size;
+      this.byClient.delete(clientId);
+      return;
+    }
   }
 }
-
-// States carry an absolute deadline internally so that Retry-After keeps counting down.
-const deadlines = new WeakMap<ThrottleState, number>();
-
-function withDeadline(state: ThrottleState, now: number): ThrottleState {
-  if (state.blocked) deadlines.set(state, now + state.retryAfterSeconds * 1000);
-  return state;
-}
-
-function expired(state: ThrottleState, now: number): ThrottleState {
-  if (!state.blocked) return state;
-  const until = deadlines.get(state) ?? now;
-  if (until <= now) return open;
-  return { blocked: true, retryAfterSeconds: Math.max(1, Math.ceil((until - now) / 1000)) };
-}
-
-export { FailureThrottle };

@@ -63,6 +63,11 @@ export class Exchange {
     });
   }
 
+  /** The peer's address as text (for per-address throttles); read only when needed. */
+  remoteAddress(): string {
+    return Buffer.from(this.res.getRemoteAddressAsText()).toString();
+  }
+
   get open(): boolean {
     return !this.aborted && !this.done;
   }

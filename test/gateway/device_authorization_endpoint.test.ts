@@ -9,7 +9,6 @@ import { ClientAuthenticator } from '../../gateway/client_authentication/authent
 import { ClientAuthThrottle } from '../../gateway/client_authentication/throttle.js';
 import { clientSchema } from '../../gateway/config/schema.js';
 import { createDeviceAuthorizationEndpoint, deviceAuthorizationPath } from '../../gateway/device_authorization_endpoint.js';
-import { FailureThrottle } from '../../workers/grants/failure_throttle.js';
 import { ScopeRules } from '../../workers/grants/scope_rules.js';
 import { registerClients } from '../../workers/protocol/client_model.js';
 import { MemoryStore } from '../../workers/store/memory_store.js';
@@ -331,11 +330,7 @@ t.test('user code collisions, on the endpoint alone', async (t) => {
       createDeviceAuthorizationEndpoint({
         issuer: 'http://tessera.test',
         authenticator: new ClientAuthenticator(clients),
-        throttle: new ClientAuthThrottle(
-          new FailureThrottle(store, 'client', { maxFailures: 10, windowSeconds: 60 }),
-          (id) => clients.has(id),
-          pino({ level: 'silent' }),
-        ),
+        throttle: new ClientAuthThrottle(store, { maxFailures: 10, windowSeconds: 60 }, pino({ level: 'silent' })),
         scopes: new ScopeRules({
           identityResources: [],
           apiScopes: [{ name: 'api1' }],

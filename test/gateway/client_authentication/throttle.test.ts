@@ -1,12 +1,14 @@
+// The client-authentication throttle counts per client id and source address (docs/security.md).
 import t from 'tap';
 import { pino } from 'pino';
-import { ClientAuthThrottle, FailureThrottle } from '../../../gateway/client_authentication/throttle.js';
+import { ClientAuthThrottle } from '../../../gateway/client_authentication/throttle.js';
 import { MemoryStore } from '../../../workers/store/memory_store.js';
 import type { Store } from '../../../workers/store/store.js';
 
 const limits = { maxFailures: 3, windowSeconds: 60 };
-const known = new Set(['m2m', 'web']);
 const silent = pino({ level: 'silent' });
+const attacker = () => '203.0.113.9';
+const owner = () => '198.51.100.7';
 
 /** Lets the background store calls of the throttle settle. */
 const settle = () => new Promise((resolve) => setImmediate(resolve));
@@ -14,38 +16,53 @@ const settle = () => new Promise((resolve) => setImmediate(resolve));
 function setup(store: Store = new MemoryStore()) {
   let now = Date.parse('2026-06-01T00:00:00Z');
   const clock = { now: () => now, advance: (ms: number) => (now += ms) };
-  const failures = new FailureThrottle(store, 'client', limits, clock.now);
-  const throttle = new ClientAuthThrottle(failures, (id) => known.has(id), silent, clock.now, 1000);
-  return { throttle, failures, clock };
+  const throttle = new ClientAuthThrottle(store, limits, silent, clock.now);
+  return { throttle, clock };
 }
 
-t.test('a client blocked here is refused at once, with a Retry-After that counts down', async (t) => {
+t.test('an address blocked here is refused at once, with a Retry-After that counts down', async (t) => {
   const { throttle, clock } = setup();
-  for (let i = 0; i < limits.maxFailures; i++) throttle.recordFailure('m2m');
+  for (let i = 0; i < limits.maxFailures; i++) throttle.recordFailure('m2m', attacker);
+  t.same(throttle.stateOf('m2m', attacker), { blocked: true, retryAfterSeconds: 60 }, 'blocked before the store has answered');
   await settle();
-  t.same(throttle.stateOf('m2m'), { blocked: true, retryAfterSeconds: 60 });
   clock.advance(45_500);
-  t.same(throttle.stateOf('m2m'), { blocked: true, retryAfterSeconds: 15 });
-  t.same(throttle.stateOf('web'), { blocked: false }, 'other clients are not affected');
+  t.same(throttle.stateOf('m2m', attacker), { blocked: true, retryAfterSeconds: 15 });
+  t.same(throttle.stateOf('web', attacker), { blocked: false }, 'other clients are not affected');
   clock.advance(15_000);
-  t.same(throttle.stateOf('m2m'), { blocked: false }, 'open again when the window ends');
+  t.same(throttle.stateOf('m2m', attacker), { blocked: false }, 'open again when the window ends');
 });
 
-t.test('a block set by another gateway applies here once the cached state is refreshed', async (t) => {
+t.test('a stranger cannot lock a client out: the client from its own address is unaffected', async (t) => {
+  const { throttle } = setup();
+  for (let i = 0; i < 50; i++) throttle.recordFailure('m2m', attacker);
+  await settle();
+  t.equal(throttle.stateOf('m2m', attacker).blocked, true, "the stranger's address is blocked");
+  t.same(throttle.stateOf('m2m', owner), { blocked: false }, "the client's own address is not");
+});
+
+t.test('unknown and known client ids are answered alike', async (t) => {
+  const { throttle } = setup();
+  for (let i = 0; i < limits.maxFailures; i++) {
+    throttle.recordFailure('m2m', attacker);
+    throttle.recordFailure('no-such-client', attacker);
+  }
+  t.same(throttle.stateOf('no-such-client', attacker), throttle.stateOf('m2m', attacker));
+  t.equal(throttle.stateOf('no-such-client', attacker).blocked, true);
+});
+
+t.test('failures counted on another gateway block here once this one sees a failure of the same caller', async (t) => {
   const store = new MemoryStore();
   const here = setup(store);
   const elsewhere = setup(store);
-  t.same(here.throttle.stateOf('m2m'), { blocked: false });
+  for (let i = 0; i < limits.maxFailures - 1; i++) elsewhere.throttle.recordFailure('m2m', attacker);
   await settle();
-  for (let i = 0; i < limits.maxFailures; i++) await elsewhere.failures.recordFailure('m2m');
-  t.same(here.throttle.stateOf('m2m'), { blocked: false }, 'still the cached state within the freshness window');
-  here.clock.advance(1000);
-  here.throttle.stateOf('m2m');
+  t.same(here.throttle.stateOf('m2m', attacker), { blocked: false });
+  here.throttle.recordFailure('m2m', attacker);
   await settle();
-  t.equal(here.throttle.stateOf('m2m').blocked, true);
+  t.equal(here.throttle.stateOf('m2m', attacker).blocked, true, 'the shared count reached the limit');
 });
 
-t.test('unknown client ids are never tracked: they cannot authenticate anyway', async (t) => {
+t.test('a caller that never failed costs no store call and no address lookup', async (t) => {
   const calls: string[] = [];
   const spy = new Proxy(new MemoryStore(), {
     get(target, name, receiver) {
@@ -58,14 +75,19 @@ t.test('unknown client ids are never tracked: they cannot authenticate anyway', 
     },
   });
   const { throttle } = setup(spy);
-  for (let i = 0; i < 10; i++) throttle.recordFailure('nobody');
-  t.same(throttle.stateOf('nobody'), { blocked: false });
-  t.same(throttle.stateOf(undefined), { blocked: false });
+  let lookups = 0;
+  const counted = () => {
+    lookups += 1;
+    return owner();
+  };
+  for (let i = 0; i < 100; i++) t.same(throttle.stateOf('m2m', counted), { blocked: false });
+  t.same(throttle.stateOf(undefined, counted), { blocked: false });
   await settle();
   t.same(calls, [], 'the store was never asked');
+  t.equal(lookups, 0, 'the address was never read');
 });
 
-t.test('a store outage fails open: client authentication keeps working', async (t) => {
+t.test('a store outage fails open on the shared count; the local count still blocks', async (t) => {
   const down = new Proxy(new MemoryStore(), {
     get(target, name, receiver) {
       const value = Reflect.get(target, name, receiver) as unknown;
@@ -73,8 +95,10 @@ t.test('a store outage fails open: client authentication keeps working', async (
     },
   });
   const { throttle } = setup(down);
-  for (let i = 0; i < limits.maxFailures; i++) throttle.recordFailure('m2m');
-  t.same(throttle.stateOf('m2m'), { blocked: false });
+  throttle.recordFailure('m2m', attacker);
   await settle();
-  t.same(throttle.stateOf('m2m'), { blocked: false });
+  t.same(throttle.stateOf('m2m', attacker), { blocked: false });
+  for (let i = 1; i < limits.maxFailures; i++) throttle.recordFailure('m2m', attacker);
+  await settle();
+  t.equal(throttle.stateOf('m2m', attacker).blocked, true);
 });
