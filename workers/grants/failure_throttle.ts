@@ -24,6 +24,18 @@ export class FailureThrottle {
     private readonly now: () => number = Date.now,
   ) {}
 
+  /**
+   * Counts an attempt **before** it is evaluated and decides on that count: the store's increment
+   * is one atomic command, so of a parallel burst at most `maxFailures` attempts go on, whatever
+   * their timing (docs/security.md). The attempts from `maxFailures + 1` on are refused until the
+   * window ends. A success must call {@link recordSuccess}, which clears the count.
+   */
+  async attempt(subject: string): Promise<ThrottleState> {
+    const { count, resetInMs } = await this.store.increment(this.counterName(subject), this.limits.windowSeconds * 1000);
+    if (count <= this.limits.maxFailures) return open;
+    return { blocked: true, retryAfterSeconds: Math.max(1, Math.ceil(resetInMs / 1000)) };
+  }
+
   async check(subject: string): Promise<ThrottleState> {
     const lock = await this.store.get<{ until: number }>(this.lockKey(subject));
     return lock === null ? open : blockedUntil(lock.until, this.now());

@@ -67,7 +67,9 @@ export function createResourceOwnerAuthenticator(
     // that match no user alike, so the answers do not tell which usernames exist.
     const throttleSubject = `${client.clientId}\u0000${userName}`;
     const userSubject = `${acr.tenant ?? ''}\u0000${acr.idp ?? 'local'}\u0000${userName}`;
-    const [state, userState] = await Promise.all([throttle.check(throttleSubject), userThrottle.check(userSubject)]);
+    // Counted before the password is checked, on the store's atomic increment: a parallel burst of
+    // guesses gets at most the limit evaluated (docs/security.md, "Throttles").
+    const [state, userState] = await Promise.all([throttle.attempt(throttleSubject), userThrottle.attempt(userSubject)]);
     if (state.blocked) throw tooManyAttempts(state.retryAfterSeconds);
     if (userState.blocked) throw tooManyAttempts(userState.retryAfterSeconds);
 
@@ -83,7 +85,7 @@ export function createResourceOwnerAuthenticator(
       isResult(result) && !result.isError && typeof result.subject === 'string' && result.subject.length > 0 ? result.subject : undefined;
     if (subject === undefined || !isResult(result)) {
       // The attempt that reaches the limit is still answered as a wrong password; the next is 429.
-      await Promise.all([throttle.recordFailure(throttleSubject), userThrottle.recordFailure(userSubject)]);
+      // The attempt was counted before it was evaluated.
       throw failureOf(result);
     }
     await Promise.all([throttle.recordSuccess(throttleSubject), userThrottle.recordSuccess(userSubject)]);

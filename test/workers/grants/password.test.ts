@@ -241,6 +241,17 @@ async function throttleSuite(t: Test, store: 'memory' | 'redis') {
     t.equal((await introspect('ro', 'secret', 'after-the-window')).body, '{"active":false}', 'the block ends with the window');
   });
 
+  t.test('a parallel burst of guesses gets at most the limit evaluated, the right password included', async (t) => {
+    // erin (idp corp) is used by no other subtest. 59 wrong guesses and the right password, at once.
+    const guesses = Array.from({ length: 60 }, (_, i) => (i === 30 ? 'erin-pw' : `guess-${i}`));
+    const answers = await Promise.all(guesses.map((password) => grant(gw, { username: 'erin', password, acr_values: 'idp:corp' })));
+    const evaluated = answers.filter((a) => a.status === 400 || a.status === 200);
+    t.ok(evaluated.length <= 3, `${evaluated.length} of 60 evaluated (limit 3 per client)`);
+    t.equal(answers.filter((a) => a.status === 429).length, 60 - evaluated.length, 'every other attempt is refused unevaluated');
+    t.equal((await grant(gw, { username: 'erin', password: 'erin-pw', acr_values: 'idp:corp' })).status, 429, 'blocked after the burst');
+    await new Promise((r) => setTimeout(r, 2100));
+  });
+
   t.test('a success resets the count', async (t) => {
     for (let i = 0; i < 2; i++) t.equal((await grant(gw, { username: 'carol', password: 'nope' }, 'ro2')).status, 400);
     t.equal((await grant(gw, { username: 'carol', password: 'pässwörd ✓ 密码' }, 'ro2')).status, 200);
