@@ -51,14 +51,19 @@ export class ClientAuthThrottle {
     if (entry === undefined) return open;
     const now = this.now();
     if (entry.blockedUntil > now) return { blocked: true, retryAfterSeconds: Math.max(1, Math.ceil((entry.blockedUntil - now) / 1000)) };
+    if (entry.blockedUntil > 0 && entry.windowEndsAt <= now) {
+      this.logger.info({ clientId, address: from }, 'client authentication block ended');
+    }
     if (entry.windowEndsAt <= now) this.forget(clientId, callers, from);
     return open;
   }
 
   /** Counts a failed authentication; the block, once reached, applies at once. */
-  recordFailure(clientId: string | undefined, address: () => string): void {
+  recordFailure(clientId: string | undefined, address: () => string, reason: string): void {
     if (clientId === undefined) return;
     const from = address();
+    // Security events (docs/operations.md, "Logs"): who, from where, why; never the secret.
+    this.logger.info({ clientId, address: from, reason }, 'client authentication failed');
     const entry = this.entryOf(clientId, from);
     entry.failures += 1;
     const caller = { clientId, address: from };

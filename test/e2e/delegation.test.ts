@@ -173,6 +173,13 @@ t.test('delegation', async (t) => {
     assertRefused(t, await post(gw, 'api1', { grant_type: 'delegation', token: await mint({ nbf: now + 120 }), scope: 'api2' }));
   });
 
+  t.test('refuses a token whose iat is in the future beyond the clock tolerance as invalid_grant', async (t) => {
+    const now = Math.floor(Date.now() / 1000);
+    assertRefused(t, await post(gw, 'api1', { grant_type: 'delegation', token: await mint({ iat: now + 120 }), scope: 'api2' }));
+    const skewed = await post(gw, 'api1', { grant_type: 'delegation', token: await mint({ iat: now + 2 }), scope: 'api2' });
+    t.equal(skewed.status, 200, 'a few seconds of skew between instances is tolerated');
+  });
+
   t.test('refuses a token of another issuer, signed with its own key, as invalid_grant', async (t) => {
     const other = await generateKeyPair('ES256');
     const now = Math.floor(Date.now() / 1000);

@@ -6,7 +6,14 @@ export interface ThrottleLimits {
   readonly windowSeconds: number;
 }
 
-export type ThrottleState = { readonly blocked: false } | { readonly blocked: true; readonly retryAfterSeconds: number };
+export type ThrottleState =
+  | { readonly blocked: false }
+  | {
+      readonly blocked: true;
+      readonly retryAfterSeconds: number;
+      /** The first refusal of this block ({@link FailureThrottle.attempt}): when a block starts, for its one log line. */
+      readonly firstRefusal?: boolean;
+    };
 
 const open: ThrottleState = Object.freeze({ blocked: false });
 
@@ -33,7 +40,11 @@ export class FailureThrottle {
   async attempt(subject: string): Promise<ThrottleState> {
     const { count, resetInMs } = await this.store.increment(this.counterName(subject), this.limits.windowSeconds * 1000);
     if (count <= this.limits.maxFailures) return open;
-    return { blocked: true, retryAfterSeconds: Math.max(1, Math.ceil(resetInMs / 1000)) };
+    return {
+      blocked: true,
+      retryAfterSeconds: Math.max(1, Math.ceil(resetInMs / 1000)),
+      firstRefusal: count === this.limits.maxFailures + 1,
+    };
   }
 
   async check(subject: string): Promise<ThrottleState> {

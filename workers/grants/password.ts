@@ -70,8 +70,20 @@ export function createResourceOwnerAuthenticator(
     // Counted before the password is checked, on the store's atomic increment: a parallel burst of
     // guesses gets at most the limit evaluated (docs/security.md, "Throttles").
     const [state, userState] = await Promise.all([throttle.attempt(throttleSubject), userThrottle.attempt(userSubject)]);
-    if (state.blocked) throw tooManyAttempts(state.retryAfterSeconds);
-    if (userState.blocked) throw tooManyAttempts(userState.retryAfterSeconds);
+    for (const [blocked, per] of [
+      [state, 'username at this client'],
+      [userState, 'username across clients'],
+    ] as const) {
+      if (!blocked.blocked) continue;
+      // Security events (docs/operations.md, "Logs"): one line when a block starts, never a secret.
+      if (blocked.firstRefusal === true) {
+        logger.info(
+          { clientId: client.clientId, username: userName, per, retryAfterSeconds: blocked.retryAfterSeconds },
+          'password attempts blocked',
+        );
+      }
+      throw tooManyAttempts(blocked.retryAfterSeconds);
+    }
 
     const context: ResourceOwnerPasswordValidationContext = {
       userName,
@@ -86,6 +98,7 @@ export function createResourceOwnerAuthenticator(
     if (subject === undefined || !isResult(result)) {
       // The attempt that reaches the limit is still answered as a wrong password; the next is 429.
       // The attempt was counted before it was evaluated.
+      logger.info({ clientId: client.clientId, username: userName, reason: 'wrong credentials' }, 'password sign-in failed');
       throw failureOf(result);
     }
     await Promise.all([throttle.recordSuccess(throttleSubject), userThrottle.recordSuccess(userSubject)]);

@@ -64,6 +64,11 @@ export class AccessTokenValidator implements TokenValidator {
     } catch (err) {
       return { ok: false, reason: (err as { code?: string }).code ?? 'invalid token' };
     }
+    // jose checks exp and nbf but not an iat in the future: a token "issued" later than now was not
+    // issued by this clock (RFC 7519 §4.1.6; a forged or mis-clocked token), so it is refused.
+    if (options.checkTime !== false && (payload.iat as number) > this.options.now() / 1000 + clockToleranceSeconds) {
+      return { ok: false, reason: 'iat in the future' };
+    }
     // A store failure propagates: the caller answers 503 rather than trusting an unchecked token.
     if ((await this.options.store.get(revokedJtiKey(payload.jti as string))) !== null) return { ok: false, reason: 'token revoked' };
     return { ok: true, payload };

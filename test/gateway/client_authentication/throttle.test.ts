@@ -22,7 +22,7 @@ function setup(store: Store = new MemoryStore()) {
 
 t.test('an address blocked here is refused at once, with a Retry-After that counts down', async (t) => {
   const { throttle, clock } = setup();
-  for (let i = 0; i < limits.maxFailures; i++) throttle.recordFailure('m2m', attacker);
+  for (let i = 0; i < limits.maxFailures; i++) throttle.recordFailure('m2m', attacker, 'test');
   t.same(throttle.stateOf('m2m', attacker), { blocked: true, retryAfterSeconds: 60 }, 'blocked before the store has answered');
   await settle();
   clock.advance(45_500);
@@ -34,7 +34,7 @@ t.test('an address blocked here is refused at once, with a Retry-After that coun
 
 t.test('a stranger cannot lock a client out: the client from its own address is unaffected', async (t) => {
   const { throttle } = setup();
-  for (let i = 0; i < 50; i++) throttle.recordFailure('m2m', attacker);
+  for (let i = 0; i < 50; i++) throttle.recordFailure('m2m', attacker, 'test');
   await settle();
   t.equal(throttle.stateOf('m2m', attacker).blocked, true, "the stranger's address is blocked");
   t.same(throttle.stateOf('m2m', owner), { blocked: false }, "the client's own address is not");
@@ -43,8 +43,8 @@ t.test('a stranger cannot lock a client out: the client from its own address is 
 t.test('unknown and known client ids are answered alike', async (t) => {
   const { throttle } = setup();
   for (let i = 0; i < limits.maxFailures; i++) {
-    throttle.recordFailure('m2m', attacker);
-    throttle.recordFailure('no-such-client', attacker);
+    throttle.recordFailure('m2m', attacker, 'test');
+    throttle.recordFailure('no-such-client', attacker, 'test');
   }
   t.same(throttle.stateOf('no-such-client', attacker), throttle.stateOf('m2m', attacker));
   t.equal(throttle.stateOf('no-such-client', attacker).blocked, true);
@@ -54,10 +54,10 @@ t.test('failures counted on another gateway block here once this one sees a fail
   const store = new MemoryStore();
   const here = setup(store);
   const elsewhere = setup(store);
-  for (let i = 0; i < limits.maxFailures - 1; i++) elsewhere.throttle.recordFailure('m2m', attacker);
+  for (let i = 0; i < limits.maxFailures - 1; i++) elsewhere.throttle.recordFailure('m2m', attacker, 'test');
   await settle();
   t.same(here.throttle.stateOf('m2m', attacker), { blocked: false });
-  here.throttle.recordFailure('m2m', attacker);
+  here.throttle.recordFailure('m2m', attacker, 'test');
   await settle();
   t.equal(here.throttle.stateOf('m2m', attacker).blocked, true, 'the shared count reached the limit');
 });
@@ -95,10 +95,34 @@ t.test('a store outage fails open on the shared count; the local count still blo
     },
   });
   const { throttle } = setup(down);
-  throttle.recordFailure('m2m', attacker);
+  throttle.recordFailure('m2m', attacker, 'test');
   await settle();
   t.same(throttle.stateOf('m2m', attacker), { blocked: false });
-  for (let i = 1; i < limits.maxFailures; i++) throttle.recordFailure('m2m', attacker);
+  for (let i = 1; i < limits.maxFailures; i++) throttle.recordFailure('m2m', attacker, 'test');
   await settle();
   t.equal(throttle.stateOf('m2m', attacker).blocked, true);
+});
+
+t.test('security events: each failure, the block start and its end, one line each, without a secret', async (t) => {
+  const lines: Record<string, unknown>[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
+  let now = Date.parse('2026-06-01T00:00:00Z');
+  const throttle = new ClientAuthThrottle(new MemoryStore(), limits, logger, () => now);
+  for (let i = 0; i < limits.maxFailures + 2; i++) throttle.recordFailure('m2m', attacker, 'wrong secret');
+  await settle();
+  const messages = lines.map((l) => l.msg);
+  t.equal(messages.filter((m) => m === 'client authentication failed').length, limits.maxFailures + 2, 'one line per failure');
+  t.equal(messages.filter((m) => m === 'client authentication blocked').length, 1, 'one line when the block starts');
+  t.match(
+    lines.find((l) => l.msg === 'client authentication failed'),
+    { clientId: 'm2m', address: '203.0.113.9', reason: 'wrong secret' },
+  );
+  t.match(
+    lines.find((l) => l.msg === 'client authentication blocked'),
+    { clientId: 'm2m', address: '203.0.113.9', retryAfterSeconds: 60 },
+  );
+  now += 61_000;
+  t.same(throttle.stateOf('m2m', attacker), { blocked: false });
+  t.match(lines.at(-1), { msg: 'client authentication block ended', clientId: 'm2m', address: '203.0.113.9' });
+  t.notMatch(JSON.stringify(lines), /"(client_?secret|secret|password|authorization)":/i, 'no credential field in any line');
 });
