@@ -4,73 +4,27 @@
 // why in one line naming the validator. End to end: `tessera start` in a child process, so the
 // worker threads' own log lines are read as an operator reads them.
 import t from 'tap';
-import { spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { basicAuthorization } from '../../helpers/basic_authorization.js';
-import { freePort } from '../../helpers/free_port.js';
-import { killAtExit } from '../../helpers/kill_at_exit.js';
-import { baseTestConfig, sha256Secret } from '../../helpers/test_gateway.js';
+import { startSpawnedGateway, type LogLine } from '../../helpers/spawned_gateway.js';
+import { sha256Secret } from '../../helpers/test_gateway.js';
 
-const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
-const mainScript = join(repoRoot, 'gateway/cli/main.ts');
 const fixture = fileURLToPath(new URL('../../fixtures/validators/bad_results.ts', import.meta.url));
 
-interface LogLine {
-  level: number;
-  msg: string;
-  validator?: string;
-  grantType?: string;
-  reason?: string;
-}
-
 t.test('a validator result that is not a well-formed success never issues a token', async (t) => {
-  const dir = t.testdir();
-  mkdirSync(join(dir, 'validators'));
-  copyFileSync(fixture, join(dir, 'validators', 'bad_results.ts'));
-  const port = await freePort();
-  const raw = baseTestConfig();
-  raw.issuer = `http://127.0.0.1:${port}`;
-  raw.listen = { host: '127.0.0.1', port };
-  raw.logLevel = 'info';
-  raw.validatorsDir = join(dir, 'validators');
-  (raw.clients as unknown[]).push({
-    clientId: 'ext',
-    clientSecrets: [{ value: sha256Secret('secret') }],
-    allowedGrantTypes: ['test_bad_result'],
-    allowedScopes: ['api1'],
+  const gateway = await startSpawnedGateway(t, {
+    validators: [fixture],
+    patch: (raw) => {
+      (raw.clients as unknown[]).push({
+        clientId: 'ext',
+        clientSecrets: [{ value: sha256Secret('secret') }],
+        allowedGrantTypes: ['test_bad_result'],
+        allowedScopes: ['api1'],
+      });
+    },
   });
-  writeFileSync(join(dir, 'tessera.json'), JSON.stringify(raw));
-
-  // From the repository root, so that the fixture's `tessera/validator` resolves as in the tests.
-  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TESSERA_')));
-  const child = spawn(process.execPath, ['--import', 'tsx', mainScript, 'start', '-c', join(dir, 'tessera.json')], {
-    cwd: repoRoot,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  killAtExit(child);
-  t.teardown(() => {
-    child.kill('SIGKILL');
-  });
-  let output = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const ready = await fetch(`${url}/readyz`).then(
-      (r) => r.status,
-      () => 0,
-    );
-    if (ready === 200) break;
-    if (Date.now() > deadline || child.exitCode !== null) {
-      t.fail(`the gateway did not become ready: ${output}`);
-      return;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  const url = gateway.url;
+  const logLines = gateway.logLines;
 
   const post = async (params: Record<string, string>) => {
     const res = await fetch(`${url}/connect/token`, {
@@ -80,11 +34,6 @@ t.test('a validator result that is not a well-formed success never issues a toke
     });
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   };
-  const logLines = (): LogLine[] =>
-    output
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line) as LogLine);
 
   const good = await post({});
   t.equal(good.status, 200, 'the fixture issues a token when its result is well formed');
@@ -135,5 +84,5 @@ t.test('a validator result that is not a well-formed success never issues a toke
     sub: unknown;
   };
   t.equal(payload.sub, 'alice', 'the token is for the subject the result was built with');
-  t.notMatch(output, /forged|hunter2/, 'no refused value reaches the log');
+  t.notMatch(gateway.output(), /forged|hunter2/, 'no refused value reaches the log');
 });
