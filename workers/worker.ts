@@ -13,6 +13,7 @@ import { introspect } from './endpoints/introspection.js';
 import { IntrospectionThrottle } from './endpoints/introspection_throttle.js';
 import { revoke } from './endpoints/revocation.js';
 import type { WorkerBootData } from './protocol/worker_boot.js';
+import { BatchState, heartbeatIntervalMs, heartbeatSlot, isBatchTask, stateSlot, type BatchTask } from './protocol/batch_control.js';
 import { GrantRegistry, isGrantHandler } from './grants/registry.js';
 import type { GrantServices } from './grants/grant_handler.js';
 import { ScopeRules, userPolicy } from './grants/scope_rules.js';
@@ -177,9 +178,43 @@ async function handleTokenRequest({ grantType, clientId, params }: TokenItem): P
   return [200, JSON.stringify(response), null];
 }
 
-/** One Piscina task: a packed batch of token requests in, a packed batch of answers out. */
-export default async function runTokenBatch(task: Uint8Array): Promise<unknown> {
-  const items = unpackMessage<TaskItem[]>(task);
-  const results = await Promise.all(items.map(handleItem));
-  return move(packMessage(results));
+// The control blocks of the batches this thread runs now; their heartbeats move together, and
+// stop together when something blocks the thread (workers/protocol/batch_control.ts).
+const running = new Set<Int32Array>();
+let heartbeat: NodeJS.Timeout | undefined;
+
+function beat(): void {
+  for (const control of running) Atomics.add(control, heartbeatSlot, 1);
+}
+
+function track(control: Int32Array): void {
+  Atomics.store(control, stateSlot, BatchState.started);
+  running.add(control);
+  heartbeat ??= setInterval(beat, heartbeatIntervalMs);
+}
+
+function untrack(control: Int32Array): void {
+  running.delete(control);
+  Atomics.store(control, stateSlot, BatchState.finished);
+  if (running.size === 0 && heartbeat !== undefined) {
+    clearInterval(heartbeat);
+    heartbeat = undefined;
+  }
+}
+
+/**
+ * One Piscina task: a packed batch of token requests in, a packed batch of answers out. The
+ * gateway's batches carry a control block; the boot check's empty batch comes bare.
+ */
+export default async function runTokenBatch(task: BatchTask | Uint8Array): Promise<unknown> {
+  if (!isBatchTask(task)) return move(packMessage(await Promise.all(unpackMessage<TaskItem[]>(task).map(handleItem))));
+  const control = new Int32Array(task.control);
+  track(control);
+  try {
+    const items = unpackMessage<TaskItem[]>(task.batch);
+    const results = await Promise.all(items.map(handleItem));
+    return move(packMessage(results));
+  } finally {
+    untrack(control);
+  }
 }

@@ -266,6 +266,71 @@ t.test('drain() resolves only once every submitted request is answered, queued o
   t.same(events, ['d0', 'd1', 'drained']);
 });
 
+function requestAs(dispatcher: WorkerDispatcher, grantType: string, id: string, extra: FormParams = {}): Promise<TokenTaskResult> {
+  return dispatcher.call({ kind: 'token', grantType, clientId: 'm2m', params: { id, ...extra } });
+}
+
+t.test('a thread that dies mid-batch: client_credentials is sent again once, the started single-use requests get 500', async (t) => {
+  const { dispatcher, batches, logs } = dispatcherOn(shared.pool, { threads: 1, maxQueue: 100, batchesPerThread: 1 });
+  const answers = await Promise.all([
+    requestAs(dispatcher, 'refresh_token', 'dies', { exit: '1' }),
+    requestAs(dispatcher, 'client_credentials', 'cc'),
+    requestAs(dispatcher, 'authorization_code', 'code'),
+  ]);
+  t.same(batches, [3, 1], 'one batch, then client_credentials alone');
+  t.same(answers[0], [500, serverErrorBody, null], 'the request on the dying thread');
+  t.equal(echoOf(answers[1] as TokenTaskResult).id, 'cc', 'client_credentials answered from the other run');
+  t.same(answers[2], [500, serverErrorBody, null], 'a started code redemption is never run twice');
+  const died = logs.find((line) => line.msg === 'worker thread died') as { grantTypes?: string[]; sentAgain?: number } | undefined;
+  t.same(died?.grantTypes, ['refresh_token', 'authorization_code'], 'the log names the grant types that may have caused it');
+  t.equal(died?.sentAgain, 1);
+  t.equal(dispatcher.pending, 0);
+
+  // A request whose second run dies too is answered, not sent a third time.
+  const twice = await request(dispatcher, 'cc-dies', { exit: '1' });
+  t.same(twice, [500, serverErrorBody, null]);
+  t.same(batches.slice(2), [1, 1], 'sent twice, no more');
+  // The dead threads never counted their batches out.
+  Atomics.store(shared.gates, 0, 0);
+});
+
+t.test(
+  'a thread stuck past stallTimeoutMs is terminated: its requests get 503 or go to another thread, batches behind it run elsewhere',
+  async (t) => {
+    const { dispatcher, batches, logs } = dispatcherOn(shared.pool, {
+      threads: 2,
+      maxQueue: 100,
+      batchesPerThread: 1,
+      stallTimeoutMs: 300,
+    });
+    const started = performance.now();
+    const stuck = [
+      requestAs(dispatcher, 'test_spin', 'spin', { spin: '20000' }),
+      requestAs(dispatcher, 'client_credentials', 'cc0'),
+      requestAs(dispatcher, 'refresh_token', 'rt'),
+      requestAs(dispatcher, 'client_credentials', 'cc1'),
+    ];
+    const answers = await Promise.all(stuck);
+    const ms = performance.now() - started;
+    t.ok(ms < 5000, `answered in ${Math.round(ms)} ms, not after the 20 s loop`);
+    const spinAnswers = answers.filter((a) => a[0] !== 200);
+    const ids = answers.filter((a) => a[0] === 200).map((a) => echoOf(a).id);
+    t.ok(ids.includes('cc0') && ids.includes('cc1'), 'client_credentials answered, wherever it ran');
+    t.ok(
+      spinAnswers.every((a) => a[0] === 503 && a[1] === unavailableBody && a[2] === 1),
+      "the stuck thread's other requests: 503 with Retry-After",
+    );
+    t.equal(answers[0]?.[0], 503, 'the culprit: 503');
+    const line = logs.find((l) => l.msg.startsWith('worker thread stopped answering')) as { grantTypes?: string[] } | undefined;
+    t.ok(line?.grantTypes?.includes('test_spin'), 'the log names the grant type');
+    t.equal(dispatcher.pending, 0);
+    t.ok(batches.length >= 2);
+    t.equal(echoOf(await request(dispatcher, 'after')).id, 'after', 'the pool serves on');
+    // The terminated thread never counted its batch out.
+    Atomics.store(shared.gates, 0, 0);
+  },
+);
+
 // Last: it closes the shared pool.
 t.test('replacePool() lets in-flight requests finish on the old pool and sends later ones to the new', async (t) => {
   const old = shared;

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { createValidatorErrorEntry, isTokenRequestError, OAuthError, OAuthErrors, TokenRequestErrors } from '../protocol/oauth_errors.js';
 import {
   GrantValidationResult,
+  isBuiltGrantValidationResult,
   type Claim,
   type ClaimValue,
   type ExtensionGrantValidationContext,
@@ -54,21 +55,26 @@ export function extensionGrantHandler(
 
       const result = context.result;
       if (!isResult(result)) {
-        logger.error(
-          { grantType: validator.grantType, source: options.source },
-          'validator set a result that is not a GrantValidationResult',
-        );
-        throw new OAuthError(OAuthErrors.invalidGrant);
+        throw refused(validator, options, 'validator set a result not built by GrantValidationResult');
       }
       if (result.isError) {
         const error = isTokenRequestError(result.error) ? result.error : 'invalid_grant';
         const description = typeof result.errorDescription === 'string' ? result.errorDescription : undefined;
         throw new OAuthError(createValidatorErrorEntry(error, description), {
-          ...(result.customResponse !== undefined ? { extra: result.customResponse } : {}),
+          ...(isPlainObject(result.customResponse) ? { extra: result.customResponse } : {}),
         });
       }
 
-      const subject = typeof result.subject === 'string' && result.subject.length > 0 ? result.subject : undefined;
+      // A success is checked whole before anything is issued: each of these is a validator bug
+      // that would otherwise issue a token the validator did not mean (validators/README.md,
+      // "When things go wrong").
+      const problem = successProblem(result);
+      if (problem !== undefined) throw refused(validator, options, problem);
+      const checked = checkedGrantClaims(result.claims);
+      if (typeof checked === 'string') throw refused(validator, options, checked);
+      const claims = checked;
+
+      const subject = result.subject;
       // A client-only token follows the client-only scope rules (no identity scopes, no refresh).
       const policy = subject === undefined ? clientOnlyPolicy : userPolicy;
       let scopes = subject === undefined ? services.scopes.resolve(request.client, request.params.scope, clientOnlyPolicy) : requested;
@@ -76,15 +82,10 @@ export function extensionGrantHandler(
         // A validator may only narrow (RFC 8693 §2.1): anything else is a bug, and fails closed.
         const narrowed = Array.isArray(result.scopes) ? (result.scopes as unknown[]) : [];
         if (narrowed.length === 0 || !narrowed.every((s) => typeof s === 'string' && scopes.scopes.includes(s))) {
-          logger.error(
-            { grantType: validator.grantType, source: options.source },
-            'validator narrowed to scopes the request was not granted',
-          );
-          throw new OAuthError(OAuthErrors.invalidGrant);
+          throw refused(validator, options, 'validator narrowed to scopes the request was not granted');
         }
         scopes = services.scopes.resolve(request.client, narrowed.join(' '), policy);
       }
-      const claims = grantClaims(result.claims);
       if (subject !== undefined) {
         claims.auth_time ??= Math.floor(services.now() / 1000);
         claims.idp ??= 'local';
@@ -199,6 +200,96 @@ export function grantClaims(claims: GrantValidationResult['claims']): Record<str
   return out;
 }
 
+/** Only a result built by `GrantValidationResult.error`/`.success` counts; anything else fails closed. */
 export function isResult(value: unknown): value is GrantValidationResult {
-  return typeof value === 'object' && value !== null && typeof (value as GrantValidationResult).isError === 'boolean';
+  return isBuiltGrantValidationResult(value);
+}
+
+/**
+ * A refusal of a validator's result as `invalid_grant`, logged once with the reason and the
+ * validator's module, so that an operator can find the bug; the client learns nothing more.
+ */
+function refused(validator: ExtensionGrantValidator, options: { logger: Logger; source: string }, reason: string): OAuthError {
+  options.logger.error({ grantType: validator.grantType, source: options.source, reason }, 'validator result refused: ' + reason);
+  return new OAuthError(OAuthErrors.invalidGrant);
+}
+
+/** Why a success result cannot be issued from, or `undefined` when it can. */
+function successProblem(result: GrantValidationResult): string | undefined {
+  // `undefined` (or `null`, which `success` maps to it) is documented as a client-only token;
+  // anything else that is not a non-empty string (a number, an object, '') is a bug.
+  if (result.subject !== undefined && (typeof result.subject !== 'string' || result.subject.length === 0)) {
+    return 'validator gave a subject that is not a non-empty string';
+  }
+  if (result.grantType !== undefined && (typeof result.grantType !== 'string' || result.grantType.length === 0)) {
+    return 'validator gave a grantType that is not a non-empty string';
+  }
+  if (result.customResponse !== undefined && !isPlainObject(result.customResponse)) {
+    return 'validator gave a customResponse that is not an object';
+  }
+  return undefined;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
+/** A JSON value a claim may hold (`ClaimValue`): no functions, no `undefined`, no NaN. */
+function isClaimValue(value: unknown): value is ClaimValue {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      return Number.isFinite(value);
+    case 'object':
+      if (Array.isArray(value)) return value.every((v) => typeof v === 'string');
+      if (!isPlainObject(value)) return false;
+      try {
+        return JSON.stringify(value) !== undefined;
+      } catch {
+        return false;
+      }
+    default:
+      return false;
+  }
+}
+
+/**
+ * A validator's claims, checked: the right shape (`{ name: value }` or `[{ type, value }]` with
+ * string values), and none of the registered claims the service sets (`iss`, `sub`, `aud`, `exp`,
+ * `client_id`, `cnf`, `scope`…), except `act`, which delegation exists to add (RFC 8693 §4.1) and
+ * which must then be a JSON object. Returns the reason when they are refused.
+ */
+export function checkedGrantClaims(claims: unknown): Record<string, ClaimValue> | string {
+  const out: Record<string, ClaimValue> = {};
+  if (claims === undefined) return out;
+  const pairs: [string, unknown][] = [];
+  if (Array.isArray(claims)) {
+    for (const claim of claims as unknown[]) {
+      if (!isPlainObject(claim) || typeof claim.type !== 'string' || typeof claim.value !== 'string') {
+        return 'validator gave claims that are not { type, value } pairs of strings';
+      }
+      pairs.push([claim.type, claim.value]);
+    }
+  } else if (isPlainObject(claims)) {
+    pairs.push(...Object.entries(claims));
+  } else {
+    return 'validator gave claims that are neither an object nor an array of { type, value }';
+  }
+  for (const [type, value] of pairs) {
+    if (type.length === 0) return 'validator gave a claim with an empty name';
+    if (type === 'act') {
+      if (!isPlainObject(value)) return 'validator gave an act claim that is not an object';
+    } else if (protectedClaims.has(type)) {
+      return `validator tried to set the protected claim ${type}`;
+    }
+    if (!isClaimValue(value)) return `validator gave claim ${type} a value that is not a JSON claim value`;
+    const existing = out[type];
+    if (existing === undefined) out[type] = value;
+    else out[type] = [...(Array.isArray(existing) ? existing : [existing]), value] as ClaimValue;
+  }
+  return out;
 }

@@ -164,6 +164,15 @@ export interface SuccessOptions {
   scopes?: readonly string[];
 }
 
+// Results built by the factories below. Tessera accepts only these: an object that merely looks
+// like a result (`{ isError: false, subject }`) is a mistake, and a security boundary fails closed.
+const builtResults = new WeakSet<object>();
+
+/** Whether `value` was built by {@link GrantValidationResult.error} or {@link GrantValidationResult.success}. */
+export function isBuiltGrantValidationResult(value: unknown): value is GrantValidationResult {
+  return typeof value === 'object' && value !== null && builtResults.has(value);
+}
+
 /**
  * The result of a grant validation: an OAuth error, or success for a subject.
  *
@@ -205,6 +214,9 @@ export class GrantValidationResult {
     this.claims = fields.claims;
     this.customResponse = fields.customResponse;
     this.scopes = fields.scopes;
+    // Frozen, so what Tessera checks is what it issues from.
+    Object.freeze(this);
+    builtResults.add(this);
   }
 
   /** Refuses the request with an OAuth error; `description` is returned as given. */

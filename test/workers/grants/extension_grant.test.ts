@@ -151,33 +151,46 @@ t.test('extension grants', async (t) => {
     t.same(r.body, { error: 'invalid_scope', error_description: 'A requested scope is not allowed for this grant type.' });
   });
 
-  t.test('puts extra claims in the token but never lets them override sub, iss, scope or the other registered claims', async (t) => {
-    const claims = {
-      sub: 'mallory',
-      iss: 'https://evil.example',
-      scope: 'admin',
-      aud: 'urn:evil',
-      client_id: 'other',
-      exp: 9999999999,
-      department: 'sales',
-      roles: ['reader', 'writer'],
-      act: { client_id: 'gateway' },
-    };
-    const r = await post(gw, { grant_type: 'test_echo', sub: 'alice', scope: 'api2', claims: JSON.stringify(claims) });
-    t.equal(r.status, 200);
-    const payload = await verify(r.body.access_token, 'urn:api2');
-    t.equal(payload.sub, 'alice');
-    t.equal(payload.iss, gw.config.issuer);
-    t.equal(payload.scope, 'api2');
-    t.equal(payload.aud, 'urn:api2');
-    t.equal(payload.client_id, 'ext');
-    t.equal((payload.exp as number) - (payload.iat as number), 3600);
-    t.equal(payload.department, 'sales');
-    t.same(payload.roles, ['reader', 'writer']);
-    t.same(payload.act, { client_id: 'gateway' }, 'act may be set (RFC 8693 §4.1)');
-    t.same(payload.amr, ['test_echo']);
-    t.equal(payload.idp, 'local');
-  });
+  t.test(
+    'puts extra claims in the token, and refuses as invalid_grant any that would override sub, iss, scope or the other registered claims',
+    async (t) => {
+      const claims = { department: 'sales', roles: ['reader', 'writer'], act: { client_id: 'gateway' } };
+      const r = await post(gw, { grant_type: 'test_echo', sub: 'alice', scope: 'api2', claims: JSON.stringify(claims) });
+      t.equal(r.status, 200);
+      const payload = await verify(r.body.access_token, 'urn:api2');
+      t.equal(payload.sub, 'alice');
+      t.equal(payload.iss, gw.config.issuer);
+      t.equal(payload.scope, 'api2');
+      t.equal(payload.aud, 'urn:api2');
+      t.equal(payload.client_id, 'ext');
+      t.equal((payload.exp as number) - (payload.iat as number), 3600);
+      t.equal(payload.department, 'sales');
+      t.same(payload.roles, ['reader', 'writer']);
+      t.same(payload.act, { client_id: 'gateway' }, 'act may be set (RFC 8693 §4.1)');
+      t.same(payload.amr, ['test_echo']);
+      t.equal(payload.idp, 'local');
+
+      // A validator that tries is buggy: fail closed rather than issue a token it did not mean
+      // (test/workers/grants/validator_fail_closed.test.ts covers every case and the log).
+      for (const [claim, value] of Object.entries({
+        sub: 'mallory',
+        iss: 'https://evil.example',
+        scope: 'admin',
+        aud: 'urn:evil',
+        client_id: 'other',
+        exp: 9999999999,
+      })) {
+        const refused = await post(gw, {
+          grant_type: 'test_echo',
+          sub: 'alice',
+          scope: 'api2',
+          claims: JSON.stringify({ ...claims, [claim]: value }),
+        });
+        t.equal(refused.status, 400, `${claim}: refused`);
+        t.same(refused.body, { error: 'invalid_grant' });
+      }
+    },
+  );
 
   t.test('puts customResponse members at the top level but never over the standard members', async (t) => {
     const response = {
