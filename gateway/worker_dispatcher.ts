@@ -255,7 +255,9 @@ export class WorkerDispatcher {
         batch.lastMoved = now;
       } else if (now - batch.lastMoved >= this.stallTimeoutMs) {
         batch.stalled = true;
-        const suspects = new Set(batch.items.filter((item) => !mayRunAgainAfterStart(item)).map((item) => (item.kind === 'token' ? item.grantType : item.kind)));
+        const suspects = new Set(
+          batch.items.filter((item) => !mayRunAgainAfterStart(item)).map((item) => (item.kind === 'token' ? item.grantType : item.kind)),
+        );
         this.options.logger.error(
           { grantTypes: [...suspects], requests: batch.items.length, stallTimeoutMs: this.stallTimeoutMs },
           'worker thread stopped answering (a validator blocking it?); terminating and replacing it',

@@ -101,6 +101,23 @@ export default class TokenExchangeGrantValidator implements ExtensionGrantValida
       this.services.logger.debug({ reason: subject.error }, 'subject token refused');
       return refuse(TokenRequestErrors.InvalidRequest, descriptions.invalidSubjectToken);
     }
+    // Whose token it is (docs/security.md): a user's, unless the client may exchange client-only
+    // tokens; issued to an API this client is (Keycloak asks the same: the caller must be in the
+    // subject token's audience); and, with `may_act`, naming this client (RFC 8693 §4.4).
+    const client = context.request.client;
+    const policyRefusal = (reason: string): void => {
+      this.services.logger.info({ clientId: client.clientId, reason }, 'token exchange refused');
+      context.result = GrantValidationResult.error(TokenRequestErrors.InvalidGrant);
+    };
+    if (claimOf(subject.claims, 'auth_time') === undefined && !client.allowClientTokenExchange) {
+      return policyRefusal("subject token is not a user's token");
+    }
+    const audiences = subject.claims.filter((c) => c.type === 'aud').map((c) => c.value);
+    if (!audiences.some((aud) => client.audiences.includes(aud))) return policyRefusal('subject token not issued to an API this client is');
+    const mayAct = parseActor(claimOf(subject.claims, 'may_act'));
+    if (claimOf(subject.claims, 'may_act') !== undefined && !names(mayAct, client.clientId)) {
+      return policyRefusal('may_act names another party');
+    }
     const priorActor = parseActor(claimOf(subject.claims, 'act'));
 
     let act: Record<string, unknown> | undefined = priorActor;
@@ -120,6 +137,7 @@ export default class TokenExchangeGrantValidator implements ExtensionGrantValida
 
     context.result = GrantValidationResult.success(sub, this.grantType, {
       claims: act === undefined ? {} : { act },
+      subjectToken: subject,
       customResponse: { issued_token_type: requestedTokenType ?? TokenTypes.AccessToken },
       ...(narrowed.length > 0 ? { scopes: narrowed } : {}),
     });
@@ -158,4 +176,10 @@ function parseActor(text: string | undefined): Record<string, unknown> | undefin
   } catch {
     return undefined;
   }
+}
+
+/** Whether a `may_act` value names this client (by `client_id`, or by `sub` alone). */
+function names(party: Record<string, unknown> | undefined, clientId: string): boolean {
+  if (party === undefined) return false;
+  return party.client_id === clientId || (party.client_id === undefined && party.sub === clientId);
 }

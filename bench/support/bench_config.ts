@@ -82,6 +82,7 @@ function clientConfig(name: BenchClientName): Record<string, unknown> {
         ...secret(benchClients.api1.secret),
         allowedGrantTypes: ['delegation'],
         allowedScopes: ['api2'],
+        audiences: ['urn:api1'],
       };
     case 'exchanger':
       return {
@@ -89,6 +90,7 @@ function clientConfig(name: BenchClientName): Record<string, unknown> {
         ...secret(benchClients.exchanger.secret),
         allowedGrantTypes: ['urn:ietf:params:oauth:grant-type:token-exchange'],
         allowedScopes: ['api2'],
+        audiences: ['urn:api1'],
       };
   }
 }

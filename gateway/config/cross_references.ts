@@ -66,6 +66,9 @@ export function checkCrossReferences(config: TesseraConfig, extraGrantTypes: rea
         report(`${at}.allowedScopes[${j}]`, `unknown scope "${scope}"`);
       }
     });
+    client.audiences.forEach((audience, j) => {
+      if (!resourceNames.has(audience)) report(`${at}.audiences[${j}]`, `unknown API resource "${audience}"`);
+    });
     // Only a sliding lifetime is bounded by the absolute one; with `absolute` expiration the sliding
     // value (perhaps its default) is never read, so it contradicts nothing (IdentityServer agrees).
     if (client.refreshTokenExpiration === 'sliding' && client.slidingRefreshTokenLifetime > client.absoluteRefreshTokenLifetime) {

@@ -46,6 +46,14 @@ export const clientSchema = z.strictObject({
     .default([])
     .describe('Scopes this client may request: identity resources, API scopes and offline_access.'),
   allowOfflineAccess: z.boolean().default(false).describe('Allows the offline_access scope (refresh tokens).'),
+  audiences: z
+    .array(nonEmpty)
+    .default([])
+    .describe('API resource names this client is: delegation and token exchange accept only subject tokens whose aud names one of them.'),
+  allowClientTokenExchange: z
+    .boolean()
+    .default(false)
+    .describe('Token exchange may take a client-only token (no user) as its subject token.'),
   // RFC 6749 §3.1.2: a redirection endpoint URI is absolute and MUST NOT include a fragment.
   redirectUris: z
     .array(

@@ -53,11 +53,12 @@ t.test('delegation', async (t) => {
   writeFileSync(path.join(keyDir, 'signing.jwk.json'), JSON.stringify(signingKey.jwk));
   const privateKey = await importJWK(signingKey.jwk, 'ES256');
 
-  const client = (clientId: string, allowedGrantTypes: string[], allowedScopes: string[]) => ({
+  const client = (clientId: string, allowedGrantTypes: string[], allowedScopes: string[], extra: Record<string, unknown> = {}) => ({
     clientId,
     clientSecrets: [{ value: sha256Secret('secret') }],
     allowedGrantTypes,
     allowedScopes,
+    ...extra,
   });
   const gw = await startTestGateway(t, {
     validatorsDir,
@@ -65,12 +66,17 @@ t.test('delegation', async (t) => {
     patch: (raw) => {
       raw.store = { type: 'redis', url: redis.url, commandTimeoutMs: 300 };
       raw.signing = { algorithm: 'ES256', keys: [{ file: path.join(keyDir, 'signing.jwk.json') }] };
-      raw.users = [{ subjectId: '818727', username: 'alice', passwordHash: alicePasswordHash }];
+      raw.users = [
+        { subjectId: '818727', username: 'alice', passwordHash: alicePasswordHash },
+        { subjectId: 'erin-corp', username: 'erin', passwordHash: alicePasswordHash, idp: 'corp', tenant: 'acme' },
+      ];
       (raw.clients as unknown[]).push(
-        client('frontend', ['password'], ['openid', 'profile', 'api1']),
-        client('api1', ['delegation'], ['api2']),
+        client('frontend', ['password', 'client_credentials'], ['openid', 'profile', 'api1']),
+        client('api1', ['delegation'], ['api2'], { audiences: ['urn:api1'] }),
         // The next hop: a service behind API 2 that delegates the delegated token again.
-        client('backend', ['delegation'], ['api2']),
+        client('backend', ['delegation'], ['api2'], { audiences: ['urn:api2'] }),
+        // Allowed the grant, but it is no API any token was issued to.
+        client('bystander', ['delegation'], ['api2']),
       );
     },
   });
@@ -93,6 +99,7 @@ t.test('delegation', async (t) => {
       client_id: 'frontend',
       scope: 'openid api1',
       aud: 'urn:api1',
+      auth_time: now,
       iat: now,
       nbf: now,
       exp: now + 600,
@@ -111,7 +118,8 @@ t.test('delegation', async (t) => {
 
   t.test('trades a user token for an api2 token that keeps sub and names the calling client in act', async (t) => {
     const api1 = await discover('api1');
-    const tokens = await oidc.genericGrantRequest(api1, 'delegation', { token: await userToken(), scope: 'api2' });
+    const userTokenUsed = await userToken();
+    const tokens = await oidc.genericGrantRequest(api1, 'delegation', { token: userTokenUsed, scope: 'api2' });
     t.equal(tokens.token_type, 'bearer');
     t.equal(tokens.scope, 'api2');
     t.equal(tokens.expires_in, 3600);
@@ -123,7 +131,53 @@ t.test('delegation', async (t) => {
     t.equal(payload.scope, 'api2', 'only the requested scope');
     t.equal(payload.client_id, 'api1');
     t.same(payload.act, { client_id: 'api1' }, 'RFC 8693 §4.1');
-    t.same(payload.amr, ['delegation']);
+    const original = decodeJwt(userTokenUsed);
+    t.same(payload.amr, original.amr, "the user's sign-in is kept: amr");
+    t.equal(payload.auth_time, original.auth_time, 'auth_time');
+    t.equal(payload.idp, original.idp, 'idp');
+  });
+
+  t.test("keeps the user's identity provider, tenant and sign-in time", async (t) => {
+    const erin = (
+      await oidc.genericGrantRequest(frontend, 'password', {
+        username: 'erin',
+        password: 'alice-pw',
+        scope: 'api1',
+        acr_values: 'idp:corp tenant:acme',
+      })
+    ).access_token;
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const api1 = await discover('api1');
+    const { payload } = await asApi2((await oidc.genericGrantRequest(api1, 'delegation', { token: erin, scope: 'api2' })).access_token);
+    const original = decodeJwt(erin);
+    t.equal(payload.sub, 'erin-corp');
+    t.equal(payload.idp, 'corp', 'not "local"');
+    t.equal(payload.tenant, 'acme', 'the tenant is kept');
+    t.equal(payload.auth_time, original.auth_time, 'the time of the sign-in, not of the exchange');
+  });
+
+  t.test("refuses a client-only token: it is no user's (RFC 9068 §5)", async (t) => {
+    const cc = (await oidc.clientCredentialsGrant(frontend, { scope: 'api1' })).access_token;
+    t.equal(decodeJwt(cc).sub, 'frontend', "a client_credentials token's sub is the client id");
+    assertRefused(t, await post(gw, 'api1', { grant_type: 'delegation', token: cc, scope: 'api2' }));
+  });
+
+  t.test('refuses a token issued for an API the calling client is not', async (t) => {
+    assertRefused(t, await post(gw, 'bystander', { grant_type: 'delegation', token: await userToken(), scope: 'api2' }));
+    assertRefused(t, await post(gw, 'api1', { grant_type: 'delegation', token: await mint({ aud: 'urn:api2' }), scope: 'api2' }));
+  });
+
+  t.test('honours may_act (RFC 8693 §4.4)', async (t) => {
+    const forApi1 = await post(gw, 'api1', {
+      grant_type: 'delegation',
+      token: await mint({ may_act: { client_id: 'api1' } }),
+      scope: 'api2',
+    });
+    t.equal(forApi1.status, 200, 'may_act naming the caller');
+    assertRefused(
+      t,
+      await post(gw, 'api1', { grant_type: 'delegation', token: await mint({ may_act: { client_id: 'other' } }), scope: 'api2' }),
+    );
   });
 
   t.test('nests the act of a token that was itself delegated, so the call path stays visible', async (t) => {

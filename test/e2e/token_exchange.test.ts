@@ -3,9 +3,9 @@
 import t, { type Test } from 'tap';
 import { fileURLToPath } from 'node:url';
 import * as oidc from 'openid-client';
-import { createRemoteJWKSet, jwtVerify } from 'jose';
+import { createRemoteJWKSet, decodeJwt, importJWK, jwtVerify, SignJWT } from 'jose';
 import { hashPassword } from '../../workers/crypto/password_hash.js';
-import { sha256Secret, startTestGateway, type TestGateway } from '../helpers/test_gateway.js';
+import { sha256Secret, startTestGateway, writeSigningKey, type TestGateway } from '../helpers/test_gateway.js';
 import { basicAuthorization } from '../helpers/basic_authorization.js';
 
 const validatorsDir = fileURLToPath(new URL('../../validators', import.meta.url));
@@ -39,16 +39,19 @@ function assertError(t: Test, r: Answer, error: string, description: string): vo
 const alicePasswordHash = await hashPassword('alice-pw');
 
 t.test('token exchange', async (t) => {
-  const client = (clientId: string, allowedGrantTypes: string[], allowedScopes: string[]) => ({
+  const client = (clientId: string, allowedGrantTypes: string[], allowedScopes: string[], extra: Record<string, unknown> = {}) => ({
     clientId,
     clientSecrets: [{ value: sha256Secret('secret') }],
     allowedGrantTypes,
     allowedScopes,
+    ...extra,
   });
+  const { key: signingKey, signing } = await writeSigningKey(t);
   const gw = await startTestGateway(t, {
     validatorsDir,
     watchValidators: false,
     patch: (raw) => {
+      raw.signing = signing;
       raw.apiScopes = [{ name: 'api1' }, { name: 'api2' }, { name: 'api3' }];
       raw.apiResources = [
         { name: 'urn:api1', scopes: ['api1'] },
@@ -58,8 +61,12 @@ t.test('token exchange', async (t) => {
       raw.users = [{ subjectId: '818727', username: 'alice', passwordHash: alicePasswordHash }];
       (raw.clients as unknown[]).push(
         client('frontend', ['password'], ['openid', 'api1']),
-        client('api1', ['delegation'], ['api2']),
-        client('exchanger', [tokenExchange], ['api1', 'api2']),
+        client('api1', ['delegation'], ['api2'], { audiences: ['urn:api1'] }),
+        client('exchanger', [tokenExchange], ['api1', 'api2'], { audiences: ['urn:api1', 'urn:api2'] }),
+        // Only API 3: no token of the tests was issued to it.
+        client('api3-exchanger', [tokenExchange], ['api1', 'api2'], { audiences: ['urn:api3'] }),
+        // May exchange a service's own (client-only) token.
+        client('service-exchanger', [tokenExchange], ['api1', 'api2'], { audiences: ['urn:api1'], allowClientTokenExchange: true }),
       );
     },
   });
@@ -95,7 +102,53 @@ t.test('token exchange', async (t) => {
     t.equal(payload.client_id, 'exchanger');
     t.same(payload.aud, ['urn:api1', 'urn:api2']);
     t.notOk('act' in payload, 'impersonation adds no actor');
-    t.same(payload.amr, [tokenExchange]);
+    const original = decodeJwt(subjectToken);
+    t.same(payload.amr, original.amr, "the user's sign-in is kept, not the exchange's");
+    t.equal(payload.auth_time, original.auth_time);
+    t.equal(payload.idp, original.idp);
+  });
+
+  t.test('checks whose token the subject token is; each refusal is invalid_grant', async (t) => {
+    const refused = async (params: Record<string, string>, clientId: string, why: string) => {
+      const r = await post(gw, params, clientId);
+      t.equal(r.status, 400, why);
+      t.equal(r.body.error, 'invalid_grant', why);
+    };
+    await refused({ subject_token: actorToken, subject_token_type: accessTokenType }, 'exchanger', "a client-only token is no user's");
+    const service = await post(gw, { subject_token: actorToken, subject_token_type: accessTokenType }, 'service-exchanger');
+    t.equal(service.status, 200, 'unless the client may exchange client-only tokens');
+    await refused(
+      { subject_token: subjectToken, subject_token_type: accessTokenType },
+      'api3-exchanger',
+      'not issued to an API this client is',
+    );
+
+    // may_act (RFC 8693 §4.4): a user token, signed with the gateway's key, naming who may act.
+    const privateKey = await importJWK(signingKey.jwk, 'ES256');
+    const withMayAct = async (mayAct: Record<string, string>) => {
+      const now = Math.floor(Date.now() / 1000);
+      return new SignJWT({
+        sub: '818727',
+        client_id: 'frontend',
+        scope: 'api1',
+        aud: 'urn:api1',
+        auth_time: now,
+        may_act: mayAct,
+        jti: crypto.randomUUID(),
+      })
+        .setProtectedHeader({ alg: 'ES256', kid: signingKey.kid, typ: 'at+jwt' })
+        .setIssuer(issuer)
+        .setIssuedAt(now)
+        .setExpirationTime(now + 600)
+        .sign(privateKey);
+    };
+    const named = await post(gw, { subject_token: await withMayAct({ client_id: 'exchanger' }), subject_token_type: accessTokenType });
+    t.equal(named.status, 200, 'may_act naming the caller');
+    await refused(
+      { subject_token: await withMayAct({ client_id: 'someone-else' }), subject_token_type: accessTokenType },
+      'exchanger',
+      'may_act naming another party',
+    );
   });
 
   t.test('accepts the jwt token type for a subject token', async (t) => {

@@ -10,6 +10,7 @@ import {
   type ApiResource,
   type RawParameters,
   type ValidatedTokenRequest,
+  type TokenValidationResult,
 } from '../protocol/validator_api.js';
 import type { FormParams } from '../protocol/token_task.js';
 import type { WorkerConfig } from '../protocol/worker_config.js';
@@ -19,6 +20,7 @@ import { protectedClaims } from '../tokens/access_token.js';
 import type { GrantHandler, GrantRequest, GrantServices, TokenResponse } from './grant_handler.js';
 import { clientOnlyPolicy, userPolicy } from './scope_rules.js';
 import { issueTokens } from './token_issuance.js';
+import { validatedTokens } from '../tokens/validated_tokens.js';
 
 /** Members of a token response that a custom response can never replace (validators/README.md). */
 const standardResponseMembers = new Set(['access_token', 'token_type', 'expires_in', 'scope', 'refresh_token', 'id_token']);
@@ -87,9 +89,13 @@ export function extensionGrantHandler(
         scopes = services.scopes.resolve(request.client, narrowed.join(' '), policy);
       }
       if (subject !== undefined) {
-        claims.auth_time ??= Math.floor(services.now() / 1000);
-        claims.idp ??= 'local';
-        claims.amr = [result.grantType ?? validator.grantType];
+        const signIn = result.subjectToken !== undefined && validatedTokens.has(result.subjectToken) ? signInOf(result.subjectToken) : {};
+        // A token for an existing sign-in (delegation, token exchange) keeps it: who signed in,
+        // where and how, and when (RFC 8693 §1.1; the new token is about the same authentication).
+        claims.auth_time = signIn.auth_time ?? Math.floor(services.now() / 1000);
+        claims.idp = signIn.idp ?? 'local';
+        claims.amr = signIn.amr ?? [result.grantType ?? validator.grantType];
+        if (signIn.tenant !== undefined) claims.tenant = signIn.tenant;
       }
       const response = await issueTokens(request, services, subject === undefined ? { scopes, claims } : { scopes, subject, claims });
       if (result.customResponse !== undefined) {
@@ -160,6 +166,21 @@ export function validatedRequest(
   };
 }
 
+/** The sign-in a validated access token records. */
+function signInOf(token: TokenValidationResult): { auth_time?: number; idp?: string; amr?: string[]; tenant?: string } {
+  const values = (type: string) => token.claims.filter((c) => c.type === type).map((c) => c.value);
+  const authTime = Number(values('auth_time')[0]);
+  const amr = values('amr');
+  const out: { auth_time?: number; idp?: string; amr?: string[]; tenant?: string } = {};
+  if (Number.isInteger(authTime) && authTime > 0) out.auth_time = authTime;
+  const idp = values('idp')[0];
+  if (idp !== undefined) out.idp = idp;
+  if (amr.length > 0) out.amr = amr;
+  const tenant = values('tenant')[0];
+  if (tenant !== undefined) out.tenant = tenant;
+  return out;
+}
+
 const validatedClients = new WeakMap<RegisteredClient, ValidatedTokenRequest['client']>();
 
 function validatedClient(client: RegisteredClient): ValidatedTokenRequest['client'] {
@@ -171,6 +192,8 @@ function validatedClient(client: RegisteredClient): ValidatedTokenRequest['clien
       allowedScopes: client.config.allowedScopes,
       allowedGrantTypes: client.config.allowedGrantTypes,
       claims: client.config.claims,
+      audiences: client.config.audiences,
+      allowClientTokenExchange: client.config.allowClientTokenExchange,
     });
     validatedClients.set(client, view);
   }

@@ -34,6 +34,13 @@ export interface ValidatedClient {
   readonly allowedScopes: readonly string[];
   readonly allowedGrantTypes: readonly string[];
   readonly claims: readonly Claim[];
+  /**
+   * The API resources (names) this client is, for delegation and token exchange: a subject token
+   * must name one of them in `aud` (docs/configuration.md, `audiences`).
+   */
+  readonly audiences: readonly string[];
+  /** Whether token exchange may take a client-only token (no user) as its subject token. */
+  readonly allowClientTokenExchange: boolean;
 }
 
 /** A token request that passed client authentication and the grant-type check. */
@@ -157,6 +164,12 @@ export interface SuccessOptions {
    */
   customResponse?: Readonly<Record<string, unknown>>;
   /**
+   * The validated token the new token is for (what `tokenValidator.validateAccessToken` returned):
+   * the new token keeps that token's sign-in, `auth_time`, `idp`, `amr` and `tenant`, instead of
+   * taking this request as a new sign-in. Only a result of Tessera's own token validator counts.
+   */
+  subjectToken?: TokenValidationResult;
+  /**
    * Narrows the token to these scopes (RFC 8693 §2.1 `scope`/`resource`/`audience`). Each must be
    * one the request was granted (`context.request.requestedScopes`); a result that widens or
    * empties the scopes fails closed as `invalid_grant`. `aud` follows the scopes.
@@ -195,6 +208,8 @@ export class GrantValidationResult {
   readonly customResponse: Readonly<Record<string, unknown>> | undefined;
   /** The scopes the token is narrowed to; `undefined` keeps every scope the request was granted. */
   readonly scopes: readonly string[] | undefined;
+  /** Whose sign-in the new token keeps (see {@link SuccessOptions.subjectToken}). */
+  readonly subjectToken: TokenValidationResult | undefined;
 
   private constructor(fields: {
     isError: boolean;
@@ -205,6 +220,7 @@ export class GrantValidationResult {
     claims?: Readonly<Record<string, ClaimValue>> | readonly Claim[] | undefined;
     customResponse?: Readonly<Record<string, unknown>> | undefined;
     scopes?: readonly string[] | undefined;
+    subjectToken?: TokenValidationResult | undefined;
   }) {
     this.isError = fields.isError;
     this.error = fields.error;
@@ -214,6 +230,7 @@ export class GrantValidationResult {
     this.claims = fields.claims;
     this.customResponse = fields.customResponse;
     this.scopes = fields.scopes;
+    this.subjectToken = fields.subjectToken;
     // Frozen, so what Tessera checks is what it issues from.
     Object.freeze(this);
     builtResults.add(this);
@@ -237,6 +254,7 @@ export class GrantValidationResult {
       claims: options.claims,
       customResponse: options.customResponse,
       scopes: options.scopes === undefined ? undefined : Object.freeze([...options.scopes]),
+      subjectToken: options.subjectToken,
     });
   }
 }

@@ -49,6 +49,9 @@ export interface ClientConfig {
   readonly identityProviderRestrictions: readonly string[];
   readonly claims: readonly ClientClaimConfig[];
   readonly alwaysSendClientClaims: boolean;
+  /** API resource names this client is (delegation and token exchange; docs/configuration.md). */
+  readonly audiences: readonly string[];
+  readonly allowClientTokenExchange: boolean;
 }
 
 /** One entry of `users`: the built-in password check, the login page and the device page. */

@@ -2,6 +2,7 @@ import { createLocalJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import type { Claim, TokenValidationResult, TokenValidator } from '../protocol/validator_api.js';
 import type { Store } from '../store/store.js';
 import { publicJwk, type SigningKeyMaterial } from '../protocol/signing_key.js';
+import { validatedTokens } from './validated_tokens.js';
 
 /** Seconds of clock skew tolerated on `exp`/`nbf`/`iat` between gateway instances. */
 export const clockToleranceSeconds = 5;
@@ -38,7 +39,14 @@ export class AccessTokenValidator implements TokenValidator {
   /** @throws StoreUnavailableError when the deny list cannot be read: the caller answers 503. */
   async validateAccessToken(token: string): Promise<TokenValidationResult> {
     const outcome = await this.verify(token);
-    return outcome.ok ? { isError: false, claims: toClaims(outcome.payload) } : invalid(outcome.reason);
+    if (!outcome.ok) return invalid(outcome.reason);
+    // Frozen, claims and all: what a validator hands back as `subjectToken` is what was verified.
+    const result: TokenValidationResult = Object.freeze({
+      isError: false,
+      claims: Object.freeze(toClaims(outcome.payload).map((c) => Object.freeze(c))),
+    });
+    validatedTokens.add(result);
+    return result;
   }
 
   /**

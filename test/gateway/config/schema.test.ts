@@ -26,6 +26,8 @@ t.test('a client given only its required members has every member the workers re
     allowedGrantTypes: true,
     allowedScopes: true,
     allowOfflineAccess: true,
+    audiences: true,
+    allowClientTokenExchange: true,
     redirectUris: true,
     requirePkce: true,
     allowPlainTextPkce: true,
