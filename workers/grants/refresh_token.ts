@@ -69,6 +69,7 @@ export const refreshTokenGrant: GrantHandler = {
     if (issued !== undefined) companions.push(issued);
     const graceMs = client.config.refreshTokenReuseGraceSeconds * 1000;
     if (graceMs > 0) companions.push(sealedRetryRecord(handle, successor, client.clientId, graceMs));
+    let rotated: boolean;
     try {
       const outcome = await redeemOrReplayed(services, item, {
         key: successor.key,
@@ -76,8 +77,7 @@ export const refreshTokenGrant: GrantHandler = {
         ttlMs: expiresAt - now,
         companion: companions,
       });
-      // A concurrent refresh of the same token rotated it first: this one is a retry too.
-      if (outcome.status === 'replayed') return (await continueRetried(request, services, handle)) ?? refuseRedeemed(services, item);
+      rotated = outcome.status === 'consumed';
     } catch (err) {
       // A rotation whose answer was late may still have happened: then the successor exists and
       // is this client's, and answering 503 would lose it (the retry would count as reuse).
@@ -86,6 +86,8 @@ export const refreshTokenGrant: GrantHandler = {
       }
       throw err;
     }
+    // A concurrent refresh of the same token rotated it first: this one is a retry too.
+    if (!rotated) return (await continueRetried(request, services, handle)) ?? refuseRedeemed(services, item);
     return tokenResponse(request, accessToken, scopes.scope, successor.handle, idToken);
   },
 };

@@ -571,6 +571,31 @@ t.test('a rotation applied after its answer timed out still returns the successo
   t.type(third.access_token, 'string', 'the successor it returned works');
 });
 
+t.test('a rotation applied after the store stopped answering: 503, and the retry within the window gets its successor', async (t) => {
+  const h = harness(t);
+  const first = refreshTokenOf(await h.issue('rotating'));
+  const realRotate = h.store.rotate.bind(h.store);
+  const realGet = h.store.get.bind(h.store);
+  let down = false;
+  // Redis held the script and ran it late; meanwhile nothing it answered reached the gateway.
+  h.store.rotate = (async (...args: Parameters<MemoryStore['rotate']>) => {
+    await realRotate(...args);
+    down = true;
+    throw new StoreUnavailableError('rotate got no answer within 500 ms');
+  }) as MemoryStore['rotate'];
+  h.store.get = (async (...args: Parameters<MemoryStore['get']>) => {
+    if (down) throw new StoreUnavailableError('get got no answer within 500 ms');
+    return realGet(...args);
+  }) as MemoryStore['get'];
+  await t.rejects(h.refresh('rotating', { refresh_token: first }), StoreUnavailableError, 'the client gets 503');
+  h.store.rotate = realRotate;
+  h.store.get = realGet;
+  h.advance(2000);
+  const retried = await h.refresh('rotating', { refresh_token: first });
+  t.type(retried.refresh_token, 'string', 'the retry is answered');
+  t.type((await h.refresh('rotating', { refresh_token: refreshTokenOf(retried) })).refresh_token, 'string', 'with the live successor');
+});
+
 t.test('a rotation that did not happen answers with the store error and keeps the old token', async (t) => {
   const h = harness(t);
   const first = await h.issue('rotating');
