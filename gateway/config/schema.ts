@@ -74,6 +74,15 @@ export const clientSchema = z.strictObject({
     .enum(['oneTimeOnly', 'reUse'])
     .default('oneTimeOnly')
     .describe('oneTimeOnly rotates the refresh token on every use; reUse keeps it.'),
+  refreshTokenReuseGraceSeconds: z
+    .number()
+    .int()
+    .min(0)
+    .max(60)
+    .default(5)
+    .describe(
+      'oneTimeOnly: seconds after a rotation during which the old refresh token, presented again while its successor is unused, gets that successor instead of revoking the family (a retry after a lost answer). 0 = strict.',
+    ),
   refreshTokenExpiration: z
     .enum(['absolute', 'sliding'])
     .default('absolute')

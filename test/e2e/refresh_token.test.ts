@@ -30,6 +30,8 @@ function patchFor(store: Record<string, unknown>) {
     (raw.clients as unknown[]).push(
       userClient('app', { absoluteRefreshTokenLifetime: 3600, slidingRefreshTokenLifetime: 600 }),
       userClient('app2'),
+      // Strict reuse detection: no grace window (refreshTokenReuseGraceSeconds, default 5 s).
+      userClient('app-strict', { refreshTokenReuseGraceSeconds: 0 }),
       userClient('app-reuse', {
         refreshTokenUsage: 'reUse',
         refreshTokenExpiration: 'sliding',
@@ -100,8 +102,8 @@ const failure = (promise: Promise<unknown>): Promise<unknown> =>
     (e: unknown) => e,
   );
 
-const refreshRequest = (refreshToken: string) =>
-  formPost('/connect/token', { grant_type: 'refresh_token', refresh_token: refreshToken }, { clientId: 'app', secret: 'secret' });
+const refreshRequest = (refreshToken: string, clientId = 'app') =>
+  formPost('/connect/token', { grant_type: 'refresh_token', refresh_token: refreshToken }, { clientId, secret: 'secret' });
 
 /** What every store must get right. */
 function refreshScenarios(t: Test, gw: TestGateway): void {
@@ -223,20 +225,25 @@ function refreshScenarios(t: Test, gw: TestGateway): void {
     t.equal(plain.refresh_token, undefined);
   });
 
-  t.test('of 50 refreshes of one token released at once, exactly one wins and the family is revoked', async (t) => {
+  t.test('without a grace window, of 50 refreshes of one token released at once, exactly one wins and the family is revoked', async (t) => {
     await raceOnce(t, s, [gw.port]);
+  });
+
+  t.test('within the grace window, 50 refreshes of one token released at once all get its one successor', async (t) => {
+    await raceWithinGrace(t, s, [gw.port]);
   });
 }
 
 /**
- * RFC 9700 §4.14.2: the server cannot tell a retry from an attacker replaying a stolen token, so
- * the 49 losers are reuse and revoke the family. The winner's new refresh token and access token
- * die with it: no refresh token of the family is left alive (the issue's "at most one").
+ * RFC 9700 §4.14.2 with no grace window (`app-strict`): the server cannot tell a retry from an
+ * attacker replaying a stolen token, so the 49 losers are reuse and revoke the family. The
+ * winner's new refresh token and access token die with it: no refresh token of the family is
+ * left alive (the issue's "at most one").
  */
 async function raceOnce(t: Test, s: Session, ports: readonly number[]): Promise<void> {
-  const first = await s.login();
+  const first = await s.login('app-strict');
   const targets = Array.from({ length: 50 }, (_, i) => ports[i % ports.length] as number);
-  const answers = await releaseAtOnce(targets, refreshRequest(first.refresh_token));
+  const answers = await releaseAtOnce(targets, refreshRequest(first.refresh_token, 'app-strict'));
   const winners = answers.filter((a) => a.status === 200);
   const losers = answers.filter((a) => a.status !== 200);
   t.equal(winners.length, 1, 'exactly one success');
@@ -244,16 +251,41 @@ async function raceOnce(t: Test, s: Session, ports: readonly number[]): Promise<
   t.same([...new Set(losers.map((a) => `${a.status} ${a.body}`))], [`400 ${rejectedBody}`], 'every other answer is invalid_grant');
   const won = JSON.parse(winners[0]?.body ?? '{}') as { access_token: string; refresh_token: string };
   t.type(won.refresh_token, 'string');
-  t.same(await s.introspect(won.refresh_token), inactive, "the winner's refresh token died with its family");
-  t.same(await s.introspect(first.refresh_token), inactive);
-  t.same(await s.introspect(won.access_token), inactive, "the winner's access token is on the deny list");
-  t.same(await s.introspect(first.access_token), inactive);
-  const after = await releaseAtOnce([ports[0] as number], refreshRequest(won.refresh_token));
+  t.same(await s.introspect(won.refresh_token, 'app-strict'), inactive, "the winner's refresh token died with its family");
+  t.same(await s.introspect(first.refresh_token, 'app-strict'), inactive);
+  t.same(await s.introspect(won.access_token, 'app-strict'), inactive, "the winner's access token is on the deny list");
+  t.same(await s.introspect(first.access_token, 'app-strict'), inactive);
+  const after = await releaseAtOnce([ports[0] as number], refreshRequest(won.refresh_token, 'app-strict'));
   t.same(
     after.map((a) => `${a.status} ${a.body}`),
     [`400 ${rejectedBody}`],
     'no live refresh token is left in the family',
   );
+}
+
+/**
+ * The same race within the grace window (docs/storage.md, "Refresh grace window"): one request
+ * rotates, the 49 others are retries of it and get the same successor with access tokens of their
+ * own. One chain continues; once its next token is used, the first one is reuse again.
+ */
+async function raceWithinGrace(t: Test, s: Session, ports: readonly number[]): Promise<void> {
+  const first = await s.login();
+  const targets = Array.from({ length: 50 }, (_, i) => ports[i % ports.length] as number);
+  const answers = await releaseAtOnce(targets, refreshRequest(first.refresh_token));
+  t.same([...new Set(answers.map((a) => a.status))], [200], 'every one is answered');
+  const bodies = answers.map((a) => JSON.parse(a.body) as { access_token: string; refresh_token: string });
+  const successors = [...new Set(bodies.map((b) => b.refresh_token))];
+  t.equal(successors.length, 1, 'all with the one successor');
+  t.equal(new Set(bodies.map((b) => decodeJwt(b.access_token).jti)).size, 50, 'and 50 access tokens');
+  const next = await releaseAtOnce([ports[0] as number], refreshRequest(successors[0] as string));
+  t.equal(next[0]?.status, 200, 'the successor continues the chain');
+  const reuse = await releaseAtOnce([ports[0] as number], refreshRequest(first.refresh_token));
+  t.same(
+    reuse.map((a) => `${a.status} ${a.body}`),
+    [`400 ${rejectedBody}`],
+    'the first token, its successor used, is reuse',
+  );
+  t.same(await s.introspect(bodies[0]?.access_token ?? ''), inactive, 'which revoked the family, the retries included');
 }
 
 t.test('memory store', async (t) => {
@@ -269,15 +301,27 @@ t.test('two gateways sharing one redis', async (t) => {
   const b = session(secondRedisGateway);
 
   t.test('a token issued by one gateway refreshes at the other, and reuse there revokes it here', async (t) => {
-    const first = await a.login();
-    const second = await oidc.refreshTokenGrant(await b.client(), first.refresh_token);
-    t.match(await failure(oidc.refreshTokenGrant(await a.client(), first.refresh_token)), { error: 'invalid_grant' });
-    t.same(await b.introspect(second.refresh_token ?? ''), inactive);
-    t.same(await b.introspect(second.access_token), inactive);
+    const first = await a.login('app-strict');
+    const second = await oidc.refreshTokenGrant(await b.client('app-strict'), first.refresh_token);
+    t.match(await failure(oidc.refreshTokenGrant(await a.client('app-strict'), first.refresh_token)), { error: 'invalid_grant' });
+    t.same(await b.introspect(second.refresh_token ?? '', 'app-strict'), inactive);
+    t.same(await b.introspect(second.access_token, 'app-strict'), inactive);
   });
 
-  t.test('of 50 refreshes split across both gateways, exactly one wins and the family is revoked', async (t) => {
+  t.test('a retry at one gateway of a rotation made at the other gets the same successor', async (t) => {
+    const first = await a.login();
+    const second = await oidc.refreshTokenGrant(await b.client(), first.refresh_token);
+    const retried = await oidc.refreshTokenGrant(await a.client(), first.refresh_token);
+    t.equal(retried.refresh_token, second.refresh_token);
+    t.match(await b.introspect(second.access_token), { active: true });
+  });
+
+  t.test('without a grace window, of 50 refreshes split across both gateways, exactly one wins and the family is revoked', async (t) => {
     await raceOnce(t, a, [redisGateway.port, secondRedisGateway.port]);
+  });
+
+  t.test('within the grace window, 50 refreshes split across both gateways all get the one successor', async (t) => {
+    await raceWithinGrace(t, a, [redisGateway.port, secondRedisGateway.port]);
   });
 });
 

@@ -41,7 +41,7 @@ export interface Successor<U> {
   readonly key: StoreKey;
   readonly value: U;
   readonly ttlMs: number;
-  readonly companion?: CompanionRecord<unknown> | undefined;
+  readonly companion?: CompanionRecord<unknown> | readonly CompanionRecord<unknown>[] | undefined;
 }
 
 /**
@@ -54,12 +54,28 @@ export async function redeemOnce<T extends Redeemable, U = unknown>(
   item: SingleUseItem<T>,
   successor?: Successor<U>,
 ): Promise<T> {
+  const outcome = await redeemOrReplayed(services, item, successor);
+  if (outcome.status === 'consumed') return outcome.value;
+  return refuse(services, item, outcome);
+}
+
+/**
+ * As {@link redeemOnce}, but a replay by the item's own client is handed back, not refused yet:
+ * for a grant that may still answer it (a refresh retried within its grace window). The grant
+ * refuses it with {@link refuseRedeemed} when it cannot. A missing item, or another client's
+ * replay, throws `item.invalid()` as always.
+ */
+export async function redeemOrReplayed<T extends Redeemable, U = unknown>(
+  services: RedeemServices,
+  item: SingleUseItem<T>,
+  successor?: Successor<U>,
+): Promise<{ status: 'consumed' | 'replayed'; value: T }> {
   const { store } = services;
   const outcome =
     successor === undefined
       ? await store.consume<T>(item.key)
       : await store.rotate<T, U>(item.key, successor.key, successor.value, successor.ttlMs, successor.companion);
-  if (outcome.status === 'consumed') return outcome.value;
+  if (outcome.status === 'consumed' || (outcome.status === 'replayed' && outcome.value.clientId === item.clientId)) return outcome;
   return refuse(services, item, outcome);
 }
 

@@ -1,10 +1,11 @@
 import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
 import { newRefreshHandle, parseRefreshHandle, type FamilyHandle } from '../tokens/refresh_token_handle.js';
 import { refreshExpiry, type RefreshTokenRecord } from '../tokens/refresh_token_record.js';
+import { openRetryRecord, retryKey, sealedRetryRecord, type RetryRecord } from '../tokens/refresh_token_retry.js';
 import { issuedAccessTokenRecord, recordIssuedAccessToken } from '../tokens/token_revocation.js';
-import { FamilyRevokedError, isStoreUnavailable, type Store, type StoreKey } from '../store/store.js';
-import type { GrantHandler } from './grant_handler.js';
-import { redeemOnce, refuseRedeemed, type SingleUseItem } from './redeem_once.js';
+import { FamilyRevokedError, isStoreUnavailable, type CompanionRecord, type Store, type StoreKey } from '../store/store.js';
+import type { GrantHandler, GrantRequest, GrantServices, TokenResponse } from './grant_handler.js';
+import { redeemOrReplayed, refuseRedeemed, type SingleUseItem } from './redeem_once.js';
 import { userPolicy, type GrantedScopes, type ScopeRules } from './scope_rules.js';
 import type { RegisteredClient } from '../protocol/client_model.js';
 import { signAccessToken, signIdToken, tokenResponse } from './token_issuance.js';
@@ -14,7 +15,10 @@ const invalidGrant = (): OAuthError => new OAuthError(OAuthErrors.invalidRefresh
 /**
  * RFC 6749 §6 with rotation and reuse detection (RFC 9700 §4.14.2). `oneTimeOnly` tokens are
  * replaced in one atomic store operation: of any number of concurrent refreshes exactly one
- * wins, and a retired token presented again revokes its whole family, access tokens included.
+ * rotates, and a retired token presented again revokes its whole family, access tokens included,
+ * unless it comes within the client's grace window while its successor is still unused: then it
+ * is a retry of a rotation whose answer was lost, and gets that same successor
+ * (docs/storage.md, "Refresh grace window").
  */
 export const refreshTokenGrant: GrantHandler = {
   grantType: 'refresh_token',
@@ -29,8 +33,8 @@ export const refreshTokenGrant: GrantHandler = {
     const item = refreshTokenItem(handle, client.clientId);
 
     const record = await store.get<RefreshTokenRecord>(handle.key);
-    // Gone or retired; a retired one presented again revokes its family.
-    if (record === null) return refuseRedeemed(services, item);
+    // Gone or retired; a retired one presented again revokes its family, unless it is a retry.
+    if (record === null) return (await continueRetried(request, services, handle)) ?? refuseRedeemed(services, item);
     // Bound to its client; another client's attempt leaves it untouched.
     if (record.clientId !== client.clientId) throw invalidGrant();
     if (record.expiresAt <= now || record.absoluteExpiresAt <= now) throw invalidGrant();
@@ -57,15 +61,23 @@ export const refreshTokenGrant: GrantHandler = {
     }
 
     const successor = newRefreshHandle(record.family);
+    // Written in the rotation's own atomic step: the access token, so that a family revocation
+    // either comes first and refuses the rotation or comes after and finds the token; and the
+    // retry record, so that a client that never gets this answer can still have the successor.
+    const companions: CompanionRecord<unknown>[] = [];
+    const issued = issuedAccessTokenRecord(record.family, accessToken, now);
+    if (issued !== undefined) companions.push(issued);
+    const graceMs = client.config.refreshTokenReuseGraceSeconds * 1000;
+    if (graceMs > 0) companions.push(sealedRetryRecord(handle, successor, client.clientId, graceMs));
+    let rotated: boolean;
     try {
-      // The access token is recorded in the rotation's own atomic step: a family revocation
-      // either comes first and refuses the rotation, or comes after and finds the token.
-      await redeemOnce(services, item, {
+      const outcome = await redeemOrReplayed(services, item, {
         key: successor.key,
         value: { ...record, expiresAt },
         ttlMs: expiresAt - now,
-        companion: issuedAccessTokenRecord(record.family, accessToken, now),
+        companion: companions,
       });
+      rotated = outcome.status === 'consumed';
     } catch (err) {
       // A rotation whose answer was late may still have happened: then the successor exists and
       // is this client's, and answering 503 would lose it (the retry would count as reuse).
@@ -74,6 +86,8 @@ export const refreshTokenGrant: GrantHandler = {
       }
       throw err;
     }
+    // A concurrent refresh of the same token rotated it first: this one is a retry too.
+    if (!rotated) return (await continueRetried(request, services, handle)) ?? refuseRedeemed(services, item);
     return tokenResponse(request, accessToken, scopes.scope, successor.handle, idToken);
   },
 };
@@ -108,6 +122,39 @@ function narrowedScopes(
     if (!granted.has(scope)) throw new OAuthError(OAuthErrors.scopeExceedsGrant);
   }
   return rules.resolve(client, wanted.join(' '), userPolicy);
+}
+
+/**
+ * A retired token presented again within its client's grace window, while the successor it was
+ * rotated to is unused: the answer to that rotation was lost (a timeout, a write applied late, a
+ * dropped connection), so the client gets the same successor with a fresh access token, and one
+ * chain continues. `undefined` when it is not such a retry (no grace, the window is over, the
+ * successor was used or is gone, another client): the caller then refuses it as reuse.
+ */
+async function continueRetried(request: GrantRequest, services: GrantServices, retired: FamilyHandle): Promise<TokenResponse | undefined> {
+  const { store } = services;
+  const client = request.client;
+  if (client.config.refreshTokenUsage !== 'oneTimeOnly' || client.config.refreshTokenReuseGraceSeconds <= 0) return undefined;
+  const retry = await store.get<RetryRecord>(retryKey(retired));
+  if (retry === null) return undefined;
+  const opened = openRetryRecord(retired, retry, client.clientId);
+  const successor = opened === undefined ? undefined : parseRefreshHandle(opened);
+  if (successor === undefined || successor.family !== retired.family) return undefined;
+  const record = await store.get<RefreshTokenRecord>(successor.key);
+  const now = services.now();
+  if (record === null || record.clientId !== client.clientId || record.expiresAt <= now || record.absoluteExpiresAt <= now)
+    return undefined;
+
+  const scopes = narrowedScopes(services.scopes, client, record, request.params.scope);
+  const grant = { scopes, subject: record.subject, claims: record.claims };
+  const accessToken = signAccessToken(request, services, grant, now);
+  const idToken = signIdToken(request, services, grant, record.openId, accessToken, now);
+  // Checked and recorded in one step: if the successor was used (or the window closed, or the
+  // family was revoked) since it was read, this is reuse after all.
+  const issued = issuedAccessTokenRecord(record.family, accessToken, now);
+  if (!(await store.writeWhileLive([retryKey(retired), successor.key], issued))) return undefined;
+  services.logger.info({ clientId: client.clientId }, 'refresh token presented again within its grace window: answered with its successor');
+  return tokenResponse(request, accessToken, scopes.scope, successor.handle, idToken);
 }
 
 async function appliedLate(store: Store, successor: StoreKey): Promise<boolean> {

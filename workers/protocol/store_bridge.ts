@@ -36,6 +36,7 @@ const bridged: { readonly [M in StoreMethod]: true } = {
   delete: true,
   consume: true,
   rotate: true,
+  writeWhileLive: true,
   revokeFamily: true,
   isFamilyRevoked: true,
   familyRecords: true,

@@ -42,6 +42,11 @@ export interface ClientConfig {
   /** Minimum seconds between device token polls (RFC 8628 §3.5). */
   readonly pollingInterval: number;
   readonly refreshTokenUsage: 'oneTimeOnly' | 'reUse';
+  /**
+   * Seconds after a `oneTimeOnly` rotation during which the old token, presented again while its
+   * successor is unused, gets that successor rather than revoking the family; 0 = strict.
+   */
+  readonly refreshTokenReuseGraceSeconds: number;
   readonly refreshTokenExpiration: 'absolute' | 'sliding';
   readonly absoluteRefreshTokenLifetime: number;
   readonly slidingRefreshTokenLifetime: number;

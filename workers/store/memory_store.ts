@@ -11,7 +11,15 @@
  * until its TTL ends, a revoked family refuses writes, counters are fixed windows.
  */
 import { packRecord, unpackRecord } from './record_codec.js';
-import { FamilyRevokedError, StoreUnavailableError, assertFamilyName, assertRotatable, toTtlMs } from './store.js';
+import {
+  FamilyRevokedError,
+  StoreUnavailableError,
+  assertFamilyName,
+  assertOneSlot,
+  assertRotatable,
+  companionList,
+  toTtlMs,
+} from './store.js';
 import type { CompanionRecord, ConsumeResult, CounterResult, RecordKind, Store, StoreKey } from './store.js';
 
 export interface MemoryStoreOptions {
@@ -113,32 +121,37 @@ export class MemoryStore implements Store {
     newKey: StoreKey,
     newValue: U,
     ttlMs: number,
-    companion?: CompanionRecord<V>,
+    companion?: CompanionRecord<V> | readonly CompanionRecord<unknown>[],
   ): Promise<ConsumeResult<T>> {
     this.#assertOpen();
-    assertRotatable(oldKey, newKey, companion);
+    const companions = companionList(companion);
+    assertRotatable(oldKey, newKey, companions);
     const ttl = toTtlMs(ttlMs);
     const oldRecordKey = toRecordKey(oldKey);
     const newRecordKey = toRecordKey(newKey);
     // Pack before touching state: a value msgpack refuses must leave nothing half done.
     const bytes = packRecord(newValue);
-    const companionWrite =
-      companion === undefined
-        ? undefined
-        : {
-            key: toRecordKey(companion.key),
-            family: companion.key.family,
-            bytes: packRecord(companion.value),
-            ttl: toTtlMs(companion.ttlMs),
-          };
+    const companionWrites = companions.map((c) => this.#prepare(c));
     // A revoked family: the refresh token is simply invalid (see Store.rotate).
     if (newKey.family !== undefined && this.#isRevoked(newKey.family)) return { status: 'missing' };
     const result = this.#consume<T>(oldRecordKey);
     if (result.status === 'consumed') {
       this.#write(newRecordKey, newKey.family, bytes, ttl);
-      if (companionWrite !== undefined) this.#write(companionWrite.key, companionWrite.family, companionWrite.bytes, companionWrite.ttl);
+      for (const write of companionWrites) this.#write(write.key, write.family, write.bytes, write.ttl);
     }
     return result;
+  }
+
+  async writeWhileLive<V>(guards: readonly StoreKey[], record?: CompanionRecord<V>): Promise<boolean> {
+    this.#assertOpen();
+    assertOneSlot(guards, record);
+    const write = record === undefined ? undefined : this.#prepare(record);
+    for (const guard of guards) {
+      const found = this.#read(toRecordKey(guard));
+      if (found === undefined || found.consumed) return false;
+    }
+    if (write !== undefined) this.#write(write.key, write.family, write.bytes, write.ttl);
+    return true;
   }
 
   async revokeFamily(family: string, ttlMs: number): Promise<number> {
@@ -245,6 +258,11 @@ export class MemoryStore implements Store {
     // Consuming keeps the TTL, as SETRANGE does on Redis.
     record.consumed = true;
     return { status: 'consumed', value: unpackRecord<T>(record.bytes) };
+  }
+
+  /** A companion record packed and checked, before any state is touched. */
+  #prepare(record: CompanionRecord<unknown>): { key: string; family: string | undefined; bytes: Buffer; ttl: number } {
+    return { key: toRecordKey(record.key), family: record.key.family, bytes: packRecord(record.value), ttl: toTtlMs(record.ttlMs) };
   }
 
   #write(recordKey: string, family: string | undefined, bytes: Buffer, ttl: number): void {

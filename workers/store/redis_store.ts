@@ -25,8 +25,8 @@
  *
  * ## Atomicity
  *
- * consume, rotate, revokeFamily, putIfAbsent, a write into a family, a delete from a family and
- * increment each run as one Lua script (`defineCommand`, sent as EVALSHA); plain writes, reads and
+ * consume, rotate, writeWhileLive, revokeFamily, putIfAbsent, a write into a family, a delete
+ * from a family and increment each run as one Lua script (`defineCommand`, sent as EVALSHA); plain writes, reads and
  * deletes of standalone keys are single commands. Nothing reads then writes from the client.
  *
  * ## Failure
@@ -40,7 +40,16 @@
 import { Cluster, Redis } from 'ioredis';
 import type { ClusterOptions, RedisOptions } from 'ioredis';
 import { packRecordWithHeader, unpackRecord } from './record_codec.js';
-import { FamilyRevokedError, StoreUnavailableError, assertFamilyName, assertRotatable, slotFamily, toTtlMs } from './store.js';
+import {
+  FamilyRevokedError,
+  StoreUnavailableError,
+  assertFamilyName,
+  assertOneSlot,
+  assertRotatable,
+  companionList,
+  slotFamily,
+  toTtlMs,
+} from './store.js';
 import type { CompanionRecord, ConsumeResult, CounterResult, RecordKind, Store, StoreKey } from './store.js';
 
 interface RedisStoreCommonOptions {
@@ -103,8 +112,8 @@ if not current then return {0} end
 if string.byte(current, 1) ~= ${liveHeader} then return {2, current} end
 redis.call('SETRANGE', KEYS[1], 0, string.char(${consumedHeader}))
 return {1, current}`,
-  // KEYS: old, new [, members, revoked [, companion, companion's members]]. ARGV: bytes, ttl
-  // [, companion bytes, companion ttl]. Reply as tesseraConsume; the writes come before the
+  // KEYS: old, new [, members, revoked [, (companion, companion's members)…]]. ARGV: bytes, ttl
+  // [, (companion bytes, companion ttl)…]. Reply as tesseraConsume; the writes come before the
   // consume so that a refused write (OOM) leaves the old record live.
   tesseraRotate: `
 if KEYS[4] and redis.call('EXISTS', KEYS[4]) == 1 then return {0} end
@@ -117,14 +126,30 @@ if KEYS[3] then
   redis.call('SADD', KEYS[3], KEYS[2])
   if redis.call('PTTL', KEYS[3]) < ttl then redis.call('PEXPIRE', KEYS[3], ttl) end
 end
-if KEYS[5] then
-  local companionTtl = tonumber(ARGV[4])
-  redis.call('SET', KEYS[5], ARGV[3], 'PX', companionTtl)
-  redis.call('SADD', KEYS[6], KEYS[5])
-  if redis.call('PTTL', KEYS[6]) < companionTtl then redis.call('PEXPIRE', KEYS[6], companionTtl) end
+local k, a = 5, 3
+while KEYS[k] do
+  local companionTtl = tonumber(ARGV[a + 1])
+  redis.call('SET', KEYS[k], ARGV[a], 'PX', companionTtl)
+  redis.call('SADD', KEYS[k + 1], KEYS[k])
+  if redis.call('PTTL', KEYS[k + 1]) < companionTtl then redis.call('PEXPIRE', KEYS[k + 1], companionTtl) end
+  k, a = k + 2, a + 2
 end
 redis.call('SETRANGE', KEYS[1], 0, string.char(${consumedHeader}))
 return {1, current}`,
+  // KEYS: guards… [, record, record's members]. ARGV: guard count [, bytes, ttl].
+  // Reply: {1} every guard live (and the record written) | {0} a guard was not, nothing written.
+  tesseraWriteWhileLive: `
+local n = tonumber(ARGV[1])
+for i = 1, n do
+  if redis.call('GETRANGE', KEYS[i], 0, 0) ~= string.char(${liveHeader}) then return {0} end
+end
+if KEYS[n + 1] then
+  local ttl = tonumber(ARGV[3])
+  redis.call('SET', KEYS[n + 1], ARGV[2], 'PX', ttl)
+  redis.call('SADD', KEYS[n + 2], KEYS[n + 1])
+  if redis.call('PTTL', KEYS[n + 2]) < ttl then redis.call('PEXPIRE', KEYS[n + 2], ttl) end
+end
+return {1}`,
   // KEYS: members, revoked. ARGV: ttl. Reply: records removed. The members are keys of the same
   // hash tag, so they live in this script's slot.
   tesseraRevoke: `
@@ -331,9 +356,10 @@ export class RedisStore implements Store {
     newKey: StoreKey,
     newValue: U,
     ttlMs: number,
-    companion?: CompanionRecord<V>,
+    companion?: CompanionRecord<V> | readonly CompanionRecord<unknown>[],
   ): Promise<ConsumeResult<T>> {
-    assertRotatable(oldKey, newKey, companion);
+    const companions = companionList(companion);
+    assertRotatable(oldKey, newKey, companions);
     if (this.#isCluster && newKey.family === undefined) {
       throw new Error('rotate on Redis Cluster needs both keys in one family (one hash slot)');
     }
@@ -341,13 +367,26 @@ export class RedisStore implements Store {
     const keys = [this.#recordKey(oldKey), this.#recordKey(newKey)];
     const args: ScriptArg[] = [packRecordWithHeader(newValue, headerBytes), ttl];
     if (newKey.family !== undefined) keys.push(this.#membersKey(newKey.family), this.#revokedKey(newKey.family));
-    if (companion !== undefined) {
+    for (const c of companions) {
       // assertRotatable: a companion has a family whenever the successor has one.
-      keys.push(this.#recordKey(companion.key), this.#membersKey(companion.key.family as string));
-      args.push(packRecordWithHeader(companion.value, headerBytes), toTtlMs(companion.ttlMs));
+      keys.push(this.#recordKey(c.key), this.#membersKey(c.key.family as string));
+      args.push(packRecordWithHeader(c.value, headerBytes), toTtlMs(c.ttlMs));
     }
     const reply = await this.#run('rotate', (c) => this.#script(c, 'tesseraRotate', keys, args));
     return toConsumeResult<T>(reply);
+  }
+
+  async writeWhileLive<V>(guards: readonly StoreKey[], record?: CompanionRecord<V>): Promise<boolean> {
+    assertOneSlot(guards, record);
+    const keys = guards.map((guard) => this.#recordKey(guard));
+    const args: ScriptArg[] = [guards.length];
+    if (record !== undefined) {
+      // assertOneSlot: every key has a family.
+      keys.push(this.#recordKey(record.key), this.#membersKey(record.key.family as string));
+      args.push(packRecordWithHeader(record.value, headerBytes), toTtlMs(record.ttlMs));
+    }
+    const reply = await this.#run('writeWhileLive', (c) => this.#script(c, 'tesseraWriteWhileLive', keys, args));
+    return readScriptReply(reply).status === 1;
   }
 
   async revokeFamily(family: string, ttlMs: number): Promise<number> {

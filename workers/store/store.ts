@@ -30,6 +30,7 @@ export type RecordKind =
   | 'uc' // user codes
   | 'jti' // revoked access-token ids (deny list)
   | 'at' // access tokens issued within a family, so that revoking the family can deny them
+  | 'retry' // a rotation's successor, sealed for a client that never got the answer (refresh grace window)
   | 'key' // signing keys and development keys
   | 'misc';
 
@@ -108,17 +109,35 @@ export interface Store {
    * this throws a plain `Error`. On Redis Cluster two standalone keys live in different slots, so
    * there a rotation needs a family.
    *
-   * A `companion` is written with the successor, in the same step (see {@link CompanionRecord}):
-   * a refresh records the access token it issued this way, so that a revocation of the family
-   * either refuses the rotation or finds the token, never neither.
+   * A `companion` (or a list of them) is written with the successor, in the same step (see
+   * {@link CompanionRecord}): a refresh records the access token it issued this way, so that a
+   * revocation of the family either refuses the rotation or finds the token, never neither; and
+   * its retry record, so that a client that lost the answer can still get the successor.
    */
   rotate<T, U, V = unknown>(
     oldKey: StoreKey,
     newKey: StoreKey,
     newValue: U,
     ttlMs: number,
-    companion?: CompanionRecord<V>,
+    companion?: CompanionRecord<V> | readonly CompanionRecord<unknown>[],
   ): Promise<ConsumeResult<T>>;
+  /**
+   * In one atomic step: when every `guard` holds a live record (stored, unexpired, not
+   * consumed), writes `record` (if given) and resolves `true`; otherwise writes nothing and
+   * resolves `false`. `record` is written as a rotation's companion is: it joins its family and
+   * does not consult that family's revocation (a guard in a revoked family is gone, so nothing is
+   * written there). Every key must be in one family or its sub-families (one Redis Cluster
+   * slot); otherwise this throws a plain `Error`.
+   *
+   * A refresh retried within its grace window uses it: the retry record and the successor must
+   * both still be live while the access token it issues is recorded in the family.
+   *
+   * @example
+   * ```ts
+   * const continued = await store.writeWhileLive([retryKey, successorKey], issuedAccessToken);
+   * ```
+   */
+  writeWhileLive<V>(guards: readonly StoreKey[], record?: CompanionRecord<V>): Promise<boolean>;
   /**
    * Deletes every record of the family and remembers the revocation for `ttlMs`, so that a record
    * written into it later is refused. Returns how many records were removed (consumed records
@@ -238,20 +257,53 @@ export function slotFamily(family: string): string {
  * companion is in that family or one of its sub-families.
  * @internal
  */
-export function assertRotatable(oldKey: StoreKey, newKey: StoreKey, companion?: CompanionRecord<unknown>): void {
+export function assertRotatable(oldKey: StoreKey, newKey: StoreKey, companions: readonly CompanionRecord<unknown>[]): void {
   if ((oldKey.family ?? null) !== (newKey.family ?? null)) {
     throw new Error('rotate needs both keys standalone or in the same family');
   }
   if (oldKey.kind === newKey.kind && oldKey.id === newKey.id) {
     throw new Error('rotate needs two different keys');
   }
-  if (companion === undefined) return;
-  const family = companion.key.family;
-  if (newKey.family === undefined || family === undefined || slotFamily(family) !== slotFamily(newKey.family)) {
-    throw new Error("rotate's companion record must be in the successor's family or one of its sub-families");
+  for (const [i, companion] of companions.entries()) {
+    const family = companion.key.family;
+    if (newKey.family === undefined || family === undefined || slotFamily(family) !== slotFamily(newKey.family)) {
+      throw new Error("rotate's companion record must be in the successor's family or one of its sub-families");
+    }
+    if (
+      sameKey(companion.key, oldKey) ||
+      sameKey(companion.key, newKey) ||
+      companions.slice(0, i).some((c) => sameKey(c.key, companion.key))
+    ) {
+      throw new Error("rotate's companion record needs a key of its own");
+    }
   }
-  if (sameKey(companion.key, oldKey) || sameKey(companion.key, newKey)) {
-    throw new Error("rotate's companion record needs a key of its own");
+}
+
+/**
+ * `rotate`'s companion argument as a list.
+ * @internal
+ */
+export function companionList(
+  companion: CompanionRecord<unknown> | readonly CompanionRecord<unknown>[] | undefined,
+): readonly CompanionRecord<unknown>[] {
+  if (companion === undefined) return [];
+  return Array.isArray(companion) ? (companion as readonly CompanionRecord<unknown>[]) : [companion as CompanionRecord<unknown>];
+}
+
+/**
+ * The precondition of {@link Store.writeWhileLive}: at least one guard, and every key in one
+ * family or its sub-families, so the check and the write are one step on Redis Cluster too.
+ * @internal
+ */
+export function assertOneSlot(guards: readonly StoreKey[], record: CompanionRecord<unknown> | undefined): void {
+  const first = guards[0]?.family;
+  if (first === undefined) throw new Error('writeWhileLive needs at least one guard, in a family');
+  const slot = slotFamily(first);
+  const keys = record === undefined ? guards : [...guards, record.key];
+  for (const key of keys) {
+    if (key.family === undefined || slotFamily(key.family) !== slot) {
+      throw new Error('writeWhileLive needs every key in one family or its sub-families');
+    }
   }
 }
 

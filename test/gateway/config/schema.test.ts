@@ -37,6 +37,7 @@ t.test('a client given only its required members has every member the workers re
     deviceCodeLifetime: true,
     pollingInterval: true,
     refreshTokenUsage: true,
+    refreshTokenReuseGraceSeconds: true,
     refreshTokenExpiration: true,
     absoluteRefreshTokenLifetime: true,
     slidingRefreshTokenLifetime: true,

@@ -21,6 +21,7 @@ import { IdTokenBuilder } from '../../../workers/tokens/id_token.js';
 import { JwtSigner } from '../../../workers/tokens/jwt_signer.js';
 import { issuedTokensFamily, parseRefreshHandle } from '../../../workers/tokens/refresh_token_handle.js';
 import type { RefreshTokenRecord } from '../../../workers/tokens/refresh_token_record.js';
+import { openRetryRecord, retryKey, type RetryRecord } from '../../../workers/tokens/refresh_token_retry.js';
 
 const issuer = 'https://tessera.test';
 const hour = 3_600_000;
@@ -50,6 +51,8 @@ const clientConfigs: ClientConfig[] = [
     absoluteRefreshTokenLifetime: 36_000,
   }),
   userClient('other'),
+  // Today's strict reuse detection: no grace window.
+  userClient('strict', { absoluteRefreshTokenLifetime: 36_000, refreshTokenReuseGraceSeconds: 0 }),
   userClient('no-offline', { allowOfflineAccess: false, allowedScopes: ['api1'] }),
 ];
 
@@ -415,10 +418,10 @@ t.test('reuse detection (RFC 9700 §4.14.2)', async (t) => {
 
   t.test('the deny list holds each access token only until it would have expired', async (t) => {
     const h = harness(t);
-    const issued = await h.issue('rotating');
+    const issued = await h.issue('strict');
     const first = refreshTokenOf(issued);
-    await h.refresh('rotating', { refresh_token: first });
-    await h.refreshError('rotating', { refresh_token: first });
+    await h.refresh('strict', { refresh_token: first });
+    await h.refreshError('strict', { refresh_token: first });
     const jti = decodeJwt(issued.access_token).jti as string;
     h.advance(hour - 1);
     t.equal(await h.store.get({ kind: 'jti', id: jti }), 1);
@@ -436,11 +439,118 @@ t.test('reuse detection (RFC 9700 §4.14.2)', async (t) => {
 
   t.test('tokens of other families are untouched', async (t) => {
     const h = harness(t);
-    const mine = refreshTokenOf(await h.issue('rotating'));
-    const neighbour = refreshTokenOf(await h.issue('rotating'));
-    await h.refresh('rotating', { refresh_token: mine });
-    await h.refreshError('rotating', { refresh_token: mine });
-    t.ok(await h.refresh('rotating', { refresh_token: neighbour }));
+    const mine = refreshTokenOf(await h.issue('strict'));
+    const neighbour = refreshTokenOf(await h.issue('strict'));
+    await h.refresh('strict', { refresh_token: mine });
+    await h.refreshError('strict', { refresh_token: mine });
+    t.ok(await h.store.isFamilyRevoked(parseRefreshHandle(mine)?.family ?? ''), 'the reuse revoked its family');
+    t.ok(await h.refresh('strict', { refresh_token: neighbour }));
+  });
+});
+
+t.test('grace window after a lost answer (refreshTokenReuseGraceSeconds, default 5 s)', async (t) => {
+  const familyOf = (handle: string) => parseRefreshHandle(handle)?.family ?? '';
+
+  t.test('a retired token presented again within the window gets the same successor and a fresh access token', async (t) => {
+    const h = harness(t);
+    const first = refreshTokenOf(await h.issue('rotating'));
+    // The client never saw this answer.
+    const lost = await h.refresh('rotating', { refresh_token: first });
+    h.advance(4999);
+    const retried = await h.refresh('rotating', { refresh_token: first, scope: 'api1' });
+    t.equal(retried.refresh_token, lost.refresh_token, 'the same successor: one chain, not two');
+    t.not(decodeJwt(retried.access_token).jti, decodeJwt(lost.access_token).jti, 'a fresh access token');
+    t.match(decodeJwt(retried.access_token), { sub: 'sub-alice', client_id: 'rotating', scope: 'api1' }, 'the retry may narrow its scope');
+    t.notOk(await h.store.isFamilyRevoked(familyOf(first)), 'no family revoked');
+    const again = await h.refresh('rotating', { refresh_token: first });
+    t.equal(again.refresh_token, lost.refresh_token, 'every retry in the window gets it');
+    const next = await h.refresh('rotating', { refresh_token: refreshTokenOf(retried) });
+    t.type(next.refresh_token, 'string', 'and the chain continues from it');
+  });
+
+  t.test('presented again once the window is over, it is reuse and revokes the family', async (t) => {
+    const h = harness(t);
+    const first = refreshTokenOf(await h.issue('rotating'));
+    const second = refreshTokenOf(await h.refresh('rotating', { refresh_token: first }));
+    h.advance(5000);
+    t.equal(await h.refreshError('rotating', { refresh_token: first }), rejected);
+    t.ok(await h.store.isFamilyRevoked(familyOf(first)));
+    t.equal(await h.refreshError('rotating', { refresh_token: second }), rejected, 'the unused successor is dead');
+  });
+
+  t.test('presented again after its successor was used, it is reuse and revokes the family, in the window too', async (t) => {
+    const h = harness(t);
+    const issued = await h.issue('rotating');
+    const first = refreshTokenOf(issued);
+    const secondResponse = await h.refresh('rotating', { refresh_token: first });
+    const thirdResponse = await h.refresh('rotating', { refresh_token: refreshTokenOf(secondResponse) });
+    h.advance(1000);
+    t.equal(await h.refreshError('rotating', { refresh_token: first }), rejected);
+    t.ok(await h.store.isFamilyRevoked(familyOf(first)));
+    t.equal(await h.refreshError('rotating', { refresh_token: refreshTokenOf(thirdResponse) }), rejected, 'the live token is dead');
+    for (const response of [issued, secondResponse, thirdResponse]) {
+      t.equal(await h.store.get({ kind: 'jti', id: decodeJwt(response.access_token).jti as string }), 1, 'every access token is denied');
+    }
+  });
+
+  t.test("a retry's access token is recorded in the family: a later reuse denies it", async (t) => {
+    const h = harness(t);
+    const first = refreshTokenOf(await h.issue('rotating'));
+    await h.refresh('rotating', { refresh_token: first });
+    const retried = await h.refresh('rotating', { refresh_token: first });
+    h.advance(5000);
+    t.equal(await h.refreshError('rotating', { refresh_token: first }), rejected);
+    t.equal(await h.store.get({ kind: 'jti', id: decodeJwt(retried.access_token).jti as string }), 1);
+  });
+
+  t.test('refreshTokenReuseGraceSeconds 0 keeps strict reuse detection', async (t) => {
+    const h = harness(t);
+    const first = refreshTokenOf(await h.issue('strict'));
+    const second = refreshTokenOf(await h.refresh('strict', { refresh_token: first }));
+    t.equal(await h.refreshError('strict', { refresh_token: first }), rejected, 'refused at once');
+    t.ok(await h.store.isFamilyRevoked(familyOf(first)));
+    t.equal(await h.refreshError('strict', { refresh_token: second }), rejected);
+    t.equal(
+      await h.store.get(retryKey(parseRefreshHandle(first) as NonNullable<ReturnType<typeof parseRefreshHandle>>)),
+      null,
+      'no retry record is written',
+    );
+  });
+
+  t.test('another client presenting it within the window gets nothing and revokes nothing', async (t) => {
+    const h = harness(t);
+    const first = refreshTokenOf(await h.issue('rotating'));
+    const second = refreshTokenOf(await h.refresh('rotating', { refresh_token: first }));
+    t.equal(await h.refreshError('other', { refresh_token: first }), rejected);
+    t.notOk(await h.store.isFamilyRevoked(familyOf(first)));
+    t.type((await h.refresh('rotating', { refresh_token: second })).refresh_token, 'string');
+  });
+
+  t.test('concurrent refreshes of one token all get the one successor', async (t) => {
+    const h = harness(t);
+    const first = refreshTokenOf(await h.issue('rotating'));
+    const answers = await Promise.all(Array.from({ length: 10 }, () => h.refresh('rotating', { refresh_token: first })));
+    t.same([...new Set(answers.map(refreshTokenOf))].length, 1, 'one successor');
+    t.equal(new Set(answers.map((a) => decodeJwt(a.access_token).jti)).size, 10, 'ten access tokens');
+    t.notOk(await h.store.isFamilyRevoked(familyOf(first)));
+  });
+
+  t.test('the retry record holds the successor sealed: it opens only with the old handle and for its client', async (t) => {
+    const h = harness(t);
+    const first = refreshTokenOf(await h.issue('rotating'));
+    const second = refreshTokenOf(await h.refresh('rotating', { refresh_token: first }));
+    const retired = parseRefreshHandle(first) as NonNullable<ReturnType<typeof parseRefreshHandle>>;
+    const record = await h.store.get<RetryRecord>(retryKey(retired));
+    if (record === null) throw new Error('no retry record');
+    const sealed = Buffer.from(record.sealed);
+    t.equal(sealed.indexOf(Buffer.from(second)), -1, 'not the handle');
+    t.equal(sealed.indexOf(Buffer.from(second, 'base64url').subarray(16)), -1, "not the handle's secret bytes");
+    t.equal(openRetryRecord(retired, record, 'rotating'), second, 'the old handle opens it');
+    t.equal(openRetryRecord(retired, record, 'other'), undefined, 'not for another client');
+    const stranger = parseRefreshHandle(refreshTokenOf(await h.issue('rotating')));
+    t.equal(openRetryRecord(stranger as NonNullable<typeof stranger>, record, 'rotating'), undefined, 'not another handle');
+    h.advance(5000);
+    t.equal(await h.store.get(retryKey(retired)), null, 'it lives for the window only');
   });
 });
 
@@ -459,6 +569,31 @@ t.test('a rotation applied after its answer timed out still returns the successo
   h.store.rotate = realRotate;
   const third = await h.refresh('rotating', { refresh_token: second.refresh_token as string });
   t.type(third.access_token, 'string', 'the successor it returned works');
+});
+
+t.test('a rotation applied after the store stopped answering: 503, and the retry within the window gets its successor', async (t) => {
+  const h = harness(t);
+  const first = refreshTokenOf(await h.issue('rotating'));
+  const realRotate = h.store.rotate.bind(h.store);
+  const realGet = h.store.get.bind(h.store);
+  let down = false;
+  // Redis held the script and ran it late; meanwhile nothing it answered reached the gateway.
+  h.store.rotate = (async (...args: Parameters<MemoryStore['rotate']>) => {
+    await realRotate(...args);
+    down = true;
+    throw new StoreUnavailableError('rotate got no answer within 500 ms');
+  }) as MemoryStore['rotate'];
+  h.store.get = (async (...args: Parameters<MemoryStore['get']>) => {
+    if (down) throw new StoreUnavailableError('get got no answer within 500 ms');
+    return realGet(...args);
+  }) as MemoryStore['get'];
+  await t.rejects(h.refresh('rotating', { refresh_token: first }), StoreUnavailableError, 'the client gets 503');
+  h.store.rotate = realRotate;
+  h.store.get = realGet;
+  h.advance(2000);
+  const retried = await h.refresh('rotating', { refresh_token: first });
+  t.type(retried.refresh_token, 'string', 'the retry is answered');
+  t.type((await h.refresh('rotating', { refresh_token: refreshTokenOf(retried) })).refresh_token, 'string', 'with the live successor');
 });
 
 t.test('a rotation that did not happen answers with the store error and keeps the old token', async (t) => {

@@ -324,6 +324,118 @@ export function runStoreConformance(t: TapTest, makeStore: MakeStore): void {
     await tt.rejects(standalone, Error, 'a standalone rotation has no family to share');
   });
 
+  t.test('a rotation writes a list of companions in its step: records of the family and of its sub-family', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const oldKey: StoreKey = { kind: 'rt', id: newId(), family };
+    await store.set(oldKey, { gen: 0 }, longTtlMs);
+    const successors = Array.from({ length: concurrency }, (): StoreKey => ({ kind: 'rt', id: newId(), family }));
+    const companionsOf = (i: number) => [
+      { key: { kind: 'at', id: newId(), family: subFamily(family, 'at') } as StoreKey, value: { at: i }, ttlMs: longTtlMs },
+      { key: { kind: 'retry', id: `${oldKey.id}-${i}`, family } as StoreKey, value: { retry: i }, ttlMs: shortTtlMs },
+    ];
+    const companions = successors.map((_, i) => companionsOf(i));
+    const results = await Promise.all(successors.map((newKey, i) => store.rotate(oldKey, newKey, { gen: 1 }, longTtlMs, companions[i])));
+    tt.same(countStatuses(results), { consumed: 1, replayed: concurrency - 1, missing: 0 });
+    const winner = results.findIndex((r) => r.status === 'consumed');
+    const written = await Promise.all(companions.flat().map((c) => store.get(c.key)));
+    tt.same(
+      written.filter((value) => value !== null),
+      [{ at: winner }, { retry: winner }],
+      "both of the winner's companions, and no loser's",
+    );
+    const retry = companions[winner]?.[1]?.key as StoreKey;
+    await sleep(pastShortTtlMs);
+    tt.equal(await store.get(retry), null, 'each companion keeps its own TTL');
+    tt.equal(
+      await store
+        .rotate({ kind: 'rt', id: newId(), family }, { kind: 'rt', id: newId(), family }, 1, longTtlMs, [
+          { key: retry, value: 1, ttlMs: longTtlMs },
+          { key: retry, value: 2, ttlMs: longTtlMs },
+        ])
+        .then(
+          () => null,
+          (e: unknown) => (e instanceof Error && !(e instanceof StoreUnavailableError) ? 'plain Error' : e),
+        ),
+      'plain Error',
+      'two companions with one key are refused',
+    );
+  });
+
+  t.test('writeWhileLive writes only while every guard is live, in one step', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const issued = subFamily(family, 'at');
+    const live: StoreKey = { kind: 'retry', id: newId(), family };
+    const successor: StoreKey = { kind: 'rt', id: newId(), family };
+    await store.set(live, { sealed: 1 }, longTtlMs);
+    await store.set(successor, { gen: 1 }, longTtlMs);
+    const record = (by: string) => ({ key: { kind: 'at', id: newId(), family: issued } as StoreKey, value: { by }, ttlMs: longTtlMs });
+
+    const first = record('first');
+    tt.equal(await store.writeWhileLive([live, successor], first), true, 'both guards live');
+    tt.same(await store.get(first.key), { by: 'first' });
+    tt.same(await store.familyRecords(issued, 'at'), [{ by: 'first' }], 'the record joins its family');
+    tt.equal(await store.writeWhileLive([live, successor]), true, 'a check alone writes nothing and answers the same');
+
+    const missing = record('missing');
+    tt.equal(await store.writeWhileLive([live, { kind: 'rt', id: newId(), family }], missing), false, 'a missing guard');
+    tt.equal(await store.get(missing.key), null, 'nothing written');
+
+    const consumedGuard = record('consumed');
+    tt.equal((await store.consume(successor)).status, 'consumed');
+    tt.equal(await store.writeWhileLive([live, successor], consumedGuard), false, 'a consumed guard');
+    tt.equal(await store.get(consumedGuard.key), null);
+
+    const short: StoreKey = { kind: 'retry', id: newId(), family };
+    const other: StoreKey = { kind: 'rt', id: newId(), family };
+    await store.set(short, 1, shortTtlMs);
+    await store.set(other, 1, longTtlMs);
+    await sleep(pastShortTtlMs);
+    const expired = record('expired');
+    tt.equal(await store.writeWhileLive([short, other], expired), false, 'an expired guard');
+    tt.equal(await store.get(expired.key), null);
+
+    // Of concurrent checks against a consume of their guard, those before it write, none after.
+    const guard: StoreKey = { kind: 'rt', id: newId(), family };
+    await store.set(guard, 1, longTtlMs);
+    const racing = Array.from({ length: concurrency }, (_, i) => record(`race-${i}`));
+    const [outcomes] = await Promise.all([Promise.all(racing.map((r) => store.writeWhileLive([guard], r))), store.consume(guard)]);
+    const stored = await Promise.all(racing.map((r) => store.get(r.key)));
+    tt.same(
+      stored.map((value) => value !== null),
+      outcomes,
+      'a record is stored exactly when its call answered true',
+    );
+
+    await store.revokeFamily(family, longTtlMs);
+    const afterRevocation = record('after');
+    tt.equal(await store.writeWhileLive([live], afterRevocation), false, 'a revoked family has no live guard');
+    tt.equal(await store.get(afterRevocation.key), null);
+  });
+
+  t.test('writeWhileLive refuses keys outside one family with a plain Error', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const guard: StoreKey = { kind: 'rt', id: newId(), family };
+    await store.set(guard, 1, longTtlMs);
+    const refusals: [StoreKey[], StoreKey | undefined][] = [
+      [[], undefined],
+      [[{ kind: 'rt', id: newId() }], undefined],
+      [[guard, { kind: 'rt', id: newId(), family: newFamily() }], undefined],
+      [[guard], { kind: 'at', id: newId(), family: subFamily(newFamily(), 'at') }],
+      [[guard], { kind: 'at', id: newId() }],
+    ];
+    for (const [guards, key] of refusals) {
+      const err = await store.writeWhileLive(guards, key === undefined ? undefined : { key, value: 1, ttlMs: longTtlMs }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      tt.type(err, Error, JSON.stringify({ guards, key }));
+      tt.notOk(err instanceof StoreUnavailableError || err instanceof FamilyRevokedError, 'not a store error');
+    }
+  });
+
   t.test('revokeFamily removes every member and a later write into the family throws FamilyRevokedError', async (tt) => {
     const store = await open(tt);
     const family = newFamily();
