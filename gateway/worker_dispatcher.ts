@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { Piscina } from 'piscina';
-import { BatchState, heartbeatSlot, newBatchControl, stateSlot, type BatchTask } from '../workers/protocol/batch_control.js';
+import { BatchState, heartbeatSlot, newBatchControl, stateSlot, threadSlot, type BatchTask } from '../workers/protocol/batch_control.js';
 import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import { mayRunAgainAfterStart } from '../workers/protocol/rerun.js';
 import { packMessage, unpackMessage, type TaskItem, type TokenTaskResult } from '../workers/protocol/token_task.js';
@@ -17,6 +17,11 @@ export interface DispatcherOptions {
   /** Told the size of every batch sent (metrics). */
   onBatch?: (size: number) => void;
   /**
+   * The password lane's bounds (docs/operations.md, "Lanes"): password checks running at once,
+   * and waiting, beyond which a password request gets a fast 503. Defaults 4 and 256.
+   */
+  passwordLane?: { readonly concurrency: number; readonly maxQueue: number };
+  /**
    * A thread whose heartbeat has not moved for this long while it runs a batch is terminated and
    * replaced (the gateway passes `validatorTimeoutMs`). Default 5000.
    */
@@ -27,7 +32,6 @@ export interface DispatcherOptions {
 /** A batch out on a thread, as the watchdog sees it. */
 interface WatchedBatch {
   readonly control: Int32Array;
-  readonly abort: AbortController;
   readonly items: readonly TaskItem[];
   lastBeat: number;
   lastMoved: number;
@@ -40,6 +44,39 @@ const threadTerminationMessage = 'Terminating worker thread';
 
 const unavailableResult: TokenTaskResult = [OAuthErrors.temporarilyUnavailable.status, OAuthErrors.temporarilyUnavailable.body, 1];
 const serverErrorResult: TokenTaskResult = [OAuthErrors.serverError.status, OAuthErrors.serverError.body, null];
+
+/**
+ * Requests are sent to the workers in three lanes, each with its own queue and its own batches,
+ * so that no request waits for another kind's work (docs/operations.md, "Lanes"):
+ *
+ * - `fast`: `client_credentials`, which touches no store: never in a batch that waits for Redis;
+ * - `password`: the password grant and the login pages' sign-ins, each an argon2 verification
+ *   of 10-15 ms of CPU: bounded, so a flood of sign-ins queues only behind itself;
+ * - `store`: every other grant and endpoint, which wait for the store.
+ */
+export type Lane = 'fast' | 'password' | 'store';
+
+export function laneOf(item: TaskItem): Lane {
+  if (item.kind === 'login') return 'password';
+  if (item.kind !== 'token') return 'store';
+  if (item.grantType === 'client_credentials') return 'fast';
+  return item.grantType === 'password' ? 'password' : 'store';
+}
+
+/** One lane's queue and what it has out on the threads. */
+interface LaneState {
+  readonly name: Lane;
+  exchanges: Sink[];
+  items: TaskItem[];
+  scheduled: boolean;
+  batchesInFlight: number;
+  /** Requests of this lane sent and not answered yet. */
+  running: number;
+  /** Most requests of this lane out on the threads at once; `Infinity` but for the password lane. */
+  readonly maxRunning: number;
+  /** Most requests waiting in this lane before new ones get a fast 503. */
+  readonly maxWaiting: number;
+}
 
 /** Where a result goes: straight out as the HTTP answer, or to a caller that continues. */
 type Sink = Exchange | ((result: TokenTaskResult) => void);
@@ -59,11 +96,8 @@ function deliver(sink: Sink, result: TokenTaskResult): void {
  * the per-message cost would otherwise dominate, and stay small (low latency) when idle.
  */
 export class WorkerDispatcher {
-  private exchanges: Sink[] = [];
-  private items: TaskItem[] = [];
-  private scheduled = false;
+  private readonly lanes: Record<Lane, LaneState>;
   private inFlight = 0;
-  private batchesInFlight = 0;
   private drainWaiters: (() => void)[] = [];
   private readonly maxBatch: number;
   private readonly maxBatchesInFlight: number;
@@ -80,6 +114,22 @@ export class WorkerDispatcher {
     this.maxBatch = options.maxBatch ?? 64;
     this.maxBatchesInFlight = options.threads * (options.batchesPerThread ?? 2);
     this.stallTimeoutMs = options.stallTimeoutMs ?? 5000;
+    const password = options.passwordLane ?? { concurrency: 4, maxQueue: 256 };
+    const lane = (name: Lane, maxRunning: number, maxWaiting: number): LaneState => ({
+      name,
+      exchanges: [],
+      items: [],
+      scheduled: false,
+      batchesInFlight: 0,
+      running: 0,
+      maxRunning,
+      maxWaiting,
+    });
+    this.lanes = {
+      fast: lane('fast', Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY),
+      password: lane('password', password.concurrency, password.maxQueue),
+      store: lane('store', Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY),
+    };
   }
 
   /**
@@ -106,14 +156,17 @@ export class WorkerDispatcher {
   }
 
   submit(exchange: Sink, item: TaskItem): void {
-    if (this.inFlight >= this.options.maxQueue) {
+    const lane = this.lanes[laneOf(item)];
+    // The lane's queue also holds, until the next flush, the requests about to take free slots.
+    const freeSlots = Math.max(0, lane.maxRunning - lane.running);
+    if (this.inFlight >= this.options.maxQueue || lane.items.length >= lane.maxWaiting + freeSlots) {
       deliver(exchange, unavailableResult);
       return;
     }
     this.inFlight++;
-    this.exchanges.push(exchange);
-    this.items.push(item);
-    this.schedule();
+    lane.exchanges.push(exchange);
+    lane.items.push(item);
+    this.schedule(lane);
   }
 
   /** Resolves when every submitted request has been answered. */
@@ -122,48 +175,49 @@ export class WorkerDispatcher {
     return new Promise((resolve) => this.drainWaiters.push(resolve));
   }
 
-  private schedule(): void {
-    if (!this.scheduled && this.items.length > 0 && this.batchesInFlight < this.maxBatchesInFlight) {
-      this.scheduled = true;
-      setImmediate(this.flush);
+  private schedule(lane: LaneState): void {
+    if (!lane.scheduled && lane.items.length > 0 && lane.batchesInFlight < this.maxBatchesInFlight && lane.running < lane.maxRunning) {
+      lane.scheduled = true;
+      setImmediate(() => this.flush(lane));
     }
   }
 
-  private readonly flush = (): void => {
-    this.scheduled = false;
-    const free = this.maxBatchesInFlight - this.batchesInFlight;
-    const n = this.items.length;
-    if (free <= 0 || n === 0) return;
+  private flush(lane: LaneState): void {
+    lane.scheduled = false;
+    const free = this.maxBatchesInFlight - lane.batchesInFlight;
+    const n = Math.min(lane.items.length, lane.maxRunning - lane.running);
+    if (free <= 0 || n <= 0) return;
     // As many batches as free slots allow, at least one per thread when there is enough work.
     const batches = Math.min(free, Math.max(Math.ceil(n / this.maxBatch), Math.min(this.options.threads, n)));
     const size = Math.min(this.maxBatch, Math.ceil(n / batches));
     let start = 0;
     for (let b = 0; b < batches && start < n; b++, start += size) {
-      this.runBatch(this.exchanges.slice(start, start + size), this.items.slice(start, start + size));
+      const end = Math.min(start + size, n);
+      this.runBatch(lane, lane.exchanges.slice(start, end), lane.items.slice(start, end));
     }
-    this.exchanges = this.exchanges.slice(start);
-    this.items = this.items.slice(start);
-  };
+    lane.exchanges = lane.exchanges.slice(n);
+    lane.items = lane.items.slice(n);
+  }
 
-  private runBatch(exchanges: Sink[], items: TaskItem[]): void {
-    this.batchesInFlight++;
+  private runBatch(lane: LaneState, exchanges: Sink[], items: TaskItem[]): void {
+    lane.batchesInFlight++;
+    lane.running += items.length;
     this.options.onBatch?.(items.length);
     const task: BatchTask = { batch: packMessage(items), control: newBatchControl() };
     const watched: WatchedBatch = {
       control: new Int32Array(task.control),
-      abort: new AbortController(),
       items,
       lastBeat: -1,
       lastMoved: performance.now(),
       stalled: false,
     };
     this.watch(watched);
-    this.pool.run(task, { transferList: [task.batch.buffer as ArrayBuffer], signal: watched.abort.signal }).then(
+    this.pool.run(task, { transferList: [task.batch.buffer as ArrayBuffer] }).then(
       (packed: Uint8Array) => {
         this.unwatch(watched);
         const results = unpackMessage<TokenTaskResult[]>(packed);
         for (let i = 0; i < exchanges.length; i++) deliver(exchanges[i] as Sink, results[i] ?? serverErrorResult);
-        this.settle(exchanges.length);
+        this.settle(lane, exchanges.length);
       },
       (err: unknown) => {
         this.unwatch(watched);
@@ -171,10 +225,10 @@ export class WorkerDispatcher {
           // The task itself threw outside a grant and its thread lives on: this batch fails.
           this.options.logger.error({ err, requests: exchanges.length }, 'worker task failed');
           for (const exchange of exchanges) deliver(exchange, serverErrorResult);
-          this.settle(exchanges.length);
+          this.settle(lane, exchanges.length);
           return;
         }
-        this.recoverFromThreadFault(watched, exchanges, err);
+        this.recoverFromThreadFault(lane, watched, exchanges, err);
       },
     );
   }
@@ -185,7 +239,7 @@ export class WorkerDispatcher {
    * (workers/protocol/rerun.ts), go to the other threads, once; the others are answered: 503 with
    * `Retry-After` when their thread was stuck, 500 when it died (docs/operations.md, "Worker faults").
    */
-  private recoverFromThreadFault(watched: WatchedBatch, exchanges: Sink[], err: unknown): void {
+  private recoverFromThreadFault(lane: LaneState, watched: WatchedBatch, exchanges: Sink[], err: unknown): void {
     const started = Atomics.load(watched.control, stateSlot) !== BatchState.queued;
     const stuck = watched.stalled || (err instanceof Error && err.message === threadTerminationMessage);
     const againSinks: Sink[] = [];
@@ -219,11 +273,12 @@ export class WorkerDispatcher {
       );
     }
     // First in line: they have waited longest.
-    this.exchanges.unshift(...againSinks);
-    this.items.unshift(...againItems);
-    this.batchesInFlight--;
+    lane.exchanges.unshift(...againSinks);
+    lane.items.unshift(...againItems);
+    lane.batchesInFlight--;
+    lane.running -= exchanges.length;
     this.inFlight -= answered;
-    this.schedule();
+    this.schedule(lane);
     this.notifyDrained();
   }
 
@@ -254,25 +309,33 @@ export class WorkerDispatcher {
         batch.lastBeat = beat;
         batch.lastMoved = now;
       } else if (now - batch.lastMoved >= this.stallTimeoutMs) {
-        batch.stalled = true;
+        // Every batch the thread runs stopped with it: all of them are the stuck thread's.
+        const thread = Atomics.load(batch.control, threadSlot);
+        const onThread = [...this.watched].filter((b) => !b.stalled && Atomics.load(b.control, threadSlot) === thread);
+        for (const b of onThread) b.stalled = true;
         const suspects = new Set(
-          batch.items.filter((item) => !mayRunAgainAfterStart(item)).map((item) => (item.kind === 'token' ? item.grantType : item.kind)),
+          onThread
+            .flatMap((b) => b.items)
+            .filter((item) => !mayRunAgainAfterStart(item))
+            .map((item) => (item.kind === 'token' ? item.grantType : item.kind)),
         );
         this.options.logger.error(
-          { grantTypes: [...suspects], requests: batch.items.length, stallTimeoutMs: this.stallTimeoutMs },
+          { grantTypes: [...suspects], requests: onThread.reduce((n, b) => n + b.items.length, 0), stallTimeoutMs: this.stallTimeoutMs },
           'worker thread stopped answering (a validator blocking it?); terminating and replacing it',
         );
-        // Piscina terminates the thread running an aborted task and starts a new one.
-        batch.abort.abort();
+        // Piscina replaces a thread that exits and fails the tasks it held, which then go through
+        // recoverFromThreadFault as a stuck thread's (503, or sent to another thread).
+        void this.pool.threads.find((worker) => worker.threadId === thread)?.terminate();
       }
     }
   };
 
-  private settle(count: number): void {
-    this.batchesInFlight--;
+  private settle(lane: LaneState, count: number): void {
+    lane.batchesInFlight--;
+    lane.running -= count;
     this.inFlight -= count;
     // Requests that waited for a free slot go now, as one larger batch.
-    this.schedule();
+    this.schedule(lane);
     this.notifyDrained();
   }
 

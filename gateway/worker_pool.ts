@@ -9,6 +9,27 @@ import type { MemoryStoreHost } from './store/memory_store_host.js';
 // shim registers tsx in the worker first.
 const workerFile = new URL(import.meta.url.endsWith('.ts') ? '../workers/worker_from_source.mjs' : '../workers/worker.js', import.meta.url);
 
+type LoadBalancer = NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>['loadBalancer']>;
+
+const tasksPerThread = 6;
+
+/**
+ * The least busy thread with room, whether or not a task is abortable. Piscina's own balancer
+ * puts an abortable task only on an idle thread and nothing beside one; every batch is abortable
+ * (the dispatcher's watchdog aborts a stuck thread's task, docs/operations.md "Worker faults"), so
+ * it would run one batch per thread at a time and a client_credentials batch would wait behind a
+ * batch that waits for the store. Aborting a task terminates its thread, and with it the other
+ * batches there: the dispatcher sends those to other threads or answers them.
+ */
+const leastBusy: LoadBalancer = (_task, workers) => {
+  let candidate: (typeof workers)[number] | null = null;
+  for (const worker of workers) {
+    if (worker.currentUsage === 0) return worker;
+    if (worker.currentUsage < tasksPerThread && (candidate === null || worker.currentUsage < candidate.currentUsage)) candidate = worker;
+  }
+  return candidate;
+};
+
 /** What every worker of a pool boots with; a validator reload starts a pool with a new module list. */
 export interface PoolInputs {
   config: LoadedConfig;
@@ -40,9 +61,11 @@ export async function startWorkerPool(inputs: PoolInputs): Promise<Piscina> {
     // Workers hold sockets (Redis, the store bridge's port) and must keep their event loop turning
     // between tasks, which synchronous Atomics.wait would block.
     atomics: 'disabled',
-    // The dispatcher keeps two batches per thread out (one running, one queued behind it) so a
-    // thread never waits for the next message; two may overlap their store round trips.
-    concurrentTasksPerWorker: 2,
+    // The dispatcher keeps two batches per thread out in each of its three lanes (fast, password,
+    // store), so a client_credentials batch never waits in Piscina's queue behind batches that
+    // wait for the store or for argon2: 6 per thread, all asynchronous.
+    concurrentTasksPerWorker: tasksPerThread,
+    loadBalancer: leastBusy,
     maxQueue: config.workers.maxQueue,
     workerData: boot,
   });

@@ -2,6 +2,7 @@
  * Piscina worker entry: validates grants and signs tokens for batches of token requests.
  * Everything that does not change per request is built once here, at thread start.
  */
+import { threadId } from 'node:worker_threads';
 import { move, workerData } from 'piscina';
 import { pino } from 'pino';
 import { isStoreUnavailable, type Store } from './store/store.js';
@@ -13,7 +14,15 @@ import { introspect } from './endpoints/introspection.js';
 import { IntrospectionThrottle } from './endpoints/introspection_throttle.js';
 import { revoke } from './endpoints/revocation.js';
 import type { WorkerBootData } from './protocol/worker_boot.js';
-import { BatchState, heartbeatIntervalMs, heartbeatSlot, isBatchTask, stateSlot, type BatchTask } from './protocol/batch_control.js';
+import {
+  BatchState,
+  heartbeatIntervalMs,
+  heartbeatSlot,
+  threadSlot,
+  isBatchTask,
+  stateSlot,
+  type BatchTask,
+} from './protocol/batch_control.js';
 import { GrantRegistry, isGrantHandler } from './grants/registry.js';
 import type { GrantServices } from './grants/grant_handler.js';
 import { ScopeRules, userPolicy } from './grants/scope_rules.js';
@@ -188,6 +197,7 @@ function beat(): void {
 }
 
 function track(control: Int32Array): void {
+  Atomics.store(control, threadSlot, threadId);
   Atomics.store(control, stateSlot, BatchState.started);
   running.add(control);
   heartbeat ??= setInterval(beat, heartbeatIntervalMs);

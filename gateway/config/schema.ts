@@ -173,8 +173,20 @@ export const configSchema = z
         threads: z.number().int().min(1).max(64).default(2),
         /** Requests waiting for a worker before the gateway sheds load with 503. */
         maxQueue: z.number().int().min(1).default(4096),
+        passwordConcurrency: z
+          .number()
+          .int()
+          .min(1)
+          .default(4)
+          .describe('Password checks (password grant, login pages) running at once: each is one argon2 verification.'),
+        passwordMaxQueue: z
+          .number()
+          .int()
+          .min(1)
+          .default(256)
+          .describe('Password checks waiting, beyond which a password request gets 503 with Retry-After at once.'),
       })
-      .default({ threads: 2, maxQueue: 4096 }),
+      .default({ threads: 2, maxQueue: 4096, passwordConcurrency: 4, passwordMaxQueue: 256 }),
     shutdown: z
       .strictObject({
         drainSeconds: z

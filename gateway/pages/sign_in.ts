@@ -39,5 +39,13 @@ export async function signIn(
   if (status === 400 && body.includes('"invalid_grant"'))
     return { kind: 'retry', status: 400, message: OAuthErrors.wrongPassword.description };
   if (status === 400) return { kind: 'error', status: 400, message: 'This sign-in is not allowed for the application.' };
+  // The password lane is full or the store is down: the form again, with when to come back.
+  if (status === 503)
+    return {
+      kind: 'retry',
+      status: 503,
+      message: 'The service is busy. Try again in a moment.',
+      retryAfter: retryAfter ?? 1,
+    };
   return { kind: 'error', status: 503, message: 'The service is temporarily unavailable. Try again in a moment.' };
 }

@@ -270,20 +270,24 @@ function requestAs(dispatcher: WorkerDispatcher, grantType: string, id: string, 
   return dispatcher.call({ kind: 'token', grantType, clientId: 'm2m', params: { id, ...extra } });
 }
 
-t.test('a thread that dies mid-batch: client_credentials is sent again once, the started single-use requests get 500', async (t) => {
+t.test('a thread that dies mid-batch: the started single-use requests get 500, client_credentials never shared their batch', async (t) => {
   const { dispatcher, batches, logs } = dispatcherOn(shared.pool, { threads: 1, maxQueue: 100, batchesPerThread: 1 });
   const answers = await Promise.all([
     requestAs(dispatcher, 'refresh_token', 'dies', { exit: '1' }),
     requestAs(dispatcher, 'client_credentials', 'cc'),
     requestAs(dispatcher, 'authorization_code', 'code'),
   ]);
-  t.same(batches, [3, 1], 'one batch, then client_credentials alone');
+  t.same(
+    [...batches].sort((a, b) => a - b),
+    [1, 2],
+    'two lanes, two batches: the store-bound requests, and client_credentials alone',
+  );
   t.same(answers[0], [500, serverErrorBody, null], 'the request on the dying thread');
-  t.equal(echoOf(answers[1] as TokenTaskResult).id, 'cc', 'client_credentials answered from the other run');
+  t.equal(echoOf(answers[1] as TokenTaskResult).id, 'cc', 'client_credentials answered from its own batch');
   t.same(answers[2], [500, serverErrorBody, null], 'a started code redemption is never run twice');
   const died = logs.find((line) => line.msg === 'worker thread died') as { grantTypes?: string[]; sentAgain?: number } | undefined;
   t.same(died?.grantTypes, ['refresh_token', 'authorization_code'], 'the log names the grant types that may have caused it');
-  t.equal(died?.sentAgain, 1);
+  t.equal(died?.sentAgain, 0);
   t.equal(dispatcher.pending, 0);
 
   // A request whose second run dies too is answered, not sent a third time.
@@ -353,4 +357,46 @@ t.test('replacePool() lets in-flight requests finish on the old pool and sends l
   t.same(echoOf(second), { id: 'p1', pool: 'second', batch: 1 });
   await replaced;
   t.equal(echoOf(await request(dispatcher, 'p2')).pool, 'second');
+});
+
+t.test('lanes: client_credentials never waits behind store-bound or password work', async (t) => {
+  const { newGate, open } = shared;
+  const { dispatcher } = dispatcherOn(shared.pool, {
+    threads: 1,
+    maxQueue: 100,
+    batchesPerThread: 1,
+    passwordLane: { concurrency: 1, maxQueue: 1 },
+  });
+  // The store lane's only slot is held (a refresh waiting for a frozen store, say).
+  const storeGate = newGate();
+  const refresh = requestAs(dispatcher, 'refresh_token', 'rt', { gate: storeGate });
+  await nextTurn();
+  const cc = await requestAs(dispatcher, 'client_credentials', 'cc');
+  t.equal(echoOf(cc).id, 'cc', 'answered while the refresh is still held: one slot was out, in another lane');
+  t.equal(dispatcher.pending, 1, 'the refresh is still out');
+  open(storeGate);
+  t.equal(echoOf(await refresh).id, 'rt');
+});
+
+t.test('lanes: the password lane is bounded, its overflow gets a fast 503, and it holds nothing else up', async (t) => {
+  const { newGate, open } = shared;
+  const { dispatcher } = dispatcherOn(shared.pool, {
+    threads: 1,
+    maxQueue: 100,
+    batchesPerThread: 2,
+    passwordLane: { concurrency: 1, maxQueue: 1 },
+  });
+  const gate = newGate();
+  const running = requestAs(dispatcher, 'password', 'pw0', { gate });
+  await nextTurn();
+  const waiting = requestAs(dispatcher, 'password', 'pw1', { gate });
+  const overflow = await requestAs(dispatcher, 'password', 'pw2');
+  t.same(overflow, [503, unavailableBody, 1], 'beyond concurrency + queue: 503 with Retry-After, at once');
+  const login = await dispatcher.call({ kind: 'login', clientId: 'web', params: { id: 'login' } });
+  t.same(login, [503, unavailableBody, 1], "the login pages' sign-ins share the lane");
+  t.equal(echoOf(await requestAs(dispatcher, 'client_credentials', 'cc')).id, 'cc', 'client_credentials is not held up');
+  t.equal(echoOf(await requestAs(dispatcher, 'refresh_token', 'rt')).id, 'rt', 'nor are store-bound grants');
+  open(gate);
+  t.equal(echoOf(await running).id, 'pw0');
+  t.equal(echoOf(await waiting).id, 'pw1', 'the queued one runs when the first is done');
 });

@@ -21,6 +21,11 @@ export interface BatchTask {
 export const heartbeatSlot = 0;
 /** Int32 slot holding a {@link BatchState}. */
 export const stateSlot = 1;
+/**
+ * Int32 slot holding the `threadId` of the worker that runs the batch, so the gateway can
+ * terminate that thread (Piscina's abort signal would make every batch exclusive to its thread).
+ */
+export const threadSlot = 2;
 
 export const BatchState = {
   /** Sent, not yet picked up by the worker's event loop. */
@@ -36,7 +41,7 @@ export type BatchState = (typeof BatchState)[keyof typeof BatchState];
 export const heartbeatIntervalMs = 50;
 
 export function newBatchControl(): SharedArrayBuffer {
-  return new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT);
+  return new SharedArrayBuffer(3 * Int32Array.BYTES_PER_ELEMENT);
 }
 
 export function isBatchTask(task: unknown): task is BatchTask {
