@@ -12,7 +12,8 @@ export class GatewayMetrics {
 
   private readonly batchSizes: Histogram;
 
-  constructor(inFlight: () => number) {
+  /** `memoryStore`: the embedded store's record count and evictions, when it is the store. */
+  constructor(inFlight: () => number, memoryStore?: { readonly size: number; readonly evicted: number }) {
     this.batchSizes = new Histogram({
       name: 'tessera_worker_batch_size',
       help: 'Requests per task sent to the worker pool.',
@@ -34,6 +35,24 @@ export class GatewayMetrics {
         this.set(inFlight());
       },
     });
+    if (memoryStore !== undefined) {
+      new Gauge({
+        name: 'tessera_memory_store_records',
+        help: 'Records held by the embedded memory store (capped by store.maxRecords).',
+        registers: [this.registry],
+        collect() {
+          this.set(memoryStore.size);
+        },
+      });
+      new Gauge({
+        name: 'tessera_memory_store_evicted_records',
+        help: 'Device-code records the memory store dropped at its cap since start.',
+        registers: [this.registry],
+        collect() {
+          this.set(memoryStore.evicted);
+        },
+      });
+    }
   }
 
   readonly observeBatch = (size: number): void => {

@@ -21,6 +21,7 @@ import { ValidatorReload } from './validator_reload.js';
 import { watchValidators } from './validator_watcher.js';
 import { WorkerDispatcher } from './worker_dispatcher.js';
 import { startWorkerPool } from './worker_pool.js';
+import { MemoryStore } from '../workers/store/memory_store.js';
 
 export interface StartOptions {
   config: LoadedConfig;
@@ -108,7 +109,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       logger,
       onBatch: (size) => metrics?.observeBatch(size),
     });
-    metrics = new GatewayMetrics(() => dispatcher.pending);
+    metrics = new GatewayMetrics(() => dispatcher.pending, store instanceof MemoryStore ? store : undefined);
 
     let discoveryBody = '';
     let draining = false;

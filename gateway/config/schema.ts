@@ -132,7 +132,15 @@ const demoCredentialSchema = z.strictObject({
 
 const storeSchema = z
   .discriminatedUnion('type', [
-    z.strictObject({ type: z.literal('memory') }),
+    z.strictObject({
+      type: z.literal('memory'),
+      maxRecords: z
+        .number()
+        .int()
+        .min(100)
+        .default(200_000)
+        .describe('Most records held at once; at the cap the oldest device codes go first, then new writes get 503.'),
+    }),
     z.strictObject({
       type: z.literal('redis'),
       url: z.string().regex(/^rediss?:\/\//, { error: 'must be a redis:// or rediss:// URL' }),
@@ -146,7 +154,7 @@ const storeSchema = z
       commandTimeoutMs: z.number().int().positive().default(500),
     }),
   ])
-  .default({ type: 'memory' });
+  .default({ type: 'memory', maxRecords: 200_000 });
 
 export const configSchema = z
   .strictObject({

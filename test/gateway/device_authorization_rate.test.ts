@@ -69,3 +69,42 @@ t.test('redis store', async (t) => {
   t.teardown(() => redis.stop());
   await burst(t, { type: 'redis', url: redis.url });
 });
+
+t.test('a flood of device authorizations on the memory store stays under store.maxRecords', async (t) => {
+  const gw = await startTestGateway(t, {
+    patch: (raw) => {
+      raw.store = { type: 'memory', maxRecords: 100 };
+      raw.throttling = { deviceAuthorization: { maxRequests: 100_000, windowSeconds: 60 } };
+      (raw.clients as unknown[]).push({
+        clientId: 'tv',
+        requireClientSecret: false,
+        allowedGrantTypes: [deviceGrant],
+        allowedScopes: ['api1'],
+      });
+    },
+  });
+  const codes: string[] = [];
+  for (let round = 0; round < 6; round++) {
+    const answers = await Promise.all(Array.from({ length: 50 }, () => authorize(gw, 'tv')));
+    t.ok(
+      answers.every((a) => a.status === 200),
+      `round ${round + 1}: every authorization answered`,
+    );
+    for (const a of answers) codes.push((JSON.parse(a.body) as { device_code: string }).device_code);
+  }
+  const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+  const records = Number(/^tessera_memory_store_records (\d+)$/m.exec(metrics)?.[1]);
+  const evicted = Number(/^tessera_memory_store_evicted_records (\d+)$/m.exec(metrics)?.[1]);
+  t.ok(records <= 100, `${records} records held after 300 authorizations`);
+  t.ok(evicted >= 400, `${evicted} device records dropped, oldest first`);
+  const poll = async (deviceCode: string) => {
+    const res = await fetch(gw.tokenUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: deviceGrant, device_code: deviceCode, client_id: 'tv' }).toString(),
+    });
+    return ((await res.json()) as { error?: string }).error;
+  };
+  t.equal(await poll(codes.at(-1) as string), 'authorization_pending', 'the newest code is still pending');
+  t.not(await poll(codes[0] as string), 'authorization_pending', 'the oldest was dropped');
+});

@@ -74,7 +74,7 @@ export interface UserConfig {
 
 /** `store`: where state that outlives a request is kept. */
 export type StoreConfig =
-  | { readonly type: 'memory' }
+  | { readonly type: 'memory'; readonly maxRecords: number }
   | { readonly type: 'redis'; readonly url: string; readonly keyPrefix: string; readonly commandTimeoutMs: number }
   | { readonly type: 'redis-cluster'; readonly nodes: readonly string[]; readonly keyPrefix: string; readonly commandTimeoutMs: number };
 

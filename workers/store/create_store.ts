@@ -31,7 +31,8 @@ export interface CreateStoreOptions {
 export function createStore(config: StoreConfig, options: CreateStoreOptions = {}): Store {
   switch (config.type) {
     case 'memory':
-      if (isMainThread) return new MemoryStore(options.now === undefined ? {} : { now: options.now });
+      if (isMainThread)
+        return new MemoryStore({ maxRecords: config.maxRecords, ...(options.now === undefined ? {} : { now: options.now }) });
       return connectMemoryStoreHost();
     case 'redis':
       return new RedisStore({

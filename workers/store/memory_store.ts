@@ -30,6 +30,12 @@ export interface MemoryStoreOptions {
   now?: () => number;
   /** How often expired records are swept; lazy expiry on read covers the time between. */
   sweepIntervalMs?: number;
+  /**
+   * Most records held at once (docs/storage.md, "The memory store"). At the cap the oldest device
+   * codes go first (a flood of device authorizations is what fills it); with none left, a write
+   * of a new record fails with {@link StoreUnavailableError}, which callers answer `503`.
+   */
+  maxRecords?: number;
 }
 
 interface StoredRecord {
@@ -52,6 +58,11 @@ interface Counter {
 const defaultSweepIntervalMs = 30_000;
 
 /** Same shape as the Redis key layout, without the prefix: one namespace per family. */
+/** Device codes, their user codes and poll state: what a flood of device authorizations writes. */
+function isDeviceRecord(recordKey: string): boolean {
+  return /^(\{[^}]*\}:)?(dc:|uc:|misc:poll:)/.test(recordKey);
+}
+
 function toRecordKey(key: StoreKey): string {
   if (key.family === undefined) return `${key.kind}:${key.id}`;
   assertFamilyName(key.family);
@@ -74,10 +85,13 @@ export class MemoryStore implements Store {
   readonly #revoked = new Map<string, number>();
   readonly #counters = new Map<string, Counter>();
   readonly #sweepTimer: NodeJS.Timeout;
+  readonly #maxRecords: number;
+  #evicted = 0;
   #closed = false;
 
   constructor(options: MemoryStoreOptions = {}) {
     this.#now = options.now ?? (() => performance.now());
+    this.#maxRecords = options.maxRecords ?? Number.POSITIVE_INFINITY;
     this.#sweepTimer = setInterval(() => this.#sweep(), options.sweepIntervalMs ?? defaultSweepIntervalMs);
     // The sweep is housekeeping: it must never keep a process alive on its own.
     this.#sweepTimer.unref();
@@ -88,12 +102,19 @@ export class MemoryStore implements Store {
     return this.#records.size;
   }
 
+  /** Device-code records dropped at the cap so far (a metric). */
+  get evicted(): number {
+    return this.#evicted;
+  }
+
   async set<T>(key: StoreKey, value: T, ttlMs: number): Promise<void> {
     this.#assertOpen();
     const ttl = toTtlMs(ttlMs);
     const recordKey = toRecordKey(key);
     if (key.family !== undefined && this.#isRevoked(key.family)) throw new FamilyRevokedError(key.family);
-    this.#write(recordKey, key.family, packRecord(value), ttl);
+    const bytes = packRecord(value);
+    this.#ensureRoom(this.#records.has(recordKey) ? 0 : 1);
+    this.#write(recordKey, key.family, bytes, ttl);
   }
 
   async get<T>(key: StoreKey): Promise<T | null> {
@@ -134,6 +155,8 @@ export class MemoryStore implements Store {
     const companionWrites = companions.map((c) => this.#prepare(c));
     // A revoked family: the refresh token is simply invalid (see Store.rotate).
     if (newKey.family !== undefined && this.#isRevoked(newKey.family)) return { status: 'missing' };
+    // Room first: a full store must refuse before the old token is consumed, not after.
+    this.#ensureRoom(1 + companionWrites.length);
     const result = this.#consume<T>(oldRecordKey);
     if (result.status === 'consumed') {
       this.#write(newRecordKey, newKey.family, bytes, ttl);
@@ -146,6 +169,7 @@ export class MemoryStore implements Store {
     this.#assertOpen();
     assertOneSlot(guards, record);
     const write = record === undefined ? undefined : this.#prepare(record);
+    if (write !== undefined) this.#ensureRoom(1);
     for (const guard of guards) {
       const found = this.#read(toRecordKey(guard));
       if (found === undefined || found.consumed) return false;
@@ -200,6 +224,7 @@ export class MemoryStore implements Store {
     const existing = this.#read(recordKey);
     if (existing !== undefined && !existing.consumed) return unpackRecord<T>(existing.bytes);
     const bytes = packRecord(value);
+    this.#ensureRoom(existing === undefined ? 1 : 0);
     this.#write(recordKey, key.family, bytes, ttl);
     return unpackRecord<T>(bytes);
   }
@@ -263,6 +288,25 @@ export class MemoryStore implements Store {
   /** A companion record packed and checked, before any state is touched. */
   #prepare(record: CompanionRecord<unknown>): { key: string; family: string | undefined; bytes: Buffer; ttl: number } {
     return { key: toRecordKey(record.key), family: record.key.family, bytes: packRecord(record.value), ttl: toTtlMs(record.ttlMs) };
+  }
+
+  /**
+   * Makes room for `n` new records under the cap: expired records first, then the oldest device
+   * codes and user codes (Map order is insertion order), else refuses the write.
+   */
+  #ensureRoom(n: number): void {
+    if (this.#records.size + n <= this.#maxRecords) return;
+    this.#sweep();
+    if (this.#records.size + n <= this.#maxRecords) return;
+    for (const [recordKey] of this.#records) {
+      if (this.#records.size + n <= this.#maxRecords) return;
+      if (!isDeviceRecord(recordKey)) continue;
+      this.#remove(recordKey);
+      this.#evicted += 1;
+    }
+    if (this.#records.size + n > this.#maxRecords) {
+      throw new StoreUnavailableError(`memory store full: ${this.#records.size} records (store.maxRecords)`);
+    }
   }
 
   #write(recordKey: string, family: string | undefined, bytes: Buffer, ttl: number): void {

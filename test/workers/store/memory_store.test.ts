@@ -111,3 +111,39 @@ t.test('the periodic sweep drops expired records that nobody reads', async (t) =
   await new Promise((resolve) => setTimeout(resolve, 80));
   t.equal(store.size, 1);
 });
+
+t.test('store.maxRecords: a flood of device codes cannot grow the memory store without end', async (t) => {
+  t.test('at the cap the oldest device codes go first; other records stay', async (t) => {
+    const store = new MemoryStore({ maxRecords: 10 });
+    t.teardown(() => store.close());
+    const refresh = { kind: 'rt', id: newId(), family: newFamily() } as const;
+    await store.set(refresh, { v: 'kept' }, 60_000);
+    const devices: StoreKey[] = [];
+    for (let i = 0; i < 25; i++) {
+      const key: StoreKey = { kind: 'dc', id: newId(), family: newFamily() };
+      devices.push(key);
+      await store.set(key, { n: i }, 60_000);
+      await store.set({ kind: 'uc', id: newId() }, { n: i }, 60_000);
+    }
+    t.ok(store.size <= 10, `${store.size} records held`);
+    t.equal(store.evicted, 41, 'every write past the cap dropped one device record');
+    t.same(await store.get(refresh), { v: 'kept' }, 'the refresh token was not touched');
+    t.equal(await store.get(devices[0] as StoreKey), null, 'the oldest device code is gone');
+    t.same(await store.get(devices[24] as StoreKey), { n: 24 }, 'the newest is there');
+  });
+
+  t.test('full of other records: a new record is refused as unavailable, and a rotation consumes nothing', async (t) => {
+    const store = new MemoryStore({ maxRecords: 3 });
+    t.teardown(() => store.close());
+    const family = newFamily();
+    const old = { kind: 'rt', id: newId(), family } as const;
+    await store.set(old, { v: 1 }, 60_000);
+    await store.set({ kind: 'code', id: newId() }, { v: 2 }, 60_000);
+    await store.set({ kind: 'code', id: newId() }, { v: 3 }, 60_000);
+    await t.rejects(store.set({ kind: 'code', id: newId() }, { v: 4 }, 60_000), { code: 'store_unavailable' });
+    await t.rejects(store.rotate(old, { kind: 'rt', id: newId(), family }, { v: 5 }, 60_000), { code: 'store_unavailable' });
+    t.same(await store.get(old), { v: 1 }, 'the refresh token is still live: its client can retry');
+    await store.set(old, { v: 6 }, 60_000);
+    t.same(await store.get(old), { v: 6 }, 'overwriting an existing record needs no room');
+  });
+});
