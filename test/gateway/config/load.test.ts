@@ -70,7 +70,7 @@ t.test('the demo config', async (t) => {
 
   t.test('validates', async (t) => {
     t.equal(demo.issuer, 'http://127.0.0.1:5000');
-    t.same(demo.store, { type: 'memory' });
+    t.same(demo.store, { type: 'memory', maxRecords: 200_000 });
     t.equal(demo.workers.threads, 2);
     t.same(demo.signing.keys, [], 'uses the development key');
     t.equal(demo.validatorsDir, join(repoRoot, 'validators'), 'points at the shipped validators');
@@ -501,7 +501,7 @@ t.test('environment overrides', async (t) => {
   });
 
   t.test('TESSERA_WORKERS sets the thread count', async (t) => {
-    t.same(load({ TESSERA_WORKERS: '8' }).workers, { threads: 8, maxQueue: 4096 });
+    t.same(load({ TESSERA_WORKERS: '8' }).workers, { threads: 8, maxQueue: 4096, passwordConcurrency: 4, passwordMaxQueue: 256 });
   });
 
   t.test('TESSERA_LOG_LEVEL sets the log level', async (t) => {
