@@ -121,27 +121,27 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
     return { userCode, pointer, record, client };
   };
 
-  // Throttled by address and by browser (its CSRF cookie), checked before the code is looked at.
-  const throttled = async (page: PageRequest): Promise<ThrottleState> => {
+  // Throttled by address and by browser (its CSRF cookie). Every code is counted on the store's
+  // atomic increment before it is looked at, so a parallel burst of guesses gets at most the limit
+  // looked up; a code that turns out good is taken back, so a user who enters a right code three
+  // times (entry, sign-in and consent forms) is not counted against (docs/security.md, "Throttles").
+  const attempt = async (page: PageRequest): Promise<{ state: ThrottleState; refund: () => Promise<unknown> }> => {
     const browser = readCookie(page.cookies, secrets.csrfCookieName);
     const states = await Promise.all([
-      byAddress.check(page.remoteAddress),
-      browser === undefined ? { blocked: false as const } : byBrowser.check(browser),
+      byAddress.attempt(page.remoteAddress),
+      browser === undefined ? { blocked: false as const } : byBrowser.attempt(browser),
     ]);
-    return states.find((s) => s.blocked) ?? states[0];
-  };
-  const recordWrongCode = async (page: PageRequest): Promise<void> => {
-    const browser = readCookie(page.cookies, secrets.csrfCookieName);
-    await Promise.all([byAddress.recordFailure(page.remoteAddress), browser === undefined ? undefined : byBrowser.recordFailure(browser)]);
+    const refund = () => Promise.all([byAddress.refund(page.remoteAddress), browser === undefined ? undefined : byBrowser.refund(browser)]);
+    return { state: states.find((s) => s.blocked) ?? states[0], refund };
   };
 
   // Every form that carries a code goes through here: the sign-in and consent forms carry it in a
   // hidden input, which a guesser can fill as easily as the visible one (RFC 8628 §5.1).
   const findDevice = async (page: PageRequest, typed: string | undefined): Promise<PendingDevice | BlockedState | undefined> => {
-    const state = await throttled(page);
+    const { state, refund } = await attempt(page);
     if (state.blocked) return state;
     const device = await lookUp(typed);
-    if (device === undefined) await recordWrongCode(page);
+    if (device !== undefined) await refund();
     return device;
   };
 

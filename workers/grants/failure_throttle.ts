@@ -47,6 +47,11 @@ export class FailureThrottle {
     };
   }
 
+  /** Takes back an attempt counted by {@link attempt} that turned out good (not a guess). */
+  async refund(subject: string): Promise<void> {
+    await this.store.increment(this.counterName(subject), this.limits.windowSeconds * 1000, -1);
+  }
+
   async check(subject: string): Promise<ThrottleState> {
     const lock = await this.store.get<{ until: number }>(this.lockKey(subject));
     return lock === null ? open : blockedUntil(lock.until, this.now());

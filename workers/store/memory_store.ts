@@ -229,7 +229,7 @@ export class MemoryStore implements Store {
     return unpackRecord<T>(bytes);
   }
 
-  async increment(name: string, windowMs: number): Promise<CounterResult> {
+  async increment(name: string, windowMs: number, by = 1): Promise<CounterResult> {
     this.#assertOpen();
     const window = toTtlMs(windowMs);
     const now = this.#now();
@@ -238,7 +238,7 @@ export class MemoryStore implements Store {
       counter = { count: 0, expiresAt: now + window };
       this.#counters.set(name, counter);
     }
-    counter.count += 1;
+    counter.count += by;
     // min: with a fractional clock, (now + window) - now can come out a hair above the window.
     return { count: counter.count, resetInMs: Math.min(window, Math.ceil(counter.expiresAt - now)) };
   }

@@ -168,7 +168,7 @@ redis.call('SREM', KEYS[2], KEYS[1])
 return removed`,
   // KEYS: counter. ARGV: window. Reply: {count, ms left}. The first increment opens the window.
   tesseraIncrement: `
-local count = redis.call('INCR', KEYS[1])
+local count = redis.call('INCRBY', KEYS[1], ARGV[2])
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then
   ttl = tonumber(ARGV[1])
@@ -428,10 +428,10 @@ export class RedisStore implements Store {
     return unpackBody<T>(reply.status === 2 && reply.bytes !== undefined ? reply.bytes : bytes);
   }
 
-  async increment(name: string, windowMs: number): Promise<CounterResult> {
+  async increment(name: string, windowMs: number, by = 1): Promise<CounterResult> {
     const window = toTtlMs(windowMs);
     const counterKey = this.#counterKey(name);
-    const reply = await this.#run('increment', (c) => this.#script(c, 'tesseraIncrement', [counterKey], [window]));
+    const reply = await this.#run('increment', (c) => this.#script(c, 'tesseraIncrement', [counterKey], [window, by]));
     if (!Array.isArray(reply) || typeof reply[0] !== 'number' || typeof reply[1] !== 'number') {
       throw new Error('unexpected increment reply from redis');
     }

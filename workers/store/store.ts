@@ -166,8 +166,10 @@ export interface Store {
   /**
    * Fixed-window counter (rate limiting). The window starts with the first increment and ends
    * `windowMs` later, whatever happens in between; the next increment then starts a new window.
+   * `by` (default 1) may be negative: a throttle that counts an attempt before it is evaluated
+   * takes it back when the attempt turns out good (docs/security.md, "Throttles").
    */
-  increment(name: string, windowMs: number): Promise<CounterResult>;
+  increment(name: string, windowMs: number, by?: number): Promise<CounterResult>;
   /** Ends the counter's window now. */
   resetCounter(name: string): Promise<void>;
   /** Throws {@link StoreUnavailableError} when the backend cannot be reached. */

@@ -557,6 +557,18 @@ export function runStoreConformance(t: TapTest, makeStore: MakeStore): void {
     tt.same(third.count, 1, 'a new window starts');
   });
 
+  t.test('increment by a negative step takes a count back, within the same window', async (tt) => {
+    const store = await open(tt);
+    const name = `uc:${newId()}`;
+    await store.increment(name, longTtlMs);
+    const two = await store.increment(name, longTtlMs);
+    tt.equal(two.count, 2);
+    const back = await store.increment(name, longTtlMs, -1);
+    tt.equal(back.count, 1, 'one taken back');
+    tt.ok(back.resetInMs <= two.resetInMs, 'the window is not extended');
+    tt.equal((await store.increment(name, longTtlMs)).count, 2);
+  });
+
   t.test('50 concurrent increments count to exactly 50', async (tt) => {
     const store = await open(tt);
     const name = `client:${newId()}`;
