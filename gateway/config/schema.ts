@@ -138,7 +138,7 @@ const storeSchema = z
         .number()
         .int()
         .min(100)
-        .default(200_000)
+        .default(1_000_000)
         .describe('Most records held at once; at the cap the oldest device codes go first, then new writes get 503.'),
     }),
     z.strictObject({
@@ -154,7 +154,7 @@ const storeSchema = z
       commandTimeoutMs: z.number().int().positive().default(500),
     }),
   ])
-  .default({ type: 'memory', maxRecords: 200_000 });
+  .default({ type: 'memory', maxRecords: 1_000_000 });
 
 export const configSchema = z
   .strictObject({

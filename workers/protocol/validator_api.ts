@@ -179,7 +179,10 @@ export interface SuccessOptions {
 
 // Results built by the factories below. Tessera accepts only these: an object that merely looks
 // like a result (`{ isError: false, subject }`) is a mistake, and a security boundary fails closed.
-const builtResults = new WeakSet<object>();
+// One set per thread, shared by every copy of this module the thread loads (a validator with its
+// own installed copy of `tessera`, say), so that a result built by any copy of the real class counts.
+const builtResultsKey = Symbol.for('tessera.grant-validation-results');
+const builtResults: WeakSet<object> = ((globalThis as { [builtResultsKey]?: WeakSet<object> })[builtResultsKey] ??= new WeakSet<object>());
 
 /** Whether `value` was built by {@link GrantValidationResult.error} or {@link GrantValidationResult.success}. */
 export function isBuiltGrantValidationResult(value: unknown): value is GrantValidationResult {

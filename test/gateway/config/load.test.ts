@@ -70,7 +70,7 @@ t.test('the demo config', async (t) => {
 
   t.test('validates', async (t) => {
     t.equal(demo.issuer, 'http://127.0.0.1:5000');
-    t.same(demo.store, { type: 'memory', maxRecords: 200_000 });
+    t.same(demo.store, { type: 'memory', maxRecords: 1_000_000 });
     t.equal(demo.workers.threads, 2);
     t.same(demo.signing.keys, [], 'uses the development key');
     t.equal(demo.validatorsDir, join(repoRoot, 'validators'), 'points at the shipped validators');
