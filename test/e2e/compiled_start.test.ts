@@ -3,13 +3,12 @@
 // validator API as the compiled gateway (workers/typescript_loader.ts), or every delegation and
 // token exchange would be refused. Needs a current build (`npm run build`; `npm ci` builds).
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { basicAuthorization } from '../helpers/basic_authorization.js';
 import { freePort } from '../helpers/free_port.js';
-import { killAtExit } from '../helpers/kill_at_exit.js';
+import { startCli } from '../helpers/cli_process.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -22,31 +21,12 @@ t.test('the compiled gateway serves the demo config, the shipped TypeScript vali
   demo.validatorsDir = path.join(repoRoot, 'validators');
   demo.logLevel = 'warn';
   writeFileSync(path.join(dir, 'demo.json'), JSON.stringify(demo));
-  // Plain node on the compiled entry, as `npm start` runs it: no tsx from the test runner.
-  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TESSERA_') && name !== 'NODE_OPTIONS'));
-  const child = spawn(process.execPath, [path.join(repoRoot, 'dist/gateway/cli/main.js'), 'start', '--config', 'demo.json'], {
-    cwd: dir,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  killAtExit(child);
-  let output = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  const cli = startCli(['start', '--config', 'demo.json'], { cwd: dir, compiled: true });
   t.teardown(() => {
-    child.kill('SIGINT');
+    cli.child.kill('SIGINT');
   });
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const ready = await fetch(`${url}/readyz`).then(
-      (r) => r.status,
-      () => 0,
-    );
-    if (ready === 200) break;
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the compiled gateway did not start:\n${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  await cli.ready(url);
   const token = async (clientId: string, params: Record<string, string>) => {
     const res = await fetch(`${url}/connect/token`, {
       method: 'POST',
@@ -69,5 +49,5 @@ t.test('the compiled gateway serves the demo config, the shipped TypeScript vali
   });
   t.equal(exchanged.status, 200, 'token exchange works');
   if (exchanged.status !== 200) t.comment(JSON.stringify(exchanged.body));
-  t.notMatch(output, /validator result refused/, 'no validator result was refused');
+  t.notMatch(cli.output(), /validator result refused/, 'no validator result was refused');
 });

@@ -1,17 +1,12 @@
 // `tessera start` and signals (docs/operations.md, "Signals and shutdown"): SIGTERM fails readiness
 // at once, serves through `shutdown.drainSeconds`, then exits 0; SIGHUP does not end the process.
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { basicAuthorization } from '../../helpers/basic_authorization.js';
 import { freePort } from '../../helpers/free_port.js';
-import { killAtExit } from '../../helpers/kill_at_exit.js';
+import { startCli } from '../../helpers/cli_process.js';
 import { baseTestConfig } from '../../helpers/test_gateway.js';
-
-const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
-const mainScript = join(repoRoot, 'gateway/cli/main.ts');
 
 async function status(url: string, init?: RequestInit): Promise<number | 'refused'> {
   try {
@@ -33,30 +28,16 @@ t.test('SIGHUP is ignored; SIGTERM drains, then exits 0', async (t) => {
   raw.shutdown = { drainSeconds: 2, requestTimeoutSeconds: 5 };
   writeFileSync(join(dir, 'tessera.json'), JSON.stringify(raw));
 
-  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TESSERA_')));
-  const child = spawn(process.execPath, ['--import', 'tsx', mainScript, 'start', '-c', 'tessera.json'], {
-    cwd: dir,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  killAtExit(child);
-  let output = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-
+  const cli = startCli(['start', '-c', 'tessera.json'], { cwd: dir });
+  const { child, exited } = cli;
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  while ((await status(`${url}/readyz`)) !== 200) {
-    if (Date.now() > deadline || child.exitCode !== null) t.fail(`the gateway did not become ready: ${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  await cli.ready(url);
 
   child.kill('SIGHUP');
   await new Promise((resolve) => setTimeout(resolve, 500));
   t.equal(child.exitCode, null, 'SIGHUP did not end the process');
   t.equal(await status(`${url}/readyz`), 200, 'and it is still ready');
-  t.match(output, /SIGHUP ignored/);
+  t.match(cli.output(), /SIGHUP ignored/);
 
   const signalled = Date.now();
   child.kill('SIGTERM');
@@ -74,6 +55,6 @@ t.test('SIGHUP is ignored; SIGTERM drains, then exits 0', async (t) => {
   t.equal(token, 200, 'requests are still served while draining');
   t.equal(await exited, 0, 'exit code 0 after a graceful stop');
   t.ok(Date.now() - signalled >= 1900, 'it served for the drain window before stopping');
-  t.match(output, /draining/);
-  t.notMatch(output, /secret/i, 'no secret in the log');
+  t.match(cli.output(), /draining/);
+  t.notMatch(cli.output(), /secret/i, 'no secret in the log');
 });
