@@ -1,6 +1,7 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import type { RegisteredClient } from '../workers/protocol/client_model.js';
 import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
+import type { TokenItem } from '../workers/protocol/token_task.js';
 import {
   authenticateClient,
   createClientAuthentication,
@@ -73,5 +74,11 @@ function checkGrantTypeAllowed(request: FormRequest, client: RegisteredClient, g
 /** The grant runs in a worker, which answers the request; secrets stay on this thread. */
 function dispatchToWorker(route: TokenRoute, { exchange, params }: FormRequest, client: RegisteredClient, grantType: string): void {
   delete params.client_secret;
-  route.dispatcher.submit(exchange, { kind: 'token', grantType, clientId: client.clientId, params });
+  // A password check logs who tried from where (docs/operations.md, "Logs"); other grants need no
+  // address, and reading it costs the hot path.
+  const item: TokenItem =
+    grantType === 'password'
+      ? { kind: 'token', grantType, clientId: client.clientId, params, address: exchange.remoteAddress() }
+      : { kind: 'token', grantType, clientId: client.clientId, params };
+  route.dispatcher.submit(exchange, item);
 }

@@ -167,23 +167,23 @@ function describeItem(item: TaskItem): Record<string, string> {
 }
 
 // The login pages' credential check: the password grant's, so both share validator and throttle.
-async function handleLogin({ clientId, params }: LoginItem): Promise<TokenTaskResult> {
+async function handleLogin({ clientId, params, address }: LoginItem): Promise<TokenTaskResult> {
   const client = services.clients.get(clientId);
   if (client === undefined) return serverError;
-  const request = { grantType: 'authorization_code', client, params };
+  const request = { grantType: 'authorization_code', client, params, address };
   const scopes = services.scopes.resolve(client, params.scope, userPolicy);
   const user = await authenticateResourceOwner(request, services, scopes);
   return [200, JSON.stringify(user), null];
 }
 
-async function handleTokenRequest({ grantType, clientId, params }: TokenItem): Promise<TokenTaskResult> {
+async function handleTokenRequest({ grantType, clientId, params, address }: TokenItem): Promise<TokenTaskResult> {
   const handler = registry.get(grantType);
   const client = services.clients.get(clientId);
   if (handler === undefined || client === undefined) {
     logger.error({ grantType }, 'token task for an unknown grant type or client');
     return serverError;
   }
-  const response = await handler.handle({ grantType, client, params }, services);
+  const response = await handler.handle({ grantType, client, params, address }, services);
   return [200, JSON.stringify(response), null];
 }
 

@@ -157,6 +157,7 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
         form: page.form,
         scope: request.scopes.scope,
         acrValues: request.acr.values,
+        address: page.remoteAddress,
       }).then(
         (outcome) => {
           if (outcome.kind === 'signed_in') showConsent(page, request, outcome.session, [outcome.cookie]);

@@ -212,6 +212,7 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
           clientId: device.client.clientId,
           form: page.form,
           scope: device.record.scopes.join(' '),
+          address: page.remoteAddress,
         });
         if (outcome.kind === 'signed_in') showConsent(page, device, outcome.session, [outcome.cookie]);
         else if (outcome.kind === 'retry') showLogin(page, device, outcome.status, outcome.message, page.form.username, outcome.retryAfter);

@@ -17,13 +17,13 @@ export type SignInOutcome =
 export async function signIn(
   dispatcher: WorkerDispatcher,
   secrets: PageSecrets,
-  input: { clientId: string; form: Record<string, string | undefined>; scope: string; acrValues?: readonly string[] },
+  input: { clientId: string; form: Record<string, string | undefined>; scope: string; acrValues?: readonly string[]; address: string },
 ): Promise<SignInOutcome> {
   const { username, password } = input.form;
   if (username === undefined || password === undefined) return { kind: 'retry', status: 400, message: 'Enter your username and password.' };
   const params = Object.assign(Object.create(null) as Record<string, string>, { username, password, scope: input.scope });
   if (input.acrValues !== undefined && input.acrValues.length > 0) params.acr_values = input.acrValues.join(' ');
-  const [status, body, retryAfter] = await dispatcher.call({ kind: 'login', clientId: input.clientId, params });
+  const [status, body, retryAfter] = await dispatcher.call({ kind: 'login', clientId: input.clientId, params, address: input.address });
   if (status === 200) {
     const user = JSON.parse(body) as { subject: string; claims: Session['claims'] };
     const session = secrets.newSession(user.subject, user.claims, username);

@@ -24,6 +24,8 @@ export interface GrantRequest {
   readonly grantType: string;
   readonly client: RegisteredClient;
   readonly params: FormParams;
+  /** The caller's address when the gateway sent it (password checks, for their log lines). */
+  readonly address?: string | undefined;
 }
 
 /** The members of a successful token response (RFC 6749 §5.1). */

@@ -78,7 +78,7 @@ export function createResourceOwnerAuthenticator(
       // Security events (docs/operations.md, "Logs"): one line when a block starts, never a secret.
       if (blocked.firstRefusal === true) {
         logger.info(
-          { clientId: client.clientId, username: userName, per, retryAfterSeconds: blocked.retryAfterSeconds },
+          { clientId: client.clientId, username: userName, address: request.address, per, retryAfterSeconds: blocked.retryAfterSeconds },
           'password attempts blocked',
         );
       }
@@ -98,7 +98,10 @@ export function createResourceOwnerAuthenticator(
     if (subject === undefined || !isResult(result)) {
       // The attempt that reaches the limit is still answered as a wrong password; the next is 429.
       // The attempt was counted before it was evaluated.
-      logger.info({ clientId: client.clientId, username: userName, reason: 'wrong credentials' }, 'password sign-in failed');
+      logger.info(
+        { clientId: client.clientId, username: userName, address: request.address, reason: 'wrong credentials' },
+        'password sign-in failed',
+      );
       throw failureOf(result);
     }
     await Promise.all([throttle.recordSuccess(throttleSubject), userThrottle.recordSuccess(userSubject)]);

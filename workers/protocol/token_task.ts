@@ -18,6 +18,8 @@ export interface TokenItem {
   readonly grantType: string;
   readonly clientId: string;
   readonly params: FormParams;
+  /** The caller's address, for the security events of a password check; only the password grant carries it. */
+  readonly address?: string;
 }
 
 /** An introspection request (RFC 7662 §2.1) from an API resource or a confidential client. */
@@ -41,6 +43,8 @@ export interface LoginItem {
   readonly kind: 'login';
   readonly clientId: string;
   readonly params: FormParams;
+  /** The browser's address, for the security events of the sign-in. */
+  readonly address?: string;
 }
 
 /**

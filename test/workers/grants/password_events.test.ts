@@ -1,0 +1,33 @@
+// Security events of password checks (docs/operations.md, "Logs"): a failed sign-in and the start
+// of a block are one info line each, from the worker thread, with the client, the username and the
+// caller's address, never the password. The worker's lines go to stdout, so the gateway runs as a
+// child process (test/helpers/spawned_gateway.ts).
+import t from 'tap';
+import { basicAuthorization } from '../../helpers/basic_authorization.js';
+import { addPasswordFixtures, passwordFixtures } from '../../helpers/password_users.js';
+import { startSpawnedGateway } from '../../helpers/spawned_gateway.js';
+
+const fixtures = await passwordFixtures();
+
+t.test('a failed password check and a block start are logged with who and from where', async (t) => {
+  const gw = await startSpawnedGateway(t, {
+    validators: [],
+    patch: (raw) => {
+      addPasswordFixtures(raw, fixtures);
+      raw.logLevel = 'info';
+      raw.throttling = { password: { maxFailures: 2, windowSeconds: 60 } };
+    },
+  });
+  const attempt = () =>
+    fetch(gw.tokenUrl, {
+      method: 'POST',
+      headers: { authorization: basicAuthorization('ro'), 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'grant_type=password&username=alice&password=not-her-password-xyz',
+    }).then((r) => r.status);
+  t.same([await attempt(), await attempt(), await attempt()], [400, 400, 429]);
+  const failed = await gw.waitForLog('a failed sign-in line', (l) => l.msg === 'password sign-in failed');
+  t.match(failed, { clientId: 'ro', username: 'alice', address: '127.0.0.1', reason: 'wrong credentials', thread: 'worker' });
+  const blocked = await gw.waitForLog('a block line', (l) => l.msg === 'password attempts blocked');
+  t.match(blocked, { clientId: 'ro', username: 'alice', address: '127.0.0.1', per: 'username at this client' });
+  t.notMatch(gw.output(), /not-her-password-xyz/, 'the password is never logged');
+});
