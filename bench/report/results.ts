@@ -40,6 +40,11 @@ export interface BackgroundRound {
   shed: number;
   /** Answers that were neither: each voids the measured run. */
   unexpected: number;
+  /**
+   * Requests sent and never answered by the end (null: not counted). Up to one per connection is
+   * in flight at any time; many more than the connections the server sheds means it held requests.
+   */
+  unanswered: number | null;
   /** Requests left unanswered for 2 s (counted, not an error: a full queue may wait that long). */
   timeouts: number;
   /** Connect, read and write errors. */

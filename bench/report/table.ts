@@ -173,7 +173,10 @@ function contenderDetails(contender: ContenderResult): string[] {
       : [
           `round ${r.round}: ${formatInteger(r.background.requests)} answers in ${r.background.durationS.toFixed(0)} s, ` +
             `${formatInteger(r.background.answered)} served, ${formatInteger(r.background.shed)} shed, ` +
-            `${formatInteger(r.background.unexpected)} unexpected, ${formatInteger(r.background.timeouts)} timed out`,
+            `${formatInteger(r.background.unexpected)} unexpected, ${formatInteger(r.background.timeouts)} timed out` +
+            (r.background.unanswered === null ? '' : `, ${formatInteger(r.background.unanswered)} unanswered at the end`) +
+            `, latency p50 ${formatMs(r.background.latencyMs.p50)} p99 ${formatMs(r.background.latencyMs.p99)} ms` +
+            (r.background.answered === 0 ? ' (no request served in the whole run: only its sheds loaded the server)' : ''),
         ],
   );
   if (loads.length > 0) out.push(`${label}: the ${contender.background ?? 'background load'}, ${loads.join('; ')}`);

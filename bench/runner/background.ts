@@ -44,7 +44,8 @@ export function backgroundRound(load: BackgroundLoad, result: LoadResult, loadge
   // Every request written is answered, as served, shed or otherwise, but those in flight at the
   // end (one per connection) and wrk's start-up check request.
   const sent = served?.sent ?? null;
-  if (sent !== null && sent - answered - shed - unexpected > load.connections + 1) {
+  const unanswered = sent === null ? null : Math.max(0, sent - answered - shed - unexpected);
+  if (unanswered !== null && unanswered > load.connections + 1) {
     problems.push(`the ${load.name} sent ${sent} requests but got ${answered + shed + unexpected} answers`);
   }
   return {
@@ -55,6 +56,7 @@ export function backgroundRound(load: BackgroundLoad, result: LoadResult, loadge
     answered,
     shed,
     unexpected,
+    unanswered,
     timeouts: result.errors.timeout,
     socketErrors: errorCount(result) - result.errors.timeout,
     latencyMs: result.latencyMs,

@@ -59,6 +59,7 @@ t.test('served and shed answers are counted apart, and neither voids the run', a
     answered: 700,
     shed: 39_300,
     unexpected: 0,
+    unanswered: 510,
     timeouts: 30,
     socketErrors: 2,
     loadgenCores: 0.4,
@@ -77,6 +78,7 @@ t.test('what voids the run', async (t) => {
 
   const nothing = backgroundRound(flood, floodResult({ sent: 512, served: 0, shed: 0 }), null);
   t.match(nothing.problem, /got no answer it expects/);
+  t.equal(nothing.unanswered, 512);
 
   const astray = backgroundRound(flood, floodResult({ sent: 10_000, served: 100, shed: 8_000 }), null);
   t.match(astray.problem, /sent 10000 requests but got 8100 answers/);
@@ -198,7 +200,12 @@ t.test('the line below the table puts the percentiles side by side, with the flo
   });
   t.match(report, /^\| Tessera \(memory\) \+ sign-in flood \| 8,000 \|/m, 'its own row');
   t.match(report, /^- Tessera \(memory\) alone → under the sign-in flood: /m);
-  t.match(report, /sign-in flood, round 1: 151,300 answers in 10 s, 1,300 served, 150,000 shed, 0 unexpected, 20 timed out/);
+  t.match(
+    report,
+    /sign-in flood, round 1: 151,300 answers in 10 s, 1,300 served, 150,000 shed, 0 unexpected, 20 timed out, 0 unanswered at the end, latency p50 1\.00 p99 1900 ms;/,
+  );
+  t.notMatch(report, /round 1: [^;]*no request served/);
+  t.match(report, /round 3: [^;]*0 served, [^;]*\(no request served in the whole run: only its sheds loaded the server\)/);
 });
 
 t.test('with a baseline, each checkout is compared with the other under the same load', async (t) => {
