@@ -13,7 +13,8 @@ function ratio(numerator: number | null, denominator: number | null): number | n
 export function baselineComparisons(contenders: readonly ContenderResult[]): BaselineComparison[] {
   const comparisons: BaselineComparison[] = [];
   for (const baseline of contenders.filter((c) => c.kind === 'baseline')) {
-    const tessera = contenders.find((c) => c.kind === 'tessera' && c.store === baseline.store);
+    // Under the same background load, or none (a scenario with one measures each checkout both ways).
+    const tessera = contenders.find((c) => c.kind === 'tessera' && c.store === baseline.store && c.background === baseline.background);
     // A checkout that failed or had no valid round has no figures: the table says why.
     if (tessera?.summary == null || baseline.summary === null || baseline.summary.rps <= 0) continue;
     const t = tessera.summary;

@@ -24,6 +24,39 @@ export interface CpuFigures {
   otherCores: number | null;
 }
 
+/**
+ * The background load of one run (a scenario's `background`, e.g. a sign-in flood), over its whole
+ * duration, which covers the measured window with a second either side.
+ */
+export interface BackgroundRound {
+  name: string;
+  connections: number;
+  durationS: number;
+  /** Answers of every sort the load generator received. */
+  requests: number;
+  /** Served: answers that met the request's expectation (a token). */
+  answered: number;
+  /** Refused by the server as expected when it sheds load (503 from a bounded lane). */
+  shed: number;
+  /** Answers that were neither: each voids the measured run. */
+  unexpected: number;
+  /**
+   * Requests sent and never answered by the end (null: not counted). Up to one per connection is
+   * in flight at any time; many more than the connections the server sheds means it held requests.
+   */
+  unanswered: number | null;
+  /** Requests left unanswered for 2 s (counted, not an error: a full queue may wait that long). */
+  timeouts: number;
+  /** Connect, read and write errors. */
+  socketErrors: number;
+  /** Latency of all its answers, served and shed alike. */
+  latencyMs: LatencyMs;
+  /** CPU of its load generator over the measured window (1.0 = one core); null outside Linux. */
+  loadgenCores: number | null;
+  /** Why the measured run does not count because of it, or null. */
+  problem: string | null;
+}
+
 export interface RoundResult {
   round: number;
   load: LoadResult;
@@ -39,6 +72,8 @@ export interface RoundResult {
   rss?: RssTrend | null;
   /** Items (refresh tokens, codes) made for the measured run, when its requests consume them. */
   itemsMade: number | null;
+  /** The background load during the measured run, for a contender measured under one. */
+  background?: BackgroundRound | null;
 }
 
 /** Medians over the valid rounds. */
@@ -87,6 +122,10 @@ export interface ContenderResult {
   memory: MemoryFigures;
   /** Set when the contender could not be measured (start-up, preflight, crash). */
   error: string | null;
+  /** The background load it was measured under (its name); absent: none. */
+  background?: string;
+  /** With `background`: the id of the same server measured without it, in the same rounds. */
+  alone?: string;
 }
 
 export interface RatioResult {
@@ -121,6 +160,27 @@ export interface BaselineComparison {
   storeUsPerRequest: number | null;
 }
 
+/** A contender under a background load against the same server alone (report/under_load.ts). */
+export interface UnderLoadComparison {
+  background: string;
+  /** Ids: under the load, and alone. */
+  loaded: string;
+  alone: string;
+  loadedLatencyMs: LatencyMs;
+  aloneLatencyMs: LatencyMs;
+  loadedRps: number;
+  aloneRps: number;
+  /** Medians over its valid measured runs of the background load's figures. */
+  backgroundPerRun: {
+    connections: number;
+    answeredPerS: number;
+    shedPerS: number;
+    timeouts: number;
+    socketErrors: number;
+    loadgenCores: number | null;
+  } | null;
+}
+
 export interface ScenarioResult {
   name: string;
   measures: string;
@@ -128,6 +188,8 @@ export interface ScenarioResult {
   ratios: RatioResult[];
   /** One per store when the run had `--baseline-root` (absent in older files). */
   baselines?: BaselineComparison[];
+  /** One per contender measured under a scenario's background load (absent without one). */
+  underLoad?: UnderLoadComparison[];
   /** Figures measured beside the scenario (e.g. the password hash's cost). */
   notes: string[];
   /** True when any contender had an error or an invalid round. */

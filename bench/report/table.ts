@@ -2,7 +2,7 @@
 import { errorCount } from '../load/load_generator.js';
 import { formatRssTrend } from '../support/rss_trend.js';
 import { medianOrNull } from '../support/stats.js';
-import type { BaselineComparison, BenchResults, ContenderResult, RatioResult, ScenarioResult } from './results.js';
+import type { BaselineComparison, BenchResults, ContenderResult, RatioResult, ScenarioResult, UnderLoadComparison } from './results.js';
 
 const dash = '–';
 
@@ -121,6 +121,27 @@ export function formatBaselineComparison(comparison: BaselineComparison, contend
   );
 }
 
+/** A contender under a background load against itself alone, and what the load itself got. */
+export function formatUnderLoad(comparison: UnderLoadComparison, contenders: readonly ContenderResult[]): string {
+  const alone = contenders.find((c) => c.id === comparison.alone);
+  const name = alone === undefined ? comparison.alone : contenderLabel(alone);
+  const times = (loaded: number, idle: number): string => (idle > 0 ? ` (${(loaded / idle).toFixed(1)}x)` : '');
+  const latency = (['p50', 'p90', 'p99'] as const).map((p) => {
+    const loaded = comparison.loadedLatencyMs[p];
+    const idle = comparison.aloneLatencyMs[p];
+    return `${p} ${formatMs(idle)} → ${formatMs(loaded)} ms${times(loaded, idle)}`;
+  });
+  const rps = `req/s ${formatInteger(comparison.aloneRps)} → ${formatInteger(comparison.loadedRps)}${times(comparison.loadedRps, comparison.aloneRps)}`;
+  const b = comparison.backgroundPerRun;
+  const load =
+    b === null
+      ? ''
+      : `; the ${comparison.background} (${b.connections} connections, per measured run): ${formatInteger(b.answeredPerS)} answered/s, ` +
+        `${formatInteger(b.shedPerS)} shed/s, ${formatInteger(b.timeouts)} timed out (2 s), ${formatInteger(b.socketErrors)} socket errors` +
+        (b.loadgenCores === null ? '' : `, its load generator ${formatCores(b.loadgenCores)} CPU`);
+  return `${name} alone → under the ${comparison.background}: **${latency.join(', ')}**; ${rps}${load}`;
+}
+
 /** Per contender: its mix as answered, the worker batch size, the items made per run. */
 function contenderDetails(contender: ContenderResult): string[] {
   const out: string[] = [];
@@ -146,6 +167,19 @@ function contenderDetails(contender: ContenderResult): string[] {
     r.rss === undefined || r.rss === null || r.rss.flat === null ? [] : [`round ${r.round}: ${formatRssTrend(r.rss)}`],
   );
   if (trends.length > 0) out.push(`${label}: RSS through the measured run, ${trends.join('; ')}`);
+  const loads = contender.rounds.flatMap((r) =>
+    r.background == null
+      ? []
+      : [
+          `round ${r.round}: ${formatInteger(r.background.requests)} answers in ${r.background.durationS.toFixed(0)} s, ` +
+            `${formatInteger(r.background.answered)} served, ${formatInteger(r.background.shed)} shed, ` +
+            `${formatInteger(r.background.unexpected)} unexpected, ${formatInteger(r.background.timeouts)} timed out` +
+            (r.background.unanswered === null ? '' : `, ${formatInteger(r.background.unanswered)} unanswered at the end`) +
+            `, latency p50 ${formatMs(r.background.latencyMs.p50)} p99 ${formatMs(r.background.latencyMs.p99)} ms` +
+            (r.background.answered === 0 ? ' (no request served in the whole run: only its sheds loaded the server)' : ''),
+        ],
+  );
+  if (loads.length > 0) out.push(`${label}: the ${contender.background ?? 'background load'}, ${loads.join('; ')}`);
   return out;
 }
 
@@ -156,10 +190,12 @@ export const tableHeader =
 export function formatScenario(scenario: ScenarioResult): string {
   const lines = [`### ${scenario.name}`, '', scenario.measures, '', tableHeader, ...scenario.contenders.map(row)];
   const baselines = scenario.baselines ?? [];
-  if (scenario.ratios.length > 0 || baselines.length > 0) {
+  const underLoad = scenario.underLoad ?? [];
+  if (scenario.ratios.length > 0 || baselines.length > 0 || underLoad.length > 0) {
     lines.push('');
     for (const ratio of scenario.ratios) lines.push(`- ${formatRatio(ratio, scenario.contenders)}`);
     for (const comparison of baselines) lines.push(`- ${formatBaselineComparison(comparison, scenario.contenders)}`);
+    for (const comparison of underLoad) lines.push(`- ${formatUnderLoad(comparison, scenario.contenders)}`);
   }
   const details = [...(scenario.notes ?? []), ...scenario.contenders.flatMap(contenderDetails)];
   if (details.length > 0) lines.push('', ...details.map((d) => `- ${d}`));

@@ -5,7 +5,15 @@ import { freePort } from '../../test/helpers/free_port.js';
 import type { ContenderKind } from '../report/results.js';
 import type { LoadRequest } from '../load/load_generator.js';
 import { sendOnce } from '../scenarios/requests.js';
-import type { ActiveScenario, PeerDefinition, RequestKind, RequestPlan, ServerAccess, StoreKind } from '../scenarios/scenario.js';
+import type {
+  ActiveScenario,
+  BackgroundLoad,
+  PeerDefinition,
+  RequestKind,
+  RequestPlan,
+  ServerAccess,
+  StoreKind,
+} from '../scenarios/scenario.js';
 import { buildBenchConfig } from '../support/bench_config.js';
 import { repoRoot, startChild, type ChildServer } from '../support/child_server.js';
 import { seedTessera, type SeededItem } from '../support/seed.js';
@@ -35,6 +43,10 @@ export interface Contender {
   store: StoreKind | null;
   /** A guess of its req/s, to size the first supply of a run. */
   expectedRps: number;
+  /** The load that runs beside each of its runs (runner/background.ts), or null. */
+  background: BackgroundLoad | null;
+  /** With a background load: the id of the contender that is the same server without it. */
+  alone: string | null;
   start(): Promise<StartedContender>;
   /** The kinds of request it is sent, built once it runs. */
   requestKinds(access: ServerAccess): Promise<RequestKind[]>;
@@ -92,15 +104,25 @@ interface Checkout {
   target: GatewayTarget;
 }
 
-function tesseraContender(scenario: ActiveScenario, store: StoreKind | null, ctx: RunContext, checkout: Checkout): Contender {
-  const id = store === null ? checkout.kind : `${checkout.kind}/${store}`;
-  const label = checkout.kind === 'baseline' ? 'Tessera baseline' : 'Tessera';
+function tesseraContender(
+  scenario: ActiveScenario,
+  store: StoreKind | null,
+  ctx: RunContext,
+  checkout: Checkout,
+  background: BackgroundLoad | null = null,
+): Contender {
+  const alone = store === null ? checkout.kind : `${checkout.kind}/${store}`;
+  const id = background === null ? alone : `${alone}+${background.kind}`;
+  const name = checkout.kind === 'baseline' ? 'Tessera baseline' : 'Tessera';
+  const label = store === null ? name : `${name} (${store})`;
   return {
     id,
-    label: store === null ? label : `${label} (${store})`,
+    label: background === null ? label : `${label} + ${background.name}`,
     kind: checkout.kind,
     store,
     expectedRps: scenario.expectedRps ?? 20_000,
+    background,
+    alone: background === null ? null : alone,
     requestKinds: kindsOf(scenario.name, scenario.plan, scenario.workload),
     async start() {
       const redis = store === 'redis' ? await ctx.ensureRedis() : null;
@@ -146,6 +168,8 @@ function peerContender(scenario: ActiveScenario, peer: PeerDefinition, ctx: RunC
     kind: 'peer',
     store,
     expectedRps: peer.expectedRps ?? 2_000,
+    background: null,
+    alone: null,
     requestKinds: kindsOf(scenario.name, peer.plan, peer.workload),
     async start() {
       const key = await ctx.key(peer.signing);
@@ -174,6 +198,8 @@ function ceilingContender(scenario: ActiveScenario, ctx: RunContext): Contender 
     kind: 'ceiling',
     store: null,
     expectedRps: scenario.expectedRps ?? 50_000,
+    background: null,
+    alone: null,
     requestKinds: kindsOf(scenario.name, scenario.plan, scenario.workload),
     async start() {
       const server = await startChild({
@@ -196,7 +222,8 @@ function ceilingContender(scenario: ActiveScenario, ctx: RunContext): Contender 
  * The contenders of a scenario, in the order each round runs them: Tessera on each store asked
  * for, each followed by the baseline on that store when there is one (back to back, so the two
  * meet the most similar machine), then the peers. `--store` filters Tessera's stores; scenarios
- * that touch no store ignore it.
+ * that touch no store ignore it. A scenario with a background load measures each Tessera (and
+ * baseline) contender twice, in two processes of its own: alone, then right after under the load.
  */
 export function contendersOf(scenario: ActiveScenario, ctx: RunContext): Contender[] {
   if (scenario.server === 'ceiling') return [ceilingContender(scenario, ctx)];
@@ -213,9 +240,14 @@ export function contendersOf(scenario: ActiveScenario, ctx: RunContext): Contend
   };
   const baseline: Checkout | null =
     ctx.baseline === null ? null : { kind: 'baseline', root: ctx.baseline.root, target: ctx.baseline.target };
+  const background = scenario.background ?? null;
+  const withBackground = (store: StoreKind | null, checkout: Checkout): Contender[] => [
+    tesseraContender(scenario, store, ctx, checkout),
+    ...(background === null ? [] : [tesseraContender(scenario, store, ctx, checkout, background)]),
+  ];
   const tessera = stores.flatMap((store) => [
-    tesseraContender(scenario, store, ctx, measured),
-    ...(baseline === null ? [] : [tesseraContender(scenario, store, ctx, baseline)]),
+    ...withBackground(store, measured),
+    ...(baseline === null ? [] : withBackground(store, baseline)),
   ]);
   return [...tessera, ...peers.map((peer) => peerContender(scenario, peer, ctx))];
 }

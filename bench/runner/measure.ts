@@ -4,6 +4,7 @@ import { CpuWindow, type CpuFigure } from '../support/cpu_window.js';
 import { processMemory } from '../support/proc_stats.js';
 import { rssTrend, type RssSample } from '../support/rss_trend.js';
 import { meanBatch, readBatchCounter } from '../support/metrics.js';
+import { backgroundRound, startBackground, type BackgroundRun } from './background.js';
 import { profileFolder, type Contender, type StartedContender } from './contenders.js';
 import type { RunContext } from './context.js';
 import type { RunLoad, Workload } from './workload.js';
@@ -18,6 +19,11 @@ function percent(figure: CpuFigure | null): string {
 
 function usPerRequest(figure: CpuFigure | null, load: LoadResult): number | null {
   return figure === null || load.rps <= 0 ? null : (figure.cores * 1e6) / load.rps;
+}
+
+function joinReasons(...reasons: (string | null)[]): string | null {
+  const given = reasons.filter((reason) => reason !== null);
+  return given.length === 0 ? null : given.join('; ');
 }
 
 /** What a contender carries from round to round. */
@@ -60,11 +66,22 @@ export async function measureRound(
     workDir: ctx.tmp,
   };
 
+  const background = contender.background;
+  const under = background === null ? '' : ` under the ${background.name}`;
+  /** The background load for a run of `durationS`, started a second ahead of it. */
+  const startLoad = async (durationS: number): Promise<BackgroundRun | null> => {
+    if (background === null) return null;
+    progress.phase(`${base} · starting the ${background.name} (${background.connections} connections)`);
+    return startBackground(generator, background, { baseUrl: started.server.url, workDir: ctx.tmp, durationS });
+  };
+
   const warmRate = state.lastRps ?? contender.expectedRps;
   if (workload.consumes) progress.phase(`${base} · preparing the warm-up's requests`);
   const warmFeed = await workload.forRun(options.warmupS, warmRate);
-  progress.phase(`${base} · warm-up ${options.warmupS} s`);
+  const warmLoad = await startLoad(options.warmupS);
+  progress.phase(`${base} · warm-up ${options.warmupS} s${under}`);
   const warm = await runWith(warmFeed, (kinds) => generator.start({ ...load, kinds, durationS: options.warmupS }).done);
+  const warmBackground = background === null || warmLoad === null ? null : backgroundRound(background, await warmLoad.done, null);
 
   // Items for the measured run. A first warm-up often runs below what the same process reaches
   // once warm, so until a run was measured the scenario's guess is a floor; a warm-up that ran
@@ -86,13 +103,16 @@ export async function measureRound(
   const gateway = contender.kind === 'tessera' || contender.kind === 'baseline';
   const batchBefore = gateway ? await readBatchCounter(started.server.url) : null;
 
-  progress.phase(`${base} · measuring ${options.durationS} s${made}`);
+  const measuredLoad = await startLoad(options.durationS);
+  progress.phase(`${base} · measuring ${options.durationS} s${made}${under}`);
   const run = generator.start({ ...load, kinds: feed.kinds, durationS: options.durationS });
   const pids = new Map([
     ['server', started.server.pid],
     ['loadgen', run.pid],
   ]);
   if (started.storePid !== null) pids.set('store', started.storePid);
+  // Its CPU is its own figure, not "other processes".
+  if (measuredLoad !== null) pids.set('background', measuredLoad.pid);
   pids.set('runner', process.pid);
   const window = new CpuWindow(pids);
   await run.started;
@@ -125,6 +145,10 @@ export async function measureRound(
   }
   window.sample();
   sampleRss();
+  const backgroundFigures =
+    background === null || measuredLoad === null
+      ? null
+      : backgroundRound(background, await measuredLoad.done, window.figure('background')?.cores ?? null);
   const batch = gateway ? meanBatch(batchBefore, await readBatchCounter(started.server.url)) : null;
   if (ctx.profileDir !== null) {
     const folder = profileFolder(scenario, contender.id);
@@ -136,7 +160,7 @@ export async function measureRound(
   const server = window.figure('server');
   const store = window.figure('store');
   const steal = window.stealFraction();
-  const reason = invalidReason(result, options.connections);
+  const reason = joinReasons(invalidReason(result, options.connections), backgroundFigures?.problem ?? null);
   if (reason === null) state.lastRps = result.rps;
   return {
     round,
@@ -153,9 +177,13 @@ export async function measureRound(
     },
     stealPercent: steal === null ? null : steal * 100,
     // A warm-up that ran out of items only stopped early: not a fault of the server.
-    warmup: { rps: warm.rps, invalidReason: invalidReason({ ...warm, exhausted: null }, options.connections) },
+    warmup: {
+      rps: warm.rps,
+      invalidReason: joinReasons(invalidReason({ ...warm, exhausted: null }, options.connections), warmBackground?.problem ?? null),
+    },
     batch,
     rss: rssTrend(rss),
     itemsMade: workload.consumes ? feed.made : null,
+    ...(backgroundFigures === null ? {} : { background: backgroundFigures }),
   };
 }

@@ -1,8 +1,9 @@
 import { baselineComparisons } from '../report/baseline.js';
+import { underLoadComparisons } from '../report/under_load.js';
 import type { ContenderResult, RatioResult, RoundResult, ScenarioResult, Summary } from '../report/results.js';
 import { meets } from '../load/load_generator.js';
 import { sendOnce } from '../scenarios/requests.js';
-import type { ActiveScenario } from '../scenarios/scenario.js';
+import type { ActiveScenario, BackgroundLoad } from '../scenarios/scenario.js';
 import { processMemory } from '../support/proc_stats.js';
 import { tokenSignatureProblem, type KeySet } from '../support/token_signatures.js';
 import { contendersOf, type Contender, type StartedContender } from './contenders.js';
@@ -50,6 +51,21 @@ async function checkRequests(workload: Workload, url: string, keys: KeySet | nul
   }
 }
 
+/** The background load's request checked in depth once, before the runs it accompanies. */
+async function checkBackground(load: BackgroundLoad, url: string, keys: KeySet | null): Promise<void> {
+  const label = `preflight, ${load.name}`;
+  let response: Response;
+  try {
+    response = await sendOnce(url, load.plan.request, 5000);
+  } catch (err) {
+    throw new Error(`${label}: no answer within 5 s (${describeError(err)})`);
+  }
+  const body = await response.text();
+  const problem = load.plan.verify(response.status, body) ?? (keys === null ? null : await tokenSignatureProblem(body, keys));
+  if (problem !== null) throw new Error(`${label}: ${problem}`);
+  if (!meets(load.plan.expect, response.status, body)) throw new Error(`${label}: the response does not meet the load check`);
+}
+
 export function summarise(rounds: readonly RoundResult[]): Summary | null {
   const valid = rounds.filter((round) => round.valid);
   if (valid.length === 0) return null;
@@ -75,7 +91,8 @@ export function summarise(rounds: readonly RoundResult[]): Summary | null {
 
 function ratiosOf(contenders: readonly ContenderResult[]): RatioResult[] {
   const ratios: RatioResult[] = [];
-  for (const tessera of contenders.filter((c) => c.kind === 'tessera')) {
+  // A server under a background load is compared with itself alone (report/under_load.ts), not with a peer.
+  for (const tessera of contenders.filter((c) => c.kind === 'tessera' && c.background === undefined)) {
     for (const peer of contenders.filter((c) => c.kind === 'peer')) {
       if (tessera.summary === null || peer.summary === null) continue;
       const perRound: number[] = [];
@@ -129,6 +146,8 @@ export async function runScenario(scenario: ActiveScenario, ctx: RunContext): Pr
       summary: null,
       memory: { idleRssBytes: null, afterRssBytes: null, peakRssBytes: null },
       error: null,
+      ...(contender.background === null ? {} : { background: contender.background.name }),
+      ...(contender.alone === null ? {} : { alone: contender.alone }),
     },
   }));
 
@@ -162,6 +181,8 @@ export async function runScenario(scenario: ActiveScenario, ctx: RunContext): Pr
           connections: ctx.options.connections,
         });
         await checkRequests(state.workload, state.started.server.url, state.started.keys, 'preflight');
+        if (state.contender.background !== null)
+          await checkBackground(state.contender.background, state.started.server.url, state.started.keys);
       } catch (err) {
         fail(state, err);
       }
@@ -217,6 +238,8 @@ export async function runScenario(scenario: ActiveScenario, ctx: RunContext): Pr
     ratios: ratiosOf(results),
     // Only with --baseline-root, so that other results files stay as they were.
     ...(ctx.baseline === null ? {} : { baselines: baselineComparisons(results) }),
+    // Only for a scenario with a background load, likewise.
+    ...(scenario.background === undefined ? {} : { underLoad: underLoadComparisons(results) }),
     notes,
     hasErrors: results.some((c) => c.error !== null || c.rounds.some((r) => !r.valid) || c.summary === null),
   };

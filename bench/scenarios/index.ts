@@ -6,6 +6,7 @@ import { authorizationCode } from './authorization_code.js';
 import { ceiling } from './ceiling.js';
 import { clientCredentials } from './client_credentials.js';
 import { clientCredentialsRs256 } from './client_credentials_rs256.js';
+import { clientCredentialsSigninFlood } from './client_credentials_signin_flood.js';
 import { delegation } from './delegation.js';
 import { deviceCode } from './device_code.js';
 import { discovery } from './discovery.js';
@@ -24,6 +25,7 @@ export const scenarios: readonly Scenario[] = [
   discovery,
   ceiling,
   password,
+  clientCredentialsSigninFlood,
   refreshToken,
   authorizationCode,
   deviceCode,

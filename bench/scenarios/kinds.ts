@@ -50,6 +50,27 @@ export function clientCredentialsKind(weight = 1): RequestKind {
 /** The scopes of a password sign-in that wants a refresh token. */
 export const refreshScopes = ['api1', 'offline_access'] as const;
 
+/**
+ * The password grant as its scenarios send it: `ro.client` (Basic) signs the bench user in with
+ * the refresh scopes, and receives an access token and a refresh token.
+ */
+export function passwordPlan(): RequestPlan {
+  const scope = refreshScopes.join(' ');
+  return {
+    request: formPost(
+      tokenPath,
+      { grant_type: 'password', username: benchUser.username, password: benchUser.password, scope },
+      basicAuthorization(benchClients.ro.clientId, benchClients.ro.secret),
+    ),
+    expect: tokenExpectation({ refreshToken: true, idToken: false }),
+    verify: verifyAccessTokenResponse('ES256', scope, {
+      refreshToken: true,
+      idToken: false,
+      claims: subjectIs(benchUser.subject),
+    }),
+  };
+}
+
 /** Who presents the refresh tokens, and where: Tessera's `ro.client`, or a peer's client. */
 export interface RefreshTokenParty {
   path: string;

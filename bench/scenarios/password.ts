@@ -1,12 +1,8 @@
 import os from 'node:os';
-import { addBenchUser, addClients, benchClients, benchUser } from '../support/bench_config.js';
+import { addBenchUser, addClients } from '../support/bench_config.js';
 import { describeHashCost, measureHashCost } from '../support/argon2_cost.js';
-import { refreshScopes } from './kinds.js';
-import { subjectIs, tokenExpectation, verifyAccessTokenResponse } from './checks.js';
-import { basicAuthorization, formPost } from './requests.js';
+import { passwordPlan } from './kinds.js';
 import type { ActiveScenario } from './scenario.js';
-
-const scope = refreshScopes.join(' ');
 
 export const password: ActiveScenario = {
   kind: 'active',
@@ -20,19 +16,7 @@ export const password: ActiveScenario = {
     addClients(config, 'ro');
     addBenchUser(config);
   },
-  plan: {
-    request: formPost(
-      '/connect/token',
-      { grant_type: 'password', username: benchUser.username, password: benchUser.password, scope },
-      basicAuthorization(benchClients.ro.clientId, benchClients.ro.secret),
-    ),
-    expect: tokenExpectation({ refreshToken: true, idToken: false }),
-    verify: verifyAccessTokenResponse('ES256', scope, {
-      refreshToken: true,
-      idToken: false,
-      claims: subjectIs(benchUser.subject),
-    }),
-  },
+  plan: passwordPlan(),
   async notes() {
     return [describeHashCost(await measureHashCost(), os.availableParallelism())];
   },

@@ -68,6 +68,28 @@ export interface PeerDefinition {
   store?: StoreKind;
 }
 
+/**
+ * A second load beside every run of a Tessera contender (warm-ups included), from its own load
+ * generator process and not measured itself: a flood of sign-ins while client_credentials is
+ * measured, for example. Each Tessera contender is then measured twice, as two rows: alone, and
+ * under this load (runner/background.ts).
+ */
+export interface BackgroundLoad {
+  /** Shown after the contender's label, e.g. "sign-in flood". */
+  name: string;
+  /** Letters, digits and `_`: the load generator's name for its requests. */
+  kind: string;
+  /** Its own concurrent connections. */
+  connections: number;
+  /** The request it repeats and what a served answer looks like (`verify`: once, before the runs). */
+  plan: RequestPlan;
+  /**
+   * The answer it gets when the server sheds it (a 503 from a bounded lane): counted apart, never an
+   * error. Any answer that is neither this nor `plan.expect` voids the measured run.
+   */
+  shed: Expectation;
+}
+
 /** Context for {@link ActiveScenario.configure}. */
 export interface ConfigureContext {
   /** The checkout whose gateway runs (for `validatorsDir`). */
@@ -103,6 +125,8 @@ export interface ActiveScenario {
   /** Figures measured before the scenario that belong beside its table (e.g. a hash's cost). */
   notes?: () => Promise<string[]>;
   peers?: readonly PeerDefinition[];
+  /** Also measure each Tessera contender under this load, as a row of its own. */
+  background?: BackgroundLoad;
 }
 
 export interface PendingScenario {
