@@ -13,7 +13,7 @@ import { underLoadComparisons } from '../../bench/report/under_load.js';
 import { backgroundKinds, backgroundRound, shedKindName } from '../../bench/runner/background.js';
 import { clientCredentialsSigninFlood } from '../../bench/scenarios/client_credentials_signin_flood.js';
 import type { BackgroundLoad } from '../../bench/scenarios/scenario.js';
-import { summary } from './summary_fixture.js';
+import { roundResult, summary } from './summary_fixture.js';
 
 const flood = clientCredentialsSigninFlood.background as BackgroundLoad;
 
@@ -87,29 +87,7 @@ t.test('what voids the run', async (t) => {
 });
 
 function round(n: number, p99: number, background: BackgroundRound | null, valid = true): RoundResult {
-  return {
-    round: n,
-    load: {
-      requests: 1,
-      durationS: 1,
-      rps: 1,
-      latencyMs: { p50: 1, p90: 2, p99, max: 4, mean: 1 },
-      non2xx: 0,
-      unexpected: 0,
-      errors: { connect: 0, read: 0, write: 0, timeout: 0 },
-      badSample: null,
-      kinds: [],
-      exhausted: null,
-    },
-    valid,
-    invalidReason: valid ? null : 'x',
-    cpu: { serverCores: null, serverUsPerRequest: null, storeCores: null, storeUsPerRequest: null, loadgenCores: null, otherCores: null },
-    stealPercent: null,
-    warmup: { rps: 1, invalidReason: null },
-    batch: null,
-    itemsMade: null,
-    ...(background === null ? {} : { background }),
-  };
+  return roundResult({ n, p99, valid, background });
 }
 
 function contender(

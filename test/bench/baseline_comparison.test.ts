@@ -10,31 +10,10 @@ import { baselineComparisons } from '../../bench/report/baseline.js';
 import { chartSpec } from '../../bench/report/chart.js';
 import type { BenchResults, ContenderResult, RoundResult, ScenarioResult, Summary } from '../../bench/report/results.js';
 import { formatBaselineComparison, formatScenario, formatSettings } from '../../bench/report/table.js';
-import { summary } from './summary_fixture.js';
+import { roundResult, summary } from './summary_fixture.js';
 
 function round(n: number, rps: number, valid = true): RoundResult {
-  return {
-    round: n,
-    load: {
-      requests: rps,
-      durationS: 1,
-      rps,
-      latencyMs: { p50: 1, p90: 2, p99: 3, max: 4, mean: 1 },
-      non2xx: 0,
-      unexpected: valid ? 0 : 1,
-      errors: { connect: 0, read: 0, write: 0, timeout: 0 },
-      badSample: null,
-      kinds: [],
-      exhausted: null,
-    },
-    valid,
-    invalidReason: valid ? null : '1 unexpected answer',
-    cpu: { serverCores: null, serverUsPerRequest: null, storeCores: null, storeUsPerRequest: null, loadgenCores: null, otherCores: null },
-    stealPercent: null,
-    warmup: { rps, invalidReason: null },
-    batch: null,
-    itemsMade: null,
-  };
+  return roundResult({ n, rps, valid });
 }
 
 function contender(
