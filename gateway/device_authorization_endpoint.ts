@@ -81,7 +81,7 @@ function answerDeviceAuthorizationRequest(route: DeviceAuthorizationRoute, reque
  */
 async function checkRateThenIssue(route: DeviceAuthorizationRoute, request: FormRequest, client: RegisteredClient, scopes: GrantedScopes) {
   const { exchange } = request;
-  const address = Buffer.from(exchange.res.getRemoteAddressAsText()).toString();
+  const address = exchange.remoteAddress();
   let retryAfter: number;
   try {
     retryAfter = await route.rate.take(`${client.clientId}\u0000${address}`);

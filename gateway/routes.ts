@@ -87,7 +87,7 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
     }),
   );
   app.any('/*', (res, req) => {
-    new Exchange(res, req).sendStatic(404, 'application/json', '{"error":"not_found"}', 'no-store');
+    new Exchange(res, req.getMethod()).sendStatic(404, 'application/json', '{"error":"not_found"}', 'no-store');
   });
 }
 
@@ -142,8 +142,8 @@ async function checkReady({ store, dispatcher, keyCount, draining }: Readiness):
 /** Discovery, JWKS, health and metrics answer GET and HEAD only (405 with `Allow: GET`); HEAD without content. */
 function getOnly(handler: (exchange: Exchange) => void): (res: HttpResponse, req: HttpRequest) => void {
   return (res, req) => {
-    const exchange = new Exchange(res, req);
     const method = req.getMethod();
+    const exchange = new Exchange(res, method);
     if (method !== 'get' && method !== 'head') {
       exchange.sendError(OAuthErrors.getOnly, { allow: 'GET' });
       return;

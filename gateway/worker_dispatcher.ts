@@ -69,6 +69,8 @@ interface LaneState {
   exchanges: Sink[];
   items: TaskItem[];
   scheduled: boolean;
+  /** This lane's flush, made once: scheduling allocates nothing per turn. */
+  flush: () => void;
   batchesInFlight: number;
   /** Requests of this lane sent and not answered yet. */
   running: number;
@@ -115,16 +117,20 @@ export class WorkerDispatcher {
     this.maxBatchesInFlight = options.threads * (options.batchesPerThread ?? 2);
     this.stallTimeoutMs = options.stallTimeoutMs ?? 5000;
     const password = options.passwordLane ?? { concurrency: 4, maxQueue: 256 };
-    const lane = (name: Lane, maxRunning: number, maxWaiting: number): LaneState => ({
-      name,
-      exchanges: [],
-      items: [],
-      scheduled: false,
-      batchesInFlight: 0,
-      running: 0,
-      maxRunning,
-      maxWaiting,
-    });
+    const lane = (name: Lane, maxRunning: number, maxWaiting: number): LaneState => {
+      const state: LaneState = {
+        name,
+        exchanges: [],
+        items: [],
+        scheduled: false,
+        flush: () => this.flush(state),
+        batchesInFlight: 0,
+        running: 0,
+        maxRunning,
+        maxWaiting,
+      };
+      return state;
+    };
     this.lanes = {
       fast: lane('fast', Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY),
       password: lane('password', password.concurrency, password.maxQueue),
@@ -178,7 +184,7 @@ export class WorkerDispatcher {
   private schedule(lane: LaneState): void {
     if (!lane.scheduled && lane.items.length > 0 && lane.batchesInFlight < this.maxBatchesInFlight && lane.running < lane.maxRunning) {
       lane.scheduled = true;
-      setImmediate(() => this.flush(lane));
+      setImmediate(lane.flush);
     }
   }
 

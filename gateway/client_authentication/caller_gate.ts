@@ -22,7 +22,7 @@ export class CallerGate {
    * right secret, or the block would limit nothing.
    */
   refuseBlocked(exchange: Exchange, id: string | undefined): boolean {
-    const throttled = this.throttle.stateOf(id, () => exchange.remoteAddress());
+    const throttled = this.throttle.stateOf(id, exchange);
     if (!throttled.blocked) return false;
     exchange.sendError(OAuthErrors.tooManyFailedAttempts, { retryAfter: throttled.retryAfterSeconds });
     return true;
@@ -30,7 +30,7 @@ export class CallerGate {
 
   /** Counts a failed authentication of `id` and answers 401, with a Basic challenge when the Authorization header was used (RFC 6749 §5.2). */
   refuseFailed(exchange: Exchange, id: string | undefined, usedAuthorizationHeader: boolean): void {
-    this.throttle.recordFailure(id, () => exchange.remoteAddress(), 'unknown client, wrong or expired secret, or disabled client');
+    this.throttle.recordFailure(id, exchange, 'unknown client, wrong or expired secret, or disabled client');
     exchange.sendError(OAuthErrors.invalidClient, usedAuthorizationHeader ? this.challenge : undefined);
   }
 
@@ -45,7 +45,7 @@ export class CallerGate {
 
   /** Counts a request that used more than one authentication method as a failure and answers 400 (RFC 6749 §2.3). */
   refuseMultipleMethods(exchange: Exchange, id: string | undefined): void {
-    this.throttle.recordFailure(id, () => exchange.remoteAddress(), 'more than one authentication method');
+    this.throttle.recordFailure(id, exchange, 'more than one authentication method');
     exchange.sendError(OAuthErrors.multipleClientAuthMethods);
   }
 }

@@ -5,6 +5,11 @@ import type { Store } from '../../workers/store/store.js';
 
 const open: ThrottleState = Object.freeze({ blocked: false });
 
+/** Where a request came from: the Exchange, whose address is read only when a throttle needs it. */
+export interface Peer {
+  remoteAddress(): string;
+}
+
 /** Failures of one caller (a client id from one address) in the current window. */
 interface Entry {
   failures: number;
@@ -41,12 +46,12 @@ export class ClientAuthThrottle {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** The caller's state now; never waits. `address` is only read for a client with failures. */
-  stateOf(clientId: string | undefined, address: () => string): ThrottleState {
+  /** The caller's state now; never waits. The peer's address is only read for a client with failures. */
+  stateOf(clientId: string | undefined, peer: Peer): ThrottleState {
     if (clientId === undefined) return open;
     const callers = this.byClient.get(clientId);
     if (callers === undefined) return open;
-    const from = address();
+    const from = peer.remoteAddress();
     const entry = callers.get(from);
     if (entry === undefined) return open;
     const now = this.now();
@@ -59,9 +64,9 @@ export class ClientAuthThrottle {
   }
 
   /** Counts a failed authentication; the block, once reached, applies at once. */
-  recordFailure(clientId: string | undefined, address: () => string, reason: string): void {
+  recordFailure(clientId: string | undefined, peer: Peer, reason: string): void {
     if (clientId === undefined) return;
-    const from = address();
+    const from = peer.remoteAddress();
     // Security events (docs/operations.md, "Logs"): who, from where, why; never the secret.
     this.logger.info({ clientId, address: from, reason }, 'client authentication failed');
     const entry = this.entryOf(clientId, from);

@@ -1,4 +1,4 @@
-import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import type { HttpResponse } from 'uWebSockets.js';
 import type { OAuthErrorEntry } from '../../workers/protocol/oauth_errors.js';
 
 const statusLines: Record<number, string> = {
@@ -51,12 +51,12 @@ export class Exchange {
   /** RFC 9110 §9.3.2: a HEAD answer has the headers GET would have, and no content. */
   private readonly head: boolean;
 
-  /** Built synchronously in the route handler: `req` dies when the handler returns. */
+  /** Built synchronously in the route handler; `method` is what the handler read from `req`. */
   constructor(
     readonly res: HttpResponse,
-    req: HttpRequest,
+    method: string,
   ) {
-    this.head = req.getMethod() === 'head';
+    this.head = method === 'head';
     // Must be attached before any asynchronous step (uWS contract).
     res.onAborted(() => {
       this.aborted = true;

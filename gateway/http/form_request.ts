@@ -38,9 +38,10 @@ const parseFailures: Record<FormParseFailure, OAuthErrorEntry> = {
  * closure here beyond the body reader's own.
  */
 export function readForm<R extends FormRoute>(route: R, res: HttpResponse, req: HttpRequest, next: FormStep<R>): void {
-  const exchange = new Exchange(res, req);
+  const method = req.getMethod();
+  const exchange = new Exchange(res, method);
   exchange.observer = route.observe;
-  if (req.getMethod() !== 'post') {
+  if (method !== 'post') {
     exchange.sendError(route.postOnly, { allow: 'POST' });
     return;
   }

@@ -59,7 +59,7 @@ export function withStrictFraming(app: TemplatedApp): TemplatedApp {
 function refusingAmbiguousFraming(handler: RouteHandler): RouteHandler {
   return (res, req) => {
     if (hasAmbiguousFraming(req)) {
-      new Exchange(res, req).refuseAndClose(OAuthErrors.ambiguousFraming);
+      new Exchange(res, req.getMethod()).refuseAndClose(OAuthErrors.ambiguousFraming);
       return;
     }
     return handler(res, req);

@@ -33,11 +33,11 @@ export function createPageRoute(
   handle: (request: PageRequest) => void,
 ): (res: HttpResponse, req: HttpRequest) => void {
   return (res, req) => {
-    const exchange = new Exchange(res, req);
     const method = req.getMethod();
+    const exchange = new Exchange(res, method);
     const cookies = req.getHeader('cookie');
     const origin = req.getHeader('origin');
-    const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
+    const remoteAddress = exchange.remoteAddress();
     if (method === 'get' && methods.includes('get')) {
       handle({ exchange, method, query: req.getQuery() ?? '', form: Object.create(null) as FormParams, cookies, origin, remoteAddress });
       return;

@@ -113,7 +113,7 @@ export class MemoryStore implements Store {
     const recordKey = toRecordKey(key);
     if (key.family !== undefined && this.#isRevoked(key.family)) throw new FamilyRevokedError(key.family);
     const bytes = packRecord(value);
-    this.#ensureRoom(this.#records.has(recordKey) ? 0 : 1);
+    this.#ensureRoom(1, recordKey);
     this.#write(recordKey, key.family, bytes, ttl);
   }
 
@@ -294,8 +294,10 @@ export class MemoryStore implements Store {
    * Makes room for `n` new records under the cap: expired records first, then the oldest device
    * codes and user codes (Map order is insertion order), else refuses the write.
    */
-  #ensureRoom(n: number): void {
+  #ensureRoom(n: number, overwritten?: string): void {
     if (this.#records.size + n <= this.#maxRecords) return;
+    // Replacing a record that is there takes no room (looked up only near the cap).
+    if (overwritten !== undefined && this.#records.has(overwritten)) return;
     this.#sweep();
     if (this.#records.size + n <= this.#maxRecords) return;
     for (const [recordKey] of this.#records) {

@@ -7,8 +7,8 @@ import type { Store } from '../../../workers/store/store.js';
 
 const limits = { maxFailures: 3, windowSeconds: 60 };
 const silent = pino({ level: 'silent' });
-const attacker = () => '203.0.113.9';
-const owner = () => '198.51.100.7';
+const attacker = { remoteAddress: () => '203.0.113.9' };
+const owner = { remoteAddress: () => '198.51.100.7' };
 
 /** Lets the background store calls of the throttle settle. */
 const settle = () => new Promise((resolve) => setImmediate(resolve));
@@ -76,9 +76,11 @@ t.test('a caller that never failed costs no store call and no address lookup', a
   });
   const { throttle } = setup(spy);
   let lookups = 0;
-  const counted = () => {
-    lookups += 1;
-    return owner();
+  const counted = {
+    remoteAddress: () => {
+      lookups += 1;
+      return owner.remoteAddress();
+    },
   };
   for (let i = 0; i < 100; i++) t.same(throttle.stateOf('m2m', counted), { blocked: false });
   t.same(throttle.stateOf(undefined, counted), { blocked: false });
