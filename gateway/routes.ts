@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { RegisteredClient } from '../workers/protocol/client_model.js';
 import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
@@ -34,6 +35,8 @@ export interface RouteDeps {
   readonly discoveryBody: () => string;
   /** True once a graceful stop has begun: `/readyz` answers 503 from then on. */
   readonly draining: () => boolean;
+  /** Security event lines of the pages (docs/security.md). */
+  readonly logger: Logger;
 }
 
 /**
@@ -57,7 +60,7 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   );
   const secrets = pageSecretsOf(config, keys);
   registerAuthorizeEndpoint(app, { config, clients, scopes, secrets, dispatcher, store });
-  registerDeviceEndpoint(app, { config, clients, secrets, dispatcher, store });
+  registerDeviceEndpoint(app, { config, clients, secrets, dispatcher, store, logger: deps.logger });
 
   const jwksBody = buildJwksDocument(keys);
   app.any(

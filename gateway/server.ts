@@ -142,6 +142,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       grantTypes: () => reload.grantTypes,
       discoveryBody: () => discoveryBody,
       draining: () => draining,
+      logger,
     });
     if (options.watchValidators !== false) stopWatching = watchValidators(config.validatorsDir, reload.reload, logger);
 
