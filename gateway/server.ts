@@ -101,7 +101,11 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     const dispatcher = new WorkerDispatcher(pool, {
       threads: config.workers.threads,
       maxQueue: config.workers.maxQueue,
-      passwordLane: { concurrency: config.workers.passwordConcurrency, maxQueue: config.workers.passwordMaxQueue },
+      passwordLane: {
+        concurrency: config.workers.passwordConcurrency,
+        maxQueue: config.workers.passwordMaxQueue,
+        shedDelayMs: config.workers.passwordShedDelayMs,
+      },
       // A thread stuck past the validators' own time limit is terminated (docs/operations.md,
       // "Worker faults"); never under a second, so a loaded machine's slow event loop is not
       // mistaken for a stuck thread.

@@ -192,9 +192,18 @@ export const configSchema = z
           .int()
           .min(1)
           .default(256)
-          .describe('Password checks waiting, beyond which a password request gets 503 with Retry-After at once.'),
+          .describe('Password checks waiting, beyond which a password request gets 503 with Retry-After.'),
+        passwordShedDelayMs: z
+          .number()
+          .int()
+          .min(0)
+          .max(10_000)
+          .default(1000)
+          .describe(
+            'How long the 503 of a password request beyond the queue is held before it is sent (0: at once), so a flood that ignores Retry-After cannot turn refusals into a CPU storm.',
+          ),
       })
-      .default({ threads: 2, maxQueue: 4096, passwordConcurrency: 4, passwordMaxQueue: 256 }),
+      .default({ threads: 2, maxQueue: 4096, passwordConcurrency: 4, passwordMaxQueue: 256, passwordShedDelayMs: 1000 }),
     shutdown: z
       .strictObject({
         drainSeconds: z
