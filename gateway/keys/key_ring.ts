@@ -38,9 +38,12 @@ export interface KeyRingOptions {
   readonly watch?: boolean;
 }
 
-/** How often store-kept keys are polled: a few times per propagation delay, at most every 5 s. */
+/**
+ * How often store-kept keys are polled: every second (one small read), more often when the
+ * propagation delay is short, so that a new key is published everywhere well before it signs.
+ */
 export function storePollMs(propagationMs: number): number {
-  return Math.min(5000, Math.max(100, Math.floor(propagationMs / 4)));
+  return Math.min(1000, Math.max(100, Math.floor(propagationMs / 4)));
 }
 
 export class KeyRing {
@@ -66,6 +69,15 @@ export class KeyRing {
   static async open(options: KeyRingOptions): Promise<KeyRing> {
     const ring = new KeyRing(options);
     ring.publish(await ring.source.load());
+    if (ring.source instanceof StoreKeySource && ring.source.createdFirstKey && options.config.store.type !== 'memory') {
+      // A new deployment, or a Redis that lost its data while other gateways run: they write
+      // their keys back and publish this one on their next poll (docs/operations.md, "When Redis
+      // loses its data").
+      options.logger.warn(
+        { kid: ring.signingKid },
+        'the store held no signing keys: created the first one; gateways already running publish it within a second',
+      );
+    }
     if (ring.files.length === 0 && options.config.signing.rotation === undefined) {
       options.logger.warn(
         { signing: ring.signingKid, store: options.config.store.type },

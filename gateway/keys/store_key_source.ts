@@ -30,6 +30,10 @@ export type RotateOutcome =
 export class StoreKeySource {
   /** The keys this gateway saw last, so that it can write them back after the store lost them. */
   private known: readonly StoredSigningKey[] = [];
+  /** Keys already checked, by kid: a poll every second checks only new ones. */
+  private readonly checked = new Map<string, SigningKeyMaterial>();
+  /** Whether this source created the first key of an empty set (on its last load). */
+  createdFirstKey = false;
 
   constructor(
     private readonly store: Store,
@@ -46,9 +50,14 @@ export class StoreKeySource {
     const byKid = new Map<string, StoredSigningKey>();
     for (const record of records.sort(byActivation)) {
       if (byKid.has(record.kid)) continue;
-      const material = await checkSigningKey(record.jwk, this.alg, `stored signing key ${record.kid}`);
+      let material = this.checked.get(record.kid);
+      if (material === undefined) {
+        material = await checkSigningKey(record.jwk, this.alg, `stored signing key ${record.kid}`);
+        this.checked.set(record.kid, material);
+      }
       byKid.set(record.kid, { ...record, ...material });
     }
+    for (const kid of this.checked.keys()) if (!byKid.has(kid)) this.checked.delete(kid);
     return [...byKid.values()];
   }
 
@@ -57,9 +66,10 @@ export class StoreKeySource {
    * the schedule says so, delete expired keys, and return what is published now.
    */
   async load(): Promise<PublishedKeySet> {
-    let keys = await this.list();
+    // Write back first: a gateway that knew keys must not start a new set after the store lost it.
+    let keys = await this.restoreLost(await this.list());
+    this.createdFirstKey = keys.length === 0;
     if (keys.length === 0) keys = [await this.createFirst()];
-    keys = await this.restoreLost(keys);
     if (this.policy.everyMs !== null) {
       const newest = keys[keys.length - 1] as StoredSigningKey;
       const now = this.now();
