@@ -59,6 +59,7 @@ export class KeyRing {
   private files: readonly string[];
   /** The last failure's message, so that a store outage logs once, not on every poll. */
   private failing: string | undefined;
+  private stopped = false;
 
   private constructor(private readonly options: KeyRingOptions) {
     this.files = options.config.signing.keys.map((k) => k.file);
@@ -145,6 +146,7 @@ export class KeyRing {
   }
 
   stop(): void {
+    this.stopped = true;
     clearInterval(this.poll);
     this.stopWatching();
   }
@@ -157,8 +159,9 @@ export class KeyRing {
       return { ok: true, changed, kids: this.kids() };
     } catch (err) {
       const error = err instanceof Error ? err.message : String(err);
-      // The message names the file and what is wrong with it, never key material.
-      const level = error === this.failing ? 'debug' : 'error';
+      // The message names the file and what is wrong with it, never key material. A poll cut
+      // short by a stop (the store closed under it) is no failure.
+      const level = error === this.failing || this.stopped ? 'debug' : 'error';
       this.options.logger[level]({ error, kids: this.kids() }, 'signing keys not reloaded; the running keys stay');
       this.failing = error;
       return { ok: false, error, kids: this.kids() };
