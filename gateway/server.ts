@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Piscina } from 'piscina';
 import { pino, type Logger } from 'pino';
@@ -12,7 +13,8 @@ import { ClientAuthThrottle } from './client_authentication/throttle.js';
 import type { ClientAuthenticationDeps } from './client_authentication/step.js';
 import type { LoadedConfig } from './config/load.js';
 import { buildDiscoveryDocument } from './discovery.js';
-import { loadSigningKeys } from './key_loader.js';
+import { KeyRing, type KeyReloadResult } from './keys/key_ring.js';
+import { loadPageSecret } from './keys/page_secret.js';
 import { GatewayMetrics } from './metrics.js';
 import { registerRoutes } from './routes.js';
 import { MemoryStoreHost } from './store/memory_store_host.js';
@@ -37,6 +39,8 @@ export interface StartOptions {
   watchValidators?: boolean;
   /** Where the development key file lives on the memory store; defaults to `./.tessera`. */
   devKeyDir?: string;
+  /** Reload signing keys when a configured key file changes (default true). */
+  watchKeys?: boolean;
 }
 
 export interface RunningGateway {
@@ -47,6 +51,13 @@ export interface RunningGateway {
   readonly grantTypes: readonly string[];
   /** Resolves after the next validator reload attempt: `true` when it took effect. */
   nextValidatorReload(): Promise<boolean>;
+  /**
+   * Reads the signing keys again (docs/operations.md, "Signing keys and rotation"): the key files,
+   * or with `config` the key files it lists; or the store for store-kept keys. A key file that
+   * cannot be used keeps the running keys (logged, and `ok: false`). `tessera start` calls it on
+   * SIGHUP.
+   */
+  reloadKeys(config?: LoadedConfig): Promise<KeyReloadResult>;
   /**
    * Graceful stop (docs/operations.md, "Signals and shutdown"): `/readyz` turns 503 at once and
    * requests are still served for `drainSeconds` (default 0: embedding code and tests stop at
@@ -75,8 +86,12 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
 
   let pool: Piscina | undefined;
   let stopWatching = (): void => {};
+  let keyRing: KeyRing | undefined;
   try {
-    const keys = await loadSigningKeys(config, store, logger, options.devKeyDir);
+    const devKeyDir = options.devKeyDir ?? path.resolve('.tessera');
+    keyRing = await KeyRing.open({ config, store, logger, devKeyDir, watch: options.watchKeys !== false });
+    const keys = keyRing;
+    const pageSecret = await loadPageSecret(config, store, devKeyDir);
 
     const grantModules = (options.grantModules ?? []).map(toModuleUrl);
     const internalGrantTypes = await grantTypesOfModules(grantModules);
@@ -87,7 +102,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     const startPool = (modules: readonly ValidatorModule[]): Promise<Piscina> =>
       startWorkerPool({
         config,
-        keys,
+        keySet: keys.cell,
         grantModules,
         validatorModules: modules.filter((m) => m.kind === 'extension_grant').map((m) => m.url),
         passwordValidatorModule: modules.find((m) => m.kind === 'resource_owner_password')?.url ?? null,
@@ -125,19 +140,20 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
         startPool,
         replacePool: (next) => dispatcher.replacePool(next),
         onReloaded: (grantTypes) => {
-          discoveryBody = buildDiscoveryDocument(config, [...grantTypes], keys);
+          discoveryBody = buildDiscoveryDocument(config, [...grantTypes], keys.set.keys);
         },
         logger,
       },
       validators,
     );
-    discoveryBody = buildDiscoveryDocument(config, [...reload.grantTypes], keys);
+    discoveryBody = buildDiscoveryDocument(config, [...reload.grantTypes], keys.set.keys);
 
     const clients = registerClients(config.clients);
     const app = uWS.App();
     registerRoutes(app, {
       config,
       keys,
+      pageSecret,
       store,
       clients,
       clientAuthentication: clientAuthenticationOf(config, clients, store, logger),
@@ -171,6 +187,9 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       nextValidatorReload() {
         return reload.next();
       },
+      reloadKeys(next) {
+        return keys.reload(next);
+      },
       stop(stopOptions) {
         stopping ??= (async () => {
           draining = true;
@@ -180,6 +199,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
             await delay(drainSeconds * 1000);
           }
           stopWatching();
+          keys.stop();
           reload.cancel();
           uWS.us_listen_socket_close(listenSocket);
           await Promise.race([dispatcher.drain(), delay(config.shutdown.requestTimeoutSeconds * 1000)]);
@@ -194,6 +214,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     };
   } catch (err) {
     stopWatching();
+    keyRing?.stop();
     await pool?.destroy().catch(() => {});
     storeHost?.close();
     await store.close().catch(() => {});

@@ -79,6 +79,8 @@ function serveUntilSignal(gateway: RunningGateway, drainSeconds: number, logger:
     process.on('SIGTERM', onSignal);
     // Node's default for SIGHUP ends the process; a closed terminal or a stray `kill -HUP` must not.
     process.on('SIGHUP', () => logger.info({ signal: 'SIGHUP' }, 'SIGHUP ignored: nothing is reloaded on a signal'));
+    // Signing keys: re-read the key files, or poll the store now (docs/operations.md, "Signing keys and rotation").
+    process.on('SIGHUP', () => void gateway.reloadKeys());
   });
 }
 

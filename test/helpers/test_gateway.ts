@@ -145,6 +145,7 @@ export async function startTestGateway(t: Test, options: TestGatewayOptions = {}
       return gateway.grantTypes;
     },
     nextValidatorReload: () => gateway.nextValidatorReload(),
+    reloadKeys: (next) => gateway.reloadKeys(next),
     stop: (stopOptions) => gateway.stop(stopOptions),
     config,
     tokenUrl: `${gateway.url}/connect/token`,
