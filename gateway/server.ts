@@ -1,10 +1,12 @@
+import { statSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import type { Piscina } from 'piscina';
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
 import * as uWS from 'uWebSockets.js';
 import { isGrantHandler } from '../workers/grants/registry.js';
 import { registerClients, type RegisteredClient } from '../workers/protocol/client_model.js';
 import { builtInGrantTypes } from '../workers/protocol/grant_types.js';
+import { newStoreCommandBuffers, StoreCommandStats } from '../workers/protocol/store_command_stats.js';
 import { createStore } from '../workers/store/create_store.js';
 import type { Store } from '../workers/store/store.js';
 import { ClientAuthenticator } from './client_authentication/authenticator.js';
@@ -13,7 +15,13 @@ import type { ClientAuthenticationDeps } from './client_authentication/step.js';
 import type { LoadedConfig } from './config/load.js';
 import { buildDiscoveryDocument } from './discovery.js';
 import { loadSigningKeys } from './key_loader.js';
+import { createEndpointObservers } from './endpoint_outcomes.js';
+import type { AuditEventHook, AuditEvents } from './events/audit_events.js';
+import { openAuditEvents } from './events/open_audit_events.js';
+import { createLogger } from './logger.js';
+import { startManagementListener, type ManagementListener } from './management_listener.js';
 import { GatewayMetrics } from './metrics.js';
+import { StoreOutageLog } from './store_outage_log.js';
 import { registerRoutes } from './routes.js';
 import { MemoryStoreHost } from './store/memory_store_host.js';
 import { loadValidatorModules, type ValidatorModule } from './validator_loader.js';
@@ -37,12 +45,23 @@ export interface StartOptions {
   watchValidators?: boolean;
   /** Where the development key file lives on the memory store; defaults to `./.tessera`. */
   devKeyDir?: string;
+  /**
+   * Called with every audit event (docs/operations.md, "Events"), after the request it is about
+   * was answered; besides the sinks of `events` in the config. Must not throw (a throw is logged).
+   */
+  onEvent?: AuditEventHook;
 }
 
 export interface RunningGateway {
   /** Base URL the gateway listens on, e.g. http://127.0.0.1:5000 */
   readonly url: string;
   readonly port: number;
+  /** Base URL of the management listener (`/metrics`); `undefined` when metrics are on the public port. */
+  readonly managementUrl: string | undefined;
+  /** The gateway's audit events: `emit` for what happens outside a request (a key rotation). */
+  readonly events: AuditEvents;
+  /** The gateway's metrics (the signing key's age source, rotations). */
+  readonly metrics: GatewayMetrics;
   /** The grant types served right now (changes when validators reload). */
   readonly grantTypes: readonly string[];
   /** Resolves after the next validator reload attempt: `true` when it took effect. */
@@ -67,16 +86,23 @@ export interface StopOptions {
  */
 export async function startGateway(options: StartOptions): Promise<RunningGateway> {
   const { config } = options;
-  const logger = options.logger ?? pino({ level: config.logLevel });
+  const logger = options.logger ?? createLogger(config);
 
-  const store: Store = createStore(config.store);
+  // Store command latency, counted by this thread and every worker into shared memory.
+  const storeStatsBuffers = newStoreCommandBuffers();
+  const storeStats = new StoreCommandStats(storeStatsBuffers);
+  const store: Store = createStore(config.store, { observe: storeStats.record });
   // The memory store lives on this thread; each worker reaches it over a port of its own.
   const storeHost = config.store.type === 'memory' ? new MemoryStoreHost(store) : null;
 
   let pool: Piscina | undefined;
   let stopWatching = (): void => {};
+  let events: AuditEvents | undefined;
+  let management: ManagementListener | undefined;
   try {
     const keys = await loadSigningKeys(config, store, logger, options.devKeyDir);
+    events = await openAuditEvents(config, options.onEvent === undefined ? [] : [options.onEvent], logger);
+    const auditEvents = events;
 
     const grantModules = (options.grantModules ?? []).map(toModuleUrl);
     const internalGrantTypes = await grantTypesOfModules(grantModules);
@@ -92,6 +118,8 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
         validatorModules: modules.filter((m) => m.kind === 'extension_grant').map((m) => m.url),
         passwordValidatorModule: modules.find((m) => m.kind === 'resource_owner_password')?.url ?? null,
         storeHost,
+        recordFacts: auditEvents.enabled,
+        storeStats: storeStatsBuffers,
       });
     const validators = await loadValidatorModules(sources, reservedGrantTypes);
     pool = await startPool(validators);
@@ -109,7 +137,22 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       logger,
       onBatch: (size) => metrics?.observeBatch(size),
     });
-    metrics = new GatewayMetrics(() => dispatcher.pending, store instanceof MemoryStore ? store : undefined);
+    metrics = new GatewayMetrics(
+      {
+        inFlight: () => dispatcher.pending,
+        waiting: () => dispatcher.waiting,
+        poolQueue: () => dispatcher.currentPool.queueSize,
+        utilization: () => dispatcher.currentPool.utilization,
+        threads: () => dispatcher.currentPool.threads.length,
+      },
+      {
+        memoryStore: store instanceof MemoryStore ? store : undefined,
+        signingKeyCreatedAt: keyFileCreatedAt(config.signing.keys[0]?.file),
+        eventsDropped: () => auditEvents.droppedCounts(),
+        storeCommands: () => storeStats.read(),
+      },
+    );
+    const storeOutage = new StoreOutageLog(logger);
 
     let discoveryBody = '';
     let draining = false;
@@ -120,9 +163,15 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
         internalGrantTypes,
         startPool,
         replacePool: (next) => dispatcher.replacePool(next),
-        onReloaded: (grantTypes) => {
+        onReloaded: (grantTypes, change) => {
           discoveryBody = buildDiscoveryDocument(config, [...grantTypes], keys);
+          auditEvents.emit({
+            name: 'ValidatorReloaded',
+            outcome: 'success',
+            details: { added: change.added, removed: change.removed, changed: change.changed },
+          });
         },
+        onRefused: (reason) => auditEvents.emit({ name: 'ValidatorReloaded', outcome: 'failure', error: reason }),
         logger,
       },
       validators,
@@ -139,6 +188,9 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       clientAuthentication: clientAuthenticationOf(config, clients, store, logger),
       dispatcher,
       metrics,
+      observers: createEndpointObservers({ metrics, events: auditEvents, logger, storeOutage }),
+      events: auditEvents,
+      publicMetricsToken: config.management.onPublicPort ? config.management.token : undefined,
       grantTypes: () => reload.grantTypes,
       discoveryBody: () => discoveryBody,
       draining: () => draining,
@@ -151,15 +203,31 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     const port = uWS.us_socket_local_port(listenSocket as unknown as uWS.us_socket);
     const host = config.listen.host;
     const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    if (!config.management.onPublicPort) {
+      management = await startManagementListener(metrics, config.management);
+    }
+    const managementUrl = management?.url;
     logger.info(
-      { url, issuer: config.issuer, threads: config.workers.threads, store: config.store.type, grantTypes: [...reload.grantTypes] },
+      {
+        url,
+        issuer: config.issuer,
+        threads: config.workers.threads,
+        store: config.store.type,
+        grantTypes: [...reload.grantTypes],
+        metrics: `${managementUrl ?? url}/metrics`,
+        events: { sink: config.events.sink, redisStream: config.events.redisStream?.key },
+      },
       'tessera listening',
     );
 
     let stopping: Promise<void> | undefined;
+    const runningManagement = management;
     return {
       url,
       port,
+      managementUrl,
+      events: auditEvents,
+      metrics,
       get grantTypes() {
         return [...reload.grantTypes];
       },
@@ -179,6 +247,9 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
           uWS.us_listen_socket_close(listenSocket);
           await Promise.race([dispatcher.drain(), delay(config.shutdown.requestTimeoutSeconds * 1000)]);
           app.close();
+          runningManagement?.close();
+          storeOutage.close();
+          await auditEvents.close();
           await dispatcher.currentPool.destroy();
           storeHost?.close();
           await store.close();
@@ -189,11 +260,29 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     };
   } catch (err) {
     stopWatching();
+    management?.close();
+    await events?.close();
     await pool?.destroy().catch(() => {});
     storeHost?.close();
     await store.close().catch(() => {});
     throw err;
   }
+}
+
+/**
+ * When the configured signing key was made, for its age (`tessera_signing_key_age_seconds`): the
+ * key file's modification time. Unknown for the development key. Key rotation replaces this
+ * source (`metrics.setSigningKeyCreatedAt`).
+ */
+function keyFileCreatedAt(file: string | undefined): () => number | undefined {
+  if (file === undefined) return () => undefined;
+  let createdAt: number | undefined;
+  try {
+    createdAt = statSync(file).mtimeMs;
+  } catch {
+    createdAt = undefined;
+  }
+  return () => createdAt;
 }
 
 /** The grant types of the embedding code's grant modules, each checked to be a grant handler. */
