@@ -197,15 +197,15 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     });
     if (options.watchValidators !== false) stopWatching = watchValidators(config.validatorsDir, reload.reload, logger);
 
+    // Before the public listener: a management port that is taken fails the start with nothing
+    // listening yet.
+    if (!config.management.onPublicPort) management = await startManagementListener(metrics, config.management);
     // The memory store is one process's state: a second gateway sharing the port (SO_REUSEPORT,
     // uWS's default) would split clients between two stores, so the port is taken exclusively.
     const listenSocket = await listen(app, config.listen.host, config.listen.port, config.store.type === 'memory');
     const port = uWS.us_socket_local_port(listenSocket as unknown as uWS.us_socket);
     const host = config.listen.host;
     const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-    if (!config.management.onPublicPort) {
-      management = await startManagementListener(metrics, config.management);
-    }
     const managementUrl = management?.url;
     logger.info(
       {
