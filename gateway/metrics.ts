@@ -6,7 +6,7 @@ import type { ReusedItem } from '../workers/protocol/task_facts.js';
 export type MetricsEndpoint = 'token' | 'introspection' | 'revocation' | 'device_authorization';
 
 /** The throttles whose refusals are counted (label `throttle`, docs/security.md "Throttles"). */
-export type ThrottleName = 'client_authentication' | 'password' | 'device_authorization' | 'introspection_inactive';
+export type ThrottleName = 'client_authentication' | 'password' | 'device_authorization' | 'introspection_inactive' | 'user_code';
 
 /** What the pool and dispatcher gauges read at scrape time. */
 export interface PoolGauges {

@@ -79,7 +79,15 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   );
   const secrets = pageSecretsOf(config, keys);
   registerAuthorizeEndpoint(app, { config, clients, scopes, secrets, dispatcher, store, events });
-  registerDeviceEndpoint(app, { config, clients, secrets, dispatcher, store, events });
+  registerDeviceEndpoint(app, {
+    config,
+    clients,
+    secrets,
+    dispatcher,
+    store,
+    events,
+    onThrottled: () => metrics.countThrottleHit('user_code'),
+  });
 
   const jwksBody = buildJwksDocument(keys);
   app.any(

@@ -24,6 +24,8 @@ export interface DeviceEndpointDeps {
   store: Store;
   /** Sign-ins and device decisions are audit events (docs/operations.md, "Events"). */
   events: AuditEvents;
+  /** Told of each request the user-code throttle refuses (`tessera_throttle_hits_total{throttle="user_code"}`). */
+  onThrottled?: () => void;
   now?: () => number;
 }
 
@@ -72,8 +74,10 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
     );
   };
   // RFC 6585 §4: a 429 says when to come back.
-  const showBlocked = (page: PageRequest, state: BlockedState): void =>
+  const showBlocked = (page: PageRequest, state: BlockedState): void => {
+    deps.onThrottled?.();
     showEntry(page, 429, tooManyCodes, undefined, state.retryAfterSeconds);
+  };
   const showLogin = (
     page: PageRequest,
     device: PendingDevice,
