@@ -103,6 +103,7 @@ function buildConfig(
     ...config,
     signing: { ...config.signing, keys: config.signing.keys.map((key) => ({ ...key, file: resolve(configDir, key.file) })) },
     validatorsDir: resolve(configDir, config.validatorsDir),
+    events: config.events.file === undefined ? config.events : { ...config.events, file: resolve(configDir, config.events.file) },
     configDir,
     ...(configPath === undefined ? {} : { configPath }),
     envOverrides: overridden.applied,

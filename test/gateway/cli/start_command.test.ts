@@ -8,16 +8,22 @@ const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 
 t.test('the banner shows the issuer, the endpoints and the demo credentials', async (t) => {
   const config = await loadConfigFile(join(repoRoot, 'config/demo.json'), { env: {} });
-  const banner = formatBanner(config, { url: 'http://127.0.0.1:5000' });
+  const banner = formatBanner(config, { url: 'http://127.0.0.1:5000', managementUrl: 'http://127.0.0.1:9464' });
   const lines = banner.split('\n');
   t.ok(lines.includes('  issuer     http://127.0.0.1:5000'));
   t.ok(lines.includes('  listening  http://127.0.0.1:5000'));
   for (const line of [
-    '  token      http://127.0.0.1:5000/connect/token',
-    '  discovery  http://127.0.0.1:5000/.well-known/openid-configuration',
-    '  jwks       http://127.0.0.1:5000/.well-known/openid-configuration/jwks',
-    '  healthz    http://127.0.0.1:5000/healthz',
-    '  readyz     http://127.0.0.1:5000/readyz',
+    '  token       http://127.0.0.1:5000/connect/token',
+    '  authorize   http://127.0.0.1:5000/connect/authorize',
+    '  device      http://127.0.0.1:5000/connect/deviceauthorization',
+    '  device page http://127.0.0.1:5000/device',
+    '  introspect  http://127.0.0.1:5000/connect/introspect',
+    '  revocation  http://127.0.0.1:5000/connect/revocation',
+    '  discovery   http://127.0.0.1:5000/.well-known/openid-configuration',
+    '  jwks        http://127.0.0.1:5000/.well-known/openid-configuration/jwks',
+    '  healthz     http://127.0.0.1:5000/healthz',
+    '  readyz      http://127.0.0.1:5000/readyz',
+    '  metrics     http://127.0.0.1:9464/metrics',
   ]) {
     t.ok(lines.includes(line), line);
   }
@@ -34,5 +40,6 @@ t.test('the banner has no credentials section without demoCredentials', async (t
   t.notMatch(banner, /Demo credentials/);
   t.match(banner, /^  listening  http:\/\/127\.0\.0\.1:41234$/m);
   t.match(banner, /^  overrides  TESSERA_PORT$/m);
-  t.match(banner, /^  token      https:\/\/auth\.example\.com\/connect\/token$/m);
+  t.match(banner, /^  token       https:\/\/auth\.example\.com\/connect\/token$/m);
+  t.match(banner, /^  metrics     https:\/\/auth\.example\.com\/metrics \(bearer token\)$/m);
 });
