@@ -21,6 +21,7 @@ export function buildDiscoveryDocument(config: LoadedConfig, grantTypes: readonl
     device_authorization_endpoint: `${issuer}/connect/deviceauthorization`,
     introspection_endpoint: `${issuer}/connect/introspect`,
     revocation_endpoint: `${issuer}/connect/revocation`,
+    userinfo_endpoint: `${issuer}/connect/userinfo`,
     grant_types_supported: grantTypes,
     token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
     // API resources authenticate with Basic only; confidential clients as at the token endpoint.

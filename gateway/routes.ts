@@ -18,6 +18,7 @@ import { registerDeviceEndpoint } from './pages/device_endpoint.js';
 import { PageSecrets } from './pages/session.js';
 import { createRevocationEndpoint } from './revocation_endpoint.js';
 import { createTokenEndpoint } from './token_endpoint.js';
+import { createUserInfoEndpoint, userInfoPath } from './userinfo_endpoint.js';
 import type { WorkerDispatcher } from './worker_dispatcher.js';
 
 /** What the routes are built from; everything here is made once at start. */
@@ -52,6 +53,7 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   );
   app.any('/connect/introspect', createIntrospectionEndpoint({ ...clientAuthentication, apiResources: config.apiResources, dispatcher }));
   app.any('/connect/revocation', createRevocationEndpoint({ ...clientAuthentication, dispatcher }));
+  app.any(userInfoPath, createUserInfoEndpoint({ dispatcher }));
 
   const scopes = new ScopeRules(config);
   app.any(
