@@ -8,7 +8,7 @@ import type { Store } from '../workers/store/store.js';
 import type { ClientAuthenticationDeps } from './client_authentication/step.js';
 import type { LoadedConfig } from './config/load.js';
 import { createDeviceAuthorizationEndpoint, deviceAuthorizationPath } from './device_authorization_endpoint.js';
-import { buildJwksDocument, discoveryPath, jwksPath } from './discovery.js';
+import { authorizationServerMetadataPath, buildJwksDocument, discoveryPath, jwksPath } from './discovery.js';
 import { Exchange } from './http/exchange.js';
 import { withStrictFraming } from './http/framing.js';
 import { createIntrospectionEndpoint } from './introspection_endpoint.js';
@@ -65,10 +65,9 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   registerDeviceEndpoint(app, { config, clients, secrets, dispatcher, store, logger: deps.logger });
 
   const jwksBody = buildJwksDocument(keys);
-  app.any(
-    discoveryPath,
-    getOnly((ex) => ex.sendStatic(200, 'application/json; charset=utf-8', deps.discoveryBody(), 'public, max-age=300')),
-  );
+  const discovery = getOnly((ex) => ex.sendStatic(200, 'application/json; charset=utf-8', deps.discoveryBody(), 'public, max-age=300'));
+  app.any(discoveryPath, discovery);
+  app.any(authorizationServerMetadataPath(config.issuer), discovery);
   app.any(
     jwksPath,
     getOnly((ex) => ex.sendStatic(200, 'application/jwk-set+json', jwksBody, 'public, max-age=300')),
