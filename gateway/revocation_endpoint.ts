@@ -7,11 +7,13 @@ import {
   type ClientAuthentication,
   type ClientAuthenticationDeps,
 } from './client_authentication/step.js';
+import type { CorsPolicy } from './http/cors.js';
 import { readForm, requireParameter, type FormRequest, type FormRoute } from './http/form_request.js';
 import type { WorkerDispatcher } from './worker_dispatcher.js';
 
 export interface RevocationEndpointDeps extends ClientAuthenticationDeps {
   dispatcher: WorkerDispatcher;
+  cors?: CorsPolicy | undefined;
 }
 
 /** What the revocation endpoint's steps share, built once at start. */
@@ -24,6 +26,7 @@ interface RevocationRoute extends FormRoute {
 export function createRevocationEndpoint(deps: RevocationEndpointDeps): (res: HttpResponse, req: HttpRequest) => void {
   const route: RevocationRoute = {
     postOnly: OAuthErrors.revocationPostOnly,
+    cors: deps.cors,
     clientAuthentication: createClientAuthentication(deps),
     dispatcher: deps.dispatcher,
   };

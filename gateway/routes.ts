@@ -9,6 +9,7 @@ import type { ClientAuthenticationDeps } from './client_authentication/step.js';
 import type { LoadedConfig } from './config/load.js';
 import { createDeviceAuthorizationEndpoint, deviceAuthorizationPath } from './device_authorization_endpoint.js';
 import { authorizationServerMetadataPath, buildJwksDocument, discoveryPath, jwksPath } from './discovery.js';
+import { CorsPolicy } from './http/cors.js';
 import { Exchange } from './http/exchange.js';
 import { withStrictFraming } from './http/framing.js';
 import { createIntrospectionEndpoint } from './introspection_endpoint.js';
@@ -47,13 +48,16 @@ export interface RouteDeps {
 export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   const app = withStrictFraming(uwsApp);
   const { config, keys, store, clients, clientAuthentication, dispatcher, metrics } = deps;
+  // Browser clients' origins (docs/endpoints.md, "CORS"); none configured: no endpoint reads `Origin`.
+  const allOrigins = new CorsPolicy(config.clients);
+  const cors = allOrigins.empty ? undefined : allOrigins;
   app.any(
     '/connect/token',
-    createTokenEndpoint({ ...clientAuthentication, grantTypes: deps.grantTypes, dispatcher, observe: metrics.countTokenResponse }),
+    createTokenEndpoint({ ...clientAuthentication, grantTypes: deps.grantTypes, dispatcher, observe: metrics.countTokenResponse, cors }),
   );
   app.any('/connect/introspect', createIntrospectionEndpoint({ ...clientAuthentication, apiResources: config.apiResources, dispatcher }));
-  app.any('/connect/revocation', createRevocationEndpoint({ ...clientAuthentication, dispatcher }));
-  app.any(userInfoPath, createUserInfoEndpoint({ dispatcher }));
+  app.any('/connect/revocation', createRevocationEndpoint({ ...clientAuthentication, dispatcher, cors }));
+  app.any(userInfoPath, createUserInfoEndpoint({ dispatcher, cors }));
 
   const scopes = new ScopeRules(config);
   app.any(
@@ -65,12 +69,15 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   registerDeviceEndpoint(app, { config, clients, secrets, dispatcher, store, logger: deps.logger });
 
   const jwksBody = buildJwksDocument(keys);
-  const discovery = getOnly((ex) => ex.sendStatic(200, 'application/json; charset=utf-8', deps.discoveryBody(), 'public, max-age=300'));
+  const discovery = getOnly(
+    (ex) => ex.sendStatic(200, 'application/json; charset=utf-8', deps.discoveryBody(), 'public, max-age=300'),
+    cors,
+  );
   app.any(discoveryPath, discovery);
   app.any(authorizationServerMetadataPath(config.issuer), discovery);
   app.any(
     jwksPath,
-    getOnly((ex) => ex.sendStatic(200, 'application/jwk-set+json', jwksBody, 'public, max-age=300')),
+    getOnly((ex) => ex.sendStatic(200, 'application/jwk-set+json', jwksBody, 'public, max-age=300'), cors),
   );
 
   app.any(
@@ -143,11 +150,18 @@ async function checkReady({ store, dispatcher, keyCount, draining }: Readiness):
   return problems;
 }
 
-/** Discovery, JWKS, health and metrics answer GET and HEAD only (405 with `Allow: GET`); HEAD without content. */
-function getOnly(handler: (exchange: Exchange) => void): (res: HttpResponse, req: HttpRequest) => void {
+/**
+ * Discovery, JWKS, health and metrics answer GET and HEAD only (405 with `Allow: GET`); HEAD without
+ * content. With `cors`, browser pages of the allowed origins may read the answer.
+ */
+function getOnly(handler: (exchange: Exchange) => void, cors?: CorsPolicy): (res: HttpResponse, req: HttpRequest) => void {
   return (res, req) => {
     const method = req.getMethod();
     const exchange = new Exchange(res, method);
+    if (cors !== undefined) {
+      if (method === 'options' && cors.answerPreflight(exchange, req, 'GET')) return;
+      cors.mark(exchange, req);
+    }
     if (method !== 'get' && method !== 'head') {
       exchange.sendError(OAuthErrors.getOnly, { allow: 'GET' });
       return;

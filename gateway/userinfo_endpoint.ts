@@ -2,6 +2,7 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { BearerErrors, type BearerErrorEntry } from '../workers/protocol/oauth_errors.js';
 import type { FormParams, TokenTaskResult } from '../workers/protocol/token_task.js';
 import { maxBodyBytes, readBody, type BodyReceiver } from './http/body_reader.js';
+import type { CorsPolicy } from './http/cors.js';
 import { Exchange } from './http/exchange.js';
 import { isFormContentType } from './http/form_request.js';
 import { parseForm } from './http/form_parser.js';
@@ -11,6 +12,7 @@ export const userInfoPath = '/connect/userinfo';
 
 export interface UserInfoEndpointDeps {
   readonly dispatcher: WorkerDispatcher;
+  readonly cors?: CorsPolicy | undefined;
 }
 
 // RFC 6750 §2.1: `Bearer` (case-insensitive, RFC 9110 §11.1), one space, a b64token.
@@ -36,7 +38,7 @@ const challengeOfBody = new Map<string, BearerErrorEntry>(Object.values(BearerEr
  * and answers the claims; errors carry their `WWW-Authenticate` challenge (RFC 6750 §3).
  */
 export function createUserInfoEndpoint(deps: UserInfoEndpointDeps): (res: HttpResponse, req: HttpRequest) => void {
-  const { dispatcher } = deps;
+  const { dispatcher, cors } = deps;
 
   const dispatch = (exchange: Exchange, token: string): void => {
     const params: FormParams = Object.create(null) as FormParams;
@@ -47,6 +49,10 @@ export function createUserInfoEndpoint(deps: UserInfoEndpointDeps): (res: HttpRe
   return function userInfoEndpoint(res, req) {
     const method = req.getMethod();
     const exchange = new Exchange(res, method);
+    if (cors !== undefined) {
+      if (method === 'options' && cors.answerPreflight(exchange, req, 'GET, POST')) return;
+      cors.mark(exchange, req);
+    }
     if (method !== 'get' && method !== 'post') {
       sendBearerError(exchange, BearerErrors.methodNotAllowed, 'GET, POST');
       return;

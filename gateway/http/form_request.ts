@@ -2,6 +2,7 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { OAuthErrors, type OAuthErrorEntry } from '../../workers/protocol/oauth_errors.js';
 import type { FormParams } from '../../workers/protocol/token_task.js';
 import { maxBodyBytes, readBody, type BodyReceiver } from './body_reader.js';
+import type { CorsPolicy } from './cors.js';
 import { Exchange } from './exchange.js';
 import { parseForm, type FormParseFailure } from './form_parser.js';
 
@@ -19,6 +20,8 @@ export interface FormRoute {
   readonly postOnly: OAuthErrorEntry;
   /** Told the status of every answer (metrics). */
   readonly observe?: ((status: number) => void) | undefined;
+  /** Browser origins allowed to call the endpoint; `undefined` when no client lists one. */
+  readonly cors?: CorsPolicy | undefined;
 }
 
 /** An endpoint's own steps, run synchronously with the form {@link readForm} read. */
@@ -41,6 +44,10 @@ export function readForm<R extends FormRoute>(route: R, res: HttpResponse, req: 
   const method = req.getMethod();
   const exchange = new Exchange(res, method);
   exchange.observer = route.observe;
+  if (route.cors !== undefined) {
+    if (method === 'options' && route.cors.answerPreflight(exchange, req, 'POST')) return;
+    route.cors.mark(exchange, req);
+  }
   if (method !== 'post') {
     exchange.sendError(route.postOnly, { allow: 'POST' });
     return;

@@ -31,6 +31,8 @@ export interface ClientConfig {
   readonly allowedScopes: readonly string[];
   readonly allowOfflineAccess: boolean;
   readonly redirectUris: readonly string[];
+  /** Browser origins allowed to call the token, revocation and UserInfo endpoints (CORS; the gateway's). */
+  readonly allowedCorsOrigins: readonly string[];
   readonly requirePkce: boolean;
   /** Always `false`: PKCE is S256 only. */
   readonly allowPlainTextPkce: false;
