@@ -33,6 +33,7 @@ export function buildDiscoveryDocument(config: LoadedConfig, grantTypes: readonl
     introspection_endpoint: `${issuer}/connect/introspect`,
     revocation_endpoint: `${issuer}/connect/revocation`,
     userinfo_endpoint: `${issuer}/connect/userinfo`,
+    end_session_endpoint: `${issuer}/connect/endsession`,
     grant_types_supported: grantTypes,
     token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
     // API resources authenticate with Basic only; confidential clients as at the token endpoint.

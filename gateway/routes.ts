@@ -16,6 +16,7 @@ import { createIntrospectionEndpoint } from './introspection_endpoint.js';
 import type { GatewayMetrics } from './metrics.js';
 import { registerAuthorizeEndpoint } from './pages/authorize_endpoint.js';
 import { registerDeviceEndpoint } from './pages/device_endpoint.js';
+import { registerEndSessionEndpoint } from './pages/end_session_endpoint.js';
 import { PageSecrets } from './pages/session.js';
 import { createRevocationEndpoint } from './revocation_endpoint.js';
 import { createTokenEndpoint } from './token_endpoint.js';
@@ -67,6 +68,7 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   const secrets = pageSecretsOf(config, keys);
   registerAuthorizeEndpoint(app, { config, clients, scopes, secrets, dispatcher, store });
   registerDeviceEndpoint(app, { config, clients, secrets, dispatcher, store, logger: deps.logger });
+  registerEndSessionEndpoint(app, { issuer: config.issuer, clients, secrets, keys: () => keys });
 
   const jwksBody = buildJwksDocument(keys);
   const discovery = getOnly(

@@ -63,6 +63,14 @@ export const clientSchema = z.strictObject({
     )
     .default([])
     .describe('Exact redirect URIs for the authorization code flow.'),
+  postLogoutRedirectUris: z
+    .array(
+      z.url({ error: 'must be an absolute URL' }).refine((uri) => !uri.includes('#'), {
+        error: 'must not contain a fragment',
+      }),
+    )
+    .default([])
+    .describe('Exact URIs the end-session endpoint may send the browser back to after a sign-out (OIDC RP-Initiated Logout).'),
   allowedCorsOrigins: z
     .array(
       // abort: the origin check below parses the URL, so it must not run on one that is not.

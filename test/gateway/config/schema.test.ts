@@ -29,6 +29,7 @@ t.test('a client given only its required members has every member the workers re
     audiences: true,
     allowClientTokenExchange: true,
     allowedCorsOrigins: true,
+    postLogoutRedirectUris: true,
     redirectUris: true,
     requirePkce: true,
     allowPlainTextPkce: true,
