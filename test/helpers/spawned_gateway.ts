@@ -21,6 +21,8 @@ export interface LogLine {
 export interface SpawnedGateway {
   readonly url: string;
   readonly tokenUrl: string;
+  /** Where `/metrics` is served: the management listener, on a port of its own. */
+  readonly managementUrl: string;
   /** Every JSON log line written so far, worker threads' included. */
   logLines(): LogLine[];
   /** Everything written to stdout and stderr so far. */
@@ -45,6 +47,8 @@ export async function startSpawnedGateway(
   const raw = baseTestConfig();
   raw.issuer = `http://127.0.0.1:${port}`;
   raw.listen = { host: '127.0.0.1', port };
+  const managementPort = await freePort();
+  raw.management = { host: '127.0.0.1', port: managementPort };
   raw.logLevel = 'info';
   raw.validatorsDir = join(dir, 'validators');
   // A configured key: the development key would be written beside the working directory.
@@ -91,6 +95,7 @@ export async function startSpawnedGateway(
   return {
     url,
     tokenUrl: `${url}/connect/token`,
+    managementUrl: `http://127.0.0.1:${managementPort}`,
     logLines,
     output: () => output,
     async waitForLog(what, predicate, timeoutMs = 10_000) {
