@@ -64,10 +64,13 @@ export class TesseraBuilder {
     // Loaded on start only: the builder also validates configs for `tessera check-config`, and
     // every CLI command loads it; none but `start` needs the HTTP server and the worker pool.
     const { startGateway } = await import('./server.js');
+    const source = this.source;
     return startGateway({
       config,
       validatorModules: this.validatorModules,
       watchValidators: this.watch,
+      // SIGHUP reads the file again, with the same environment overrides.
+      ...(typeof source === 'string' ? { reloadConfig: (served) => this.reloadConfigFile(source, served) } : {}),
       ...(this.logger !== undefined ? { logger: this.logger } : {}),
     });
   }
@@ -86,6 +89,11 @@ export class TesseraBuilder {
     }
     if ('configDir' in this.source) return this.source as LoadedConfig;
     return validateConfig(this.source, { configDir: process.cwd(), ...env });
+  }
+
+  private async reloadConfigFile(configPath: string, served: readonly string[]): Promise<LoadedConfig> {
+    const extraGrantTypes = [...new Set([...served, ...(await this.peekValidatorGrantTypes(configPath))])];
+    return loadConfigFile(configPath, { extraGrantTypes, ...(this.env === undefined ? {} : { env: this.env }) });
   }
 
   // Config validation checks clients' grant types against what is registered, and validators

@@ -1,0 +1,51 @@
+/**
+ * What a config reload can apply to a running gateway (docs/operations.md, "Reload"): everything
+ * but the sections below, which a running process cannot change. Those keep their running values
+ * and are reported as needing a restart; the rest of the new file applies.
+ */
+import type { LoadedConfig } from './load.js';
+
+/**
+ * Sections fixed for the life of the process: the listening socket, the store connection, the
+ * pool's size and queues, the issuer every token and the pages' cookies carry, the watched
+ * validators folder, and the signing keys (reloaded on their own path, not from here).
+ */
+const fixedSections = ['issuer', 'listen', 'store', 'workers', 'validatorsDir', 'signing'] as const;
+
+export interface ReloadPlan {
+  /** The config to serve: the new file, with the fixed sections as they run now. */
+  readonly config: LoadedConfig;
+  /** Dotted paths changed in the file that take effect only after a restart. */
+  readonly needsRestart: readonly string[];
+}
+
+export function planReload(running: LoadedConfig, next: LoadedConfig): ReloadPlan {
+  const needsRestart: string[] = [];
+  const kept: Record<string, unknown> = {};
+  for (const section of fixedSections) {
+    needsRestart.push(...changedPaths(section, running[section], next[section]));
+    kept[section] = running[section];
+  }
+  const config: Record<string, unknown> = { ...next, ...kept };
+  // TLS can change its files live (they are re-read), but not be switched on or off.
+  if ((running.tls === undefined) !== (next.tls === undefined)) {
+    needsRestart.push('tls');
+    if (running.tls === undefined) delete config.tls;
+    else config.tls = running.tls;
+  }
+  return { config: Object.freeze(config) as LoadedConfig, needsRestart };
+}
+
+/** The leaves that differ between two plain JSON values, as dotted paths. */
+function changedPaths(path: string, before: unknown, after: unknown): string[] {
+  if (Object.is(before, after)) return [];
+  if (isRecord(before) && isRecord(after) && !Array.isArray(before) && !Array.isArray(after)) {
+    const names = new Set([...Object.keys(before), ...Object.keys(after)]);
+    return [...names].flatMap((name) => changedPaths(`${path}.${name}`, before[name], after[name]));
+  }
+  return JSON.stringify(before) === JSON.stringify(after) ? [] : [path];
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null;
+}
