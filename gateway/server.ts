@@ -191,7 +191,12 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       return run;
     };
     if (options.watchValidators !== false) {
-      stopWatching = watchValidators(config.validatorsDir, () => serially(reload.reload), logger);
+      stopWatching = watchValidators(
+        config.validatorsDir,
+        () => serially(reload.reload),
+        logger,
+        () => reload.modules.flatMap((module) => module.dataFiles),
+      );
     }
 
     // The memory store is one process's state: a second gateway sharing the port (SO_REUSEPORT,

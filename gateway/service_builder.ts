@@ -106,8 +106,9 @@ export class TesseraBuilder {
     } catch {
       return []; // loadConfigFile reports the unreadable file
     }
-    const files = await listValidatorFiles(path.resolve(path.dirname(configPath), dir));
-    return peekGrantTypes([...files.map((f) => pathToFileURL(f).href), ...this.validatorModules]);
+    const folder = path.resolve(path.dirname(configPath), dir);
+    const files = await listValidatorFiles(folder);
+    return peekGrantTypes([...files.map((f) => pathToFileURL(f).href), ...this.validatorModules], folder);
   }
 }
 

@@ -126,7 +126,7 @@ export async function startTestGateway(t: Test, options: TestGatewayOptions = {}
     ...(options.validatorsDir !== undefined ? await listValidatorFiles(options.validatorsDir) : []),
     ...(options.validatorModules ?? []),
   ].map((m) => (m.startsWith('file:') ? m : pathToFileURL(m).href));
-  const validatorGrantTypes = validatorUrls.length > 0 ? await peekGrantTypes(validatorUrls) : [];
+  const validatorGrantTypes = validatorUrls.length > 0 ? await peekGrantTypes(validatorUrls, options.validatorsDir) : [];
   const validate = (document: Record<string, unknown>, served: readonly string[] = []) =>
     validateConfig(document, {
       configDir: devKeyDir,
