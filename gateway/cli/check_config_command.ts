@@ -83,7 +83,14 @@ function describeStore(store: LoadedConfig['store']): string {
 
 function describeSigning(config: LoadedConfig): string {
   const { algorithm, keys } = config.signing;
-  if (keys.length === 0) return `${algorithm} with a development key (generated under .tessera/ at first start; not for production)`;
+  if (keys.length === 0) {
+    // gateway/key_loader.ts: on the memory store the key is a file, on Redis a record every gateway shares.
+    const where =
+      config.store.type === 'memory'
+        ? 'generated under .tessera/ at first start'
+        : 'generated at first start and kept in the store, shared by every gateway';
+    return `${algorithm} with a development key (${where}; not for production)`;
+  }
   const files = keys.map((key, i) => `${displayPath(key.file)}${i === 0 ? ' (signs)' : ' (published)'}`);
   return `${algorithm} with ${files.join(', ')}`;
 }

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -92,6 +92,12 @@ t.test('help', async (t) => {
     t.equal(flag.stdout, help.stdout);
   });
 
+  t.test('--version prints the package version', async (t) => {
+    const result = await tessera(['--version']);
+    const { version } = JSON.parse(await readFile(join(repoRoot, 'package.json'), 'utf8')) as { version: string };
+    t.same(result, { code: 0, stdout: `tessera ${version}\n`, stderr: '' });
+  });
+
   t.test('an unknown command exits 2 with a message and the help', async (t) => {
     const result = await tessera(['frobnicate']);
     t.equal(result.code, 2);
@@ -168,6 +174,20 @@ t.test('check-config', async (t) => {
     for (const clientId of demoClientIds) t.match(result.stdout, new RegExp(`^  ${clientId.replace('.', '\\.')}: `, 'm'), clientId);
   });
 
+  t.test('on Redis the development key is said to live in the store, not under .tessera/', async (t) => {
+    const dir = t.testdir({
+      'redis.json': JSON.stringify({ issuer: 'http://127.0.0.1:5000', store: { type: 'redis', url: 'redis://:hunter2@127.0.0.1:6379' } }),
+    });
+    const result = await tessera(['check-config', 'redis.json'], { cwd: dir });
+    t.equal(result.code, 0, result.stderr);
+    t.match(
+      result.stdout,
+      /^signing +ES256 with a development key \(generated at first start and kept in the store, shared by every gateway; not for production\)$/m,
+    );
+    t.notMatch(result.stdout, /\.tessera/);
+    t.notMatch(result.stdout, /hunter2/, 'the Redis password masked');
+  });
+
   t.test('a broken config exits 2 with one line per problem', async (t) => {
     const dir = t.testdir({ 'broken.json': brokenConfig() });
     const result = await tessera(['check-config', 'broken.json'], { cwd: dir });
@@ -219,6 +239,11 @@ t.test('check-config', async (t) => {
 
 t.test('keys generate', async (t) => {
   t.jobs = 4;
+  t.test("its default folder, keys/ at the repository's root, is git-ignored", async (t) => {
+    const check = spawnSync('git', ['check-ignore', '--quiet', 'keys/signing-ES256-abcdefgh.jwk.json'], { cwd: repoRoot });
+    if (check.error !== undefined) t.comment('git is not installed: not checked');
+    else t.equal(check.status, 0, 'git check-ignore: ignored');
+  });
   t.test('writes a private JWK with mode 0600 whose kid is its RFC 7638 thumbprint', async (t) => {
     const dir = t.testdir({});
     const result = await tessera(['keys', 'generate', '--alg', 'EdDSA'], { cwd: dir });
@@ -265,6 +290,20 @@ t.test('keys generate', async (t) => {
 
 t.test('start', async (t) => {
   t.jobs = 4;
+  t.test('on Redis the development key is said to live in the store, not under .tessera/', async (t) => {
+    const dir = t.testdir({
+      'redis.json': JSON.stringify({ issuer: 'http://127.0.0.1:5000', store: { type: 'redis', url: 'redis://:hunter2@127.0.0.1:6379' } }),
+    });
+    const result = await tessera(['check-config', 'redis.json'], { cwd: dir });
+    t.equal(result.code, 0, result.stderr);
+    t.match(
+      result.stdout,
+      /^signing +ES256 with a development key \(generated at first start and kept in the store, shared by every gateway; not for production\)$/m,
+    );
+    t.notMatch(result.stdout, /\.tessera/);
+    t.notMatch(result.stdout, /hunter2/, 'the Redis password masked');
+  });
+
   t.test('a broken config exits 2 with one line per problem', async (t) => {
     const dir = t.testdir({ 'broken.json': brokenConfig() });
     const result = await tessera(['start', '--config', 'broken.json'], { cwd: dir });
