@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -59,11 +60,7 @@ export async function loadValidatorModules(
   const support = await supportVersions(sources.dir);
 
   const problems: { path: string; message: string }[] = [];
-  const loaded: ValidatorModule[] = [];
-  const owners = new Map<string, string>();
-  let passwordOwner: string | undefined;
-  for (const grantType of reservedGrantTypes) owners.set(grantType, 'a built-in grant');
-
+  const inspected: ValidatorModule[] = [];
   for (const spec of specs) {
     const url = spec.startsWith('file:') ? spec : pathToFileURL(spec).href;
     const file = url.startsWith('file:') ? fileURLToPath(url) : url;
@@ -71,23 +68,41 @@ export async function loadValidatorModules(
       const importVersion = await importVersionOf(file, support);
       const { kind, grantType, dataFiles } = await inspectValidator(url, file, importVersion);
       const dataVersions = await Promise.all(dataFiles.map(versionOf));
-      const version = [importVersion, ...dataVersions].join('+');
-      if (kind === 'resource_owner_password') {
-        if (passwordOwner !== undefined) throw new Error(`a password validator is already registered by ${passwordOwner}`);
-        passwordOwner = file;
-        loaded.push({ file, url, kind, grantType, version, dataFiles });
-        continue;
-      }
-      const owner = owners.get(grantType);
-      if (owner !== undefined) throw new Error(`grant type "${grantType}" is already registered by ${owner}`);
-      owners.set(grantType, file);
-      loaded.push({ file, url, kind, grantType, version, dataFiles });
+      inspected.push({ file, url, kind, grantType, version: [importVersion, ...dataVersions].join('+'), dataFiles });
     } catch (err) {
       problems.push({ path: file, message: (err as Error).message });
     }
   }
+  problems.push(...collisionsOf(inspected, new Set(reservedGrantTypes)));
   if (problems.length > 0) throw new ConfigError(problems);
-  return loaded;
+  return inspected;
+}
+
+/**
+ * Two modules that claim one grant type (or the password check) are both at fault, whichever
+ * sorts first: each is named with the other(s), so the file just added is among those named.
+ */
+function collisionsOf(modules: readonly ValidatorModule[], reserved: ReadonlySet<string>): { path: string; message: string }[] {
+  const claims = new Map<string, ValidatorModule[]>();
+  for (const module of modules) {
+    const key = module.kind === 'resource_owner_password' ? '' : module.grantType;
+    claims.set(key, [...(claims.get(key) ?? []), module]);
+  }
+  const problems: { path: string; message: string }[] = [];
+  for (const [grantType, claimants] of claims) {
+    if (grantType !== '' && reserved.has(grantType)) {
+      for (const { file } of claimants)
+        problems.push({ path: file, message: `grant type "${grantType}" is already registered by a built-in grant` });
+      continue;
+    }
+    if (claimants.length < 2) continue;
+    for (const { file } of claimants) {
+      const others = claimants.filter((other) => other.file !== file).map((other) => other.file);
+      const what = grantType === '' ? 'a password validator' : `grant type "${grantType}"`;
+      problems.push({ path: file, message: `${what} is also registered by ${others.join(', ')}` });
+    }
+  }
+  return problems.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
 /**
@@ -152,7 +167,7 @@ async function inspectValidator(url: string, file: string, version: string): Pro
   try {
     module = (await import(versionedUrl)) as { default?: unknown; dataFiles?: unknown };
   } catch (err) {
-    throw new Error(`cannot be imported: ${(err as Error).message.split('\n')[0]}`);
+    throw new Error(`cannot be imported: ${describeImportFailure(err, file)}`);
   }
   const Validator = module.default;
   // An arrow function has no prototype and cannot be constructed: not a class either.
@@ -176,6 +191,27 @@ async function inspectValidator(url: string, file: string, version: string): Pro
   }
   inspections.set(versionedUrl, inspection);
   return inspection;
+}
+
+/**
+ * The first line of what went wrong, and where, for a module that does not compile. tsx (esbuild)
+ * reports `Transform failed with 1 error:` and the file, line and column on the next line; Node
+ * reports a JavaScript syntax error of an ES module without its line, which `node --check` prints
+ * (run only on this failure path).
+ */
+function describeImportFailure(err: unknown, file: string): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const lines = message.split('\n');
+  if (lines[0]?.startsWith('Transform failed')) {
+    const located = /:(\d+):(\d+): ERROR: (.*)$/.exec(lines[1] ?? '');
+    if (located !== null) return `line ${located[1]}, column ${located[2]}: ${located[3]}`;
+  }
+  if (err instanceof SyntaxError && path.isAbsolute(file)) {
+    const check = spawnSync(process.execPath, ['--check', file], { encoding: 'utf8', timeout: 10_000 });
+    const where = /^.*:(\d+)$/m.exec(check.stderr ?? '');
+    if (where !== null) return `line ${where[1]}: ${lines[0]}`;
+  }
+  return lines[0] ?? '';
 }
 
 /**
