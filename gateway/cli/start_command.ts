@@ -111,10 +111,16 @@ export function formatBanner(config: LoadedConfig, gateway: Pick<RunningGateway,
   // proxy in front of the listening address.
   const endpoints: [string, string][] = [
     ['token', '/connect/token'],
+    ['authorize', '/connect/authorize'],
+    ['device', '/connect/deviceauthorization'],
+    ['user code', '/device'],
+    ['introspect', '/connect/introspect'],
+    ['revocation', '/connect/revocation'],
     ['discovery', '/.well-known/openid-configuration'],
     ['jwks', '/.well-known/openid-configuration/jwks'],
     ['healthz', '/healthz'],
     ['readyz', '/readyz'],
+    ['metrics', '/metrics'],
   ];
   const lines = ['Tessera is running.', `  issuer     ${config.issuer}`, `  listening  ${gateway.url}`];
   if (config.configPath !== undefined) lines.push(`  config     ${config.configPath}`);

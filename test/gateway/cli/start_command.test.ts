@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfigFile, validateConfig } from '../../../gateway/config/load.js';
 import { formatBanner } from '../../../gateway/cli/start_command.js';
+import { startTestGateway } from '../../helpers/test_gateway.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -14,6 +15,12 @@ t.test('the banner shows the issuer, the endpoints and the demo credentials', as
   t.ok(lines.includes('  listening  http://127.0.0.1:5000'));
   for (const line of [
     '  token      http://127.0.0.1:5000/connect/token',
+    '  authorize  http://127.0.0.1:5000/connect/authorize',
+    '  device     http://127.0.0.1:5000/connect/deviceauthorization',
+    '  user code  http://127.0.0.1:5000/device',
+    '  introspect http://127.0.0.1:5000/connect/introspect',
+    '  revocation http://127.0.0.1:5000/connect/revocation',
+    '  metrics    http://127.0.0.1:5000/metrics',
     '  discovery  http://127.0.0.1:5000/.well-known/openid-configuration',
     '  jwks       http://127.0.0.1:5000/.well-known/openid-configuration/jwks',
     '  healthz    http://127.0.0.1:5000/healthz',
@@ -25,6 +32,7 @@ t.test('the banner shows the issuer, the endpoints and the demo credentials', as
   t.match(banner, /^  client +spa +\(none\) +public client/m);
   t.match(banner, /^  user +alice +alice +subject 818727$/m);
   t.match(banner, /^  user +bob +bob +subject 88421113$/m);
+  t.match(banner, /^  apiResource +urn:api2 +secret +introspection; in Basic send the id as urn%3Aapi2$/m);
   t.match(banner, /Press Ctrl-C to stop\.\n$/);
 });
 
@@ -35,4 +43,15 @@ t.test('the banner has no credentials section without demoCredentials', async (t
   t.match(banner, /^  listening  http:\/\/127\.0\.0\.1:41234$/m);
   t.match(banner, /^  overrides  TESSERA_PORT$/m);
   t.match(banner, /^  token      https:\/\/auth\.example\.com\/connect\/token$/m);
+});
+
+t.test('every endpoint the banner lists is served', async (t) => {
+  const gw = await startTestGateway(t);
+  const paths = [...formatBanner(gw.config, gw).matchAll(/^  [a-z ]{10} http:\/\/127\.0\.0\.1:\d+(\/\S*)$/gm)].map((m) => m[1] as string);
+  t.equal(paths.length, 11);
+  for (const path of paths) {
+    const res = await fetch(`${gw.url}${path}`);
+    await res.arrayBuffer();
+    t.not(res.status, 404, `${path} is a route`);
+  }
 });
