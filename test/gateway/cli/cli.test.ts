@@ -188,6 +188,23 @@ t.test('check-config', async (t) => {
     t.notMatch(result.stdout, /hunter2/, 'the Redis password masked');
   });
 
+  t.test('checks the validator modules as start does: two claiming one grant type exit 2, each named', async (t) => {
+    const validator = "export default class { readonly grantType = 'twice'; async validate() {} }\n";
+    const dir = t.testdir({
+      'tessera.json': JSON.stringify({ issuer: 'http://127.0.0.1:5000', validatorsDir: 'v' }),
+      v: { 'a.ts': validator, 'b.ts': validator },
+    });
+    const result = await tessera(['check-config', 'tessera.json'], { cwd: dir });
+    t.same(result, {
+      code: 2,
+      stdout: '',
+      stderr:
+        'error: tessera.json has 2 problems:\n' +
+        `${join(dir, 'v/a.ts')}: grant type "twice" is also registered by ${join(dir, 'v/b.ts')}\n` +
+        `${join(dir, 'v/b.ts')}: grant type "twice" is also registered by ${join(dir, 'v/a.ts')}\n`,
+    });
+  });
+
   t.test('a broken config exits 2 with one line per problem', async (t) => {
     const dir = t.testdir({ 'broken.json': brokenConfig() });
     const result = await tessera(['check-config', 'broken.json'], { cwd: dir });
@@ -302,6 +319,23 @@ t.test('start', async (t) => {
     );
     t.notMatch(result.stdout, /\.tessera/);
     t.notMatch(result.stdout, /hunter2/, 'the Redis password masked');
+  });
+
+  t.test('checks the validator modules as start does: two claiming one grant type exit 2, each named', async (t) => {
+    const validator = "export default class { readonly grantType = 'twice'; async validate() {} }\n";
+    const dir = t.testdir({
+      'tessera.json': JSON.stringify({ issuer: 'http://127.0.0.1:5000', validatorsDir: 'v' }),
+      v: { 'a.ts': validator, 'b.ts': validator },
+    });
+    const result = await tessera(['check-config', 'tessera.json'], { cwd: dir });
+    t.same(result, {
+      code: 2,
+      stdout: '',
+      stderr:
+        'error: tessera.json has 2 problems:\n' +
+        `${join(dir, 'v/a.ts')}: grant type "twice" is also registered by ${join(dir, 'v/b.ts')}\n` +
+        `${join(dir, 'v/b.ts')}: grant type "twice" is also registered by ${join(dir, 'v/a.ts')}\n`,
+    });
   });
 
   t.test('a broken config exits 2 with one line per problem', async (t) => {
