@@ -42,17 +42,20 @@ export class Listener {
     private readonly options: ListenerOptions,
     private socket: uWS.us_listen_socket | undefined,
     readonly port: number,
+    /** The certificate and key in service, to skip a reload that would change nothing. */
+    private served: TlsPair | undefined,
   ) {}
 
   static async open(options: ListenerOptions): Promise<Listener> {
-    const app = await createApp(options.tls);
+    const pair = options.tls === undefined ? undefined : await readTlsPair(options.tls);
+    const app = createApp(options.tls, pair);
     options.mount(app);
     const socket = await listenOnce(app, options.host, options.port, options.exclusive);
     if (socket === false) {
       app.close();
       throw new Error(portInUse(options));
     }
-    const listener = new Listener(options, socket, uWS.us_socket_local_port(socket as unknown as uWS.us_socket));
+    const listener = new Listener(options, socket, uWS.us_socket_local_port(socket as unknown as uWS.us_socket), pair);
     listener.apps.push(app);
     return listener;
   }
@@ -67,7 +70,10 @@ export class Listener {
    */
   async reloadTls(tls: TlsFiles): Promise<void> {
     if (this.socket === undefined) return;
-    const app = await createApp(tls);
+    const pair = await readTlsPair(tls);
+    // A reload of the config alone must not cost the moment without a listening socket.
+    if (this.served !== undefined && pair.cert.equals(this.served.cert) && pair.key.equals(this.served.key)) return;
+    const app = createApp(tls, pair);
     this.options.mount(app);
     uWS.us_listen_socket_close(this.socket);
     this.socket = undefined;
@@ -76,6 +82,7 @@ export class Listener {
       const socket = await listenOnce(app, this.options.host, this.port, this.options.exclusive);
       if (socket !== false) {
         this.socket = socket;
+        this.served = pair;
         this.apps.push(app);
         return;
       }
@@ -97,9 +104,13 @@ export class Listener {
   }
 }
 
-/** A plain app, or a TLS app once its files are read and known to make a working pair. */
-async function createApp(tls: TlsFiles | undefined): Promise<uWS.TemplatedApp> {
-  if (tls === undefined) return uWS.App();
+interface TlsPair {
+  readonly cert: Buffer;
+  readonly key: Buffer;
+}
+
+/** The certificate and key, read and known to make a working pair. */
+async function readTlsPair(tls: TlsFiles): Promise<TlsPair> {
   let cert: Buffer;
   let key: Buffer;
   try {
@@ -113,6 +124,13 @@ async function createApp(tls: TlsFiles | undefined): Promise<uWS.TemplatedApp> {
   } catch (err) {
     throw new Error(`tls: ${tls.certFile} and ${tls.keyFile} are not a usable certificate and key (${(err as Error).message})`);
   }
+  return { cert, key };
+}
+
+/** A plain app, or a TLS app on files {@link readTlsPair} checked. */
+function createApp(tls: TlsFiles | undefined, pair: TlsPair | undefined): uWS.TemplatedApp {
+  if (tls === undefined || pair === undefined) return uWS.App();
+  // uWS reads the files itself (it takes no PEM text); they were checked a moment ago.
   return uWS.SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile });
 }
 

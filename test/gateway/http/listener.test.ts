@@ -112,6 +112,14 @@ t.test('the pages set __Host- cookies under an https issuer', async (t) => {
   }
 });
 
+t.test('a reload with unchanged files serves on with the same certificate', async (t) => {
+  const socket = connect({ host: '127.0.0.1', port: gw.port, ca });
+  await new Promise((resolve) => socket.once('secureConnect', resolve));
+  t.same(await gw.reloadWith(() => {}), { applied: true, problems: [], needsRestart: [] });
+  t.equal(await servedCommonName(), 'first');
+  socket.end();
+});
+
 t.test('a reload reads the certificate again; a bad pair is refused and the running one stays', async (t) => {
   copyFileSync(second.cert, certFile);
   copyFileSync(second.key, keyFile);
