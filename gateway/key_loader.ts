@@ -2,10 +2,7 @@ import { createPrivateKey } from 'node:crypto';
 import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
-import type { Logger } from 'pino';
-import type { Store } from '../workers/store/store.js';
 import { isSigningAlgorithm, type SigningAlgorithm, type SigningKeyMaterial } from '../workers/protocol/signing_key.js';
-import type { LoadedConfig } from './config/load.js';
 
 /** Key type each algorithm needs (RFC 7518 §3, RFC 8037). */
 const keyTypeOf: Record<SigningAlgorithm, readonly string[]> = {
@@ -22,7 +19,7 @@ export class KeyLoadError extends Error {
   }
 }
 
-/** Reads one private JWK file and checks that it can sign with its algorithm. */
+/** Reads one private JWK file and checks that it can sign with `signing.algorithm`. */
 export async function readSigningKeyFile(file: string, defaultAlg: SigningAlgorithm): Promise<SigningKeyMaterial> {
   let jwk: JWK;
   try {
@@ -39,6 +36,9 @@ export async function checkSigningKey(jwk: JWK, defaultAlg: SigningAlgorithm, la
   }
   const alg = jwk.alg ?? defaultAlg;
   if (!isSigningAlgorithm(alg)) throw new KeyLoadError(`${label}: unsupported algorithm "${String(alg)}"`);
+  // One algorithm per issuer: a key of another would sign tokens that clients configured for
+  // signing.algorithm refuse, and ID token hashes (OIDC Core §3.1.3.6) depend on it.
+  if (alg !== defaultAlg) throw new KeyLoadError(`${label}: its algorithm "${alg}" is not signing.algorithm "${defaultAlg}"`);
   let keyType: string;
   try {
     const key = createPrivateKey({ key: jwk as import('node:crypto').JsonWebKey, format: 'jwk' });
@@ -59,47 +59,21 @@ export async function generateSigningKey(alg: SigningAlgorithm): Promise<Signing
   return { kid, alg, jwk: { ...jwk, kid, alg, use: 'sig' } };
 }
 
-const devKeyTtlMs = 365 * 24 * 3600 * 1000;
-
-/**
- * The configured keys, or a development key: generated once and reused. On Redis it lives in the
- * store so that every gateway instance signs with the same key; on the memory store it is a file
- * under `.tessera/` in the working directory (git-ignored).
- */
-export async function loadSigningKeys(
-  config: LoadedConfig,
-  store: Store,
-  logger: Logger,
-  devKeyDir = path.resolve('.tessera'),
-): Promise<SigningKeyMaterial[]> {
-  const alg = config.signing.algorithm;
-  if (config.signing.keys.length > 0) {
-    const keys: SigningKeyMaterial[] = [];
-    for (const { file } of config.signing.keys) keys.push(await readSigningKeyFile(file, alg));
-    const kids = new Set(keys.map((k) => k.kid));
-    if (kids.size !== keys.length) throw new KeyLoadError('signing keys: two keys share a kid');
-    return keys;
-  }
-  let key: SigningKeyMaterial;
-  if (config.store.type === 'memory') {
-    key = await loadDevKeyFile(path.join(devKeyDir, `dev-signing-key-${alg}.jwk.json`), alg);
-    logger.warn(
-      { kid: key.kid, file: path.join(devKeyDir, `dev-signing-key-${alg}.jwk.json`) },
-      'no signing keys configured: using a development key; configure signing.keys for production',
-    );
-  } else {
-    const candidate = await generateSigningKey(alg);
-    const stored = await store.putIfAbsent<SigningKeyMaterial>({ kind: 'key', id: `dev-signing-key:${alg}` }, candidate, devKeyTtlMs);
-    key = await checkSigningKey(stored.jwk, alg, 'development key in the store');
-    logger.warn(
-      { kid: key.kid },
-      'no signing keys configured: using a development key shared through the store; configure signing.keys for production',
-    );
-  }
-  return [key];
+/** Reads every configured key file: each must have `signing.algorithm`, and no two share a kid. */
+export async function readSigningKeyFiles(files: readonly string[], alg: SigningAlgorithm): Promise<SigningKeyMaterial[]> {
+  const keys: SigningKeyMaterial[] = [];
+  for (const file of files) keys.push(await readSigningKeyFile(file, alg));
+  const kids = new Set(keys.map((k) => k.kid));
+  if (kids.size !== keys.length) throw new KeyLoadError('signing keys: two keys share a kid');
+  return keys;
 }
 
-async function loadDevKeyFile(file: string, alg: SigningAlgorithm): Promise<SigningKeyMaterial> {
+/**
+ * The development key on the memory store: generated once into `file` (under `.tessera/`,
+ * git-ignored) and reused, so that tokens survive a restart. It is the first key of the store-kept
+ * set (gateway/keys/store_key_source.ts).
+ */
+export async function loadDevKeyFile(file: string, alg: SigningAlgorithm): Promise<SigningKeyMaterial> {
   if (await exists(file)) return readWhenComplete(file, alg);
   await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
   const key = await generateSigningKey(alg);

@@ -1,13 +1,13 @@
+import type { Logger } from 'pino';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { RegisteredClient } from '../workers/protocol/client_model.js';
 import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
-import type { SigningKeyMaterial } from '../workers/protocol/signing_key.js';
 import { ScopeRules } from '../workers/grants/scope_rules.js';
 import type { Store } from '../workers/store/store.js';
 import type { ClientAuthenticationDeps } from './client_authentication/step.js';
 import type { LoadedConfig } from './config/load.js';
 import { createDeviceAuthorizationEndpoint, deviceAuthorizationPath } from './device_authorization_endpoint.js';
-import { buildJwksDocument, discoveryPath, jwksPath } from './discovery.js';
+import { discoveryPath, jwksPath } from './discovery.js';
 import { Exchange } from './http/exchange.js';
 import { withStrictFraming } from './http/framing.js';
 import { createIntrospectionEndpoint } from './introspection_endpoint.js';
@@ -18,11 +18,15 @@ import { PageSecrets } from './pages/session.js';
 import { createRevocationEndpoint } from './revocation_endpoint.js';
 import { createTokenEndpoint } from './token_endpoint.js';
 import type { WorkerDispatcher } from './worker_dispatcher.js';
+import type { KeyRing } from './keys/key_ring.js';
 
 /** What the routes are built from; everything here is made once at start. */
 export interface RouteDeps {
   readonly config: LoadedConfig;
-  readonly keys: readonly SigningKeyMaterial[];
+  /** The signing keys: the JWKS follows a rotation or a reload. */
+  readonly keys: KeyRing;
+  /** The pages' own secret (gateway/keys/page_secret.ts), unaffected by key rotation. */
+  readonly pageSecret: string;
   readonly store: Store;
   readonly clients: ReadonlyMap<string, RegisteredClient>;
   /** One authenticator and one throttle for every endpoint that authenticates clients. */
@@ -34,6 +38,8 @@ export interface RouteDeps {
   readonly discoveryBody: () => string;
   /** True once a graceful stop has begun: `/readyz` answers 503 from then on. */
   readonly draining: () => boolean;
+  /** Security event lines of the pages (docs/security.md). */
+  readonly logger: Logger;
 }
 
 /**
@@ -55,18 +61,20 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
     deviceAuthorizationPath,
     createDeviceAuthorizationEndpoint({ ...clientAuthentication, scopes, store, rate: config.throttling.deviceAuthorization }),
   );
-  const secrets = pageSecretsOf(config, keys);
+  const secrets = pageSecretsOf(config, deps.pageSecret);
   registerAuthorizeEndpoint(app, { config, clients, scopes, secrets, dispatcher, store });
-  registerDeviceEndpoint(app, { config, clients, secrets, dispatcher, store });
+  registerDeviceEndpoint(app, { config, clients, secrets, dispatcher, store, logger: deps.logger });
 
-  const jwksBody = buildJwksDocument(keys);
+  // Resource servers cache both; a new key is published at least this long before it signs
+  // (signing.rotation.propagation, docs/operations.md "Signing keys and rotation").
+  const publicCache = `public, max-age=${config.signing.jwksMaxAgeSeconds}`;
   app.any(
     discoveryPath,
-    getOnly((ex) => ex.sendStatic(200, 'application/json; charset=utf-8', deps.discoveryBody(), 'public, max-age=300')),
+    getOnly((ex) => ex.sendStatic(200, 'application/json; charset=utf-8', deps.discoveryBody(), publicCache)),
   );
   app.any(
     jwksPath,
-    getOnly((ex) => ex.sendStatic(200, 'application/jwk-set+json', jwksBody, 'public, max-age=300')),
+    getOnly((ex) => ex.sendStatic(200, 'application/jwk-set+json', keys.jwksBody, publicCache)),
   );
 
   app.any(
@@ -75,7 +83,7 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   );
   app.any(
     '/readyz',
-    getOnly((ex) => answerReadiness(ex, { store, dispatcher, keyCount: keys.length, draining: deps.draining })),
+    getOnly((ex) => answerReadiness(ex, { store, dispatcher, keyCount: () => keys.set.keys.length, draining: deps.draining })),
   );
   app.any(
     '/metrics',
@@ -92,23 +100,18 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
 }
 
 /**
- * Keys for the pages' cookies and CSRF tokens, derived from the first signing key because every
- * instance behind one issuer shares it (docs/operations.md, "Several gateways").
+ * Keys for the pages' cookies and CSRF tokens, from their own secret that every instance behind
+ * one issuer shares (docs/operations.md, "Several gateways"), never from a signing key: a
+ * rotation must not end sign-ins or break forms.
  */
-function pageSecretsOf(config: LoadedConfig, keys: readonly SigningKeyMaterial[]): PageSecrets {
-  const firstKey = keys[0] as SigningKeyMaterial;
-  return new PageSecrets(
-    `${firstKey.kid}:${String(firstKey.jwk.d)}`,
-    new URL(config.issuer).origin,
-    config.issuer.startsWith('https:'),
-    config.sessionLifetimeSeconds * 1000,
-  );
+function pageSecretsOf(config: LoadedConfig, secret: string): PageSecrets {
+  return new PageSecrets(secret, new URL(config.issuer).origin, config.issuer.startsWith('https:'), config.sessionLifetimeSeconds * 1000);
 }
 
 interface Readiness {
   readonly store: Store;
   readonly dispatcher: WorkerDispatcher;
-  readonly keyCount: number;
+  readonly keyCount: () => number;
   readonly draining: () => boolean;
 }
 
@@ -129,7 +132,7 @@ function answerReadiness(exchange: Exchange, readiness: Readiness): void {
 async function checkReady({ store, dispatcher, keyCount, draining }: Readiness): Promise<string[]> {
   const problems: string[] = [];
   if (draining()) problems.push('draining');
-  if (keyCount === 0) problems.push('no signing keys');
+  if (keyCount() === 0) problems.push('no signing keys');
   if (dispatcher.currentPool.threads.length === 0) problems.push('no worker threads');
   try {
     await store.checkReady();

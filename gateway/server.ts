@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Piscina } from 'piscina';
 import { pino, type Logger } from 'pino';
@@ -12,7 +13,8 @@ import { ConfigError, formatProblems, type ConfigProblem } from './config/config
 import type { LoadedConfig } from './config/load.js';
 import { planReload } from './config/reload_plan.js';
 import { buildDiscoveryDocument } from './discovery.js';
-import { loadSigningKeys } from './key_loader.js';
+import { KeyRing, type KeyReloadResult } from './keys/key_ring.js';
+import { loadPageSecret } from './keys/page_secret.js';
 import { GatewayMetrics } from './metrics.js';
 import { Listener } from './http/listener.js';
 import { recordRoutes, RouteTable } from './http/route_table.js';
@@ -40,6 +42,8 @@ export interface StartOptions {
   watchValidators?: boolean;
   /** Where the development key file lives on the memory store; defaults to `./.tessera`. */
   devKeyDir?: string;
+  /** Reload signing keys when a configured key file changes (default true). */
+  watchKeys?: boolean;
   /**
    * Reads and validates the config again for {@link RunningGateway.reload}, knowing the grant
    * types the validators serve now (the builder passes one that re-reads the config file).
@@ -75,6 +79,13 @@ export interface RunningGateway {
    */
   reload(): Promise<ReloadResult>;
   /**
+   * Reads the signing keys again (docs/operations.md, "Signing keys and rotation"): the key files,
+   * or with `config` the key files it lists; or the store for store-kept keys. A key file that
+   * cannot be used keeps the running keys (logged, and `ok: false`). `tessera start` calls it on
+   * SIGHUP.
+   */
+  reloadKeys(config?: LoadedConfig): Promise<KeyReloadResult>;
+  /**
    * Graceful stop (docs/operations.md, "Signals and shutdown"): `/readyz` turns 503 at once and
    * requests are still served for `drainSeconds` (default 0: embedding code and tests stop at
    * once; `tessera start` passes the config's `shutdown.drainSeconds` on SIGTERM); then the
@@ -105,8 +116,12 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   let pool: Piscina | undefined;
   let listener: Listener | undefined;
   let stopWatching = (): void => {};
+  let keyRing: KeyRing | undefined;
   try {
-    const keys = await loadSigningKeys(config, store, logger, options.devKeyDir);
+    const devKeyDir = options.devKeyDir ?? path.resolve('.tessera');
+    keyRing = await KeyRing.open({ config, store, logger, devKeyDir, watch: options.watchKeys !== false });
+    const keys = keyRing;
+    const pageSecret = await loadPageSecret(config, store, devKeyDir);
 
     const grantModules = (options.grantModules ?? []).map(toModuleUrl);
     const internalGrantTypes = await grantTypesOfModules(grantModules);
@@ -117,7 +132,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     const startPoolWith = (poolConfig: LoadedConfig, modules: readonly ValidatorModule[]): Promise<Piscina> =>
       startWorkerPool({
         config: poolConfig,
-        keys,
+        keySet: keys.cell,
         grantModules,
         validatorModules: modules.filter((m) => m.kind === 'extension_grant').map((m) => m.url),
         passwordValidatorModule: modules.find((m) => m.kind === 'resource_owner_password')?.url ?? null,
@@ -132,7 +147,11 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     const dispatcher = new WorkerDispatcher(pool, {
       threads: config.workers.threads,
       maxQueue: config.workers.maxQueue,
-      passwordLane: { concurrency: config.workers.passwordConcurrency, maxQueue: config.workers.passwordMaxQueue },
+      passwordLane: {
+        concurrency: config.workers.passwordConcurrency,
+        maxQueue: config.workers.passwordMaxQueue,
+        shedDelayMs: config.workers.passwordShedDelayMs,
+      },
       // A thread stuck past the validators' own time limit is terminated (docs/operations.md,
       // "Worker faults"); never under a second, so a loaded machine's slow event loop is not
       // mistaken for a stuck thread.
@@ -152,13 +171,13 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
         startPool,
         replacePool: (next) => dispatcher.replacePool(next),
         onReloaded: (grantTypes) => {
-          discoveryBody = buildDiscoveryDocument(config, [...grantTypes], keys);
+          discoveryBody = buildDiscoveryDocument(config, [...grantTypes], keys.set.keys);
         },
         logger,
       },
       validators,
     );
-    discoveryBody = buildDiscoveryDocument(config, [...reload.grantTypes], keys);
+    discoveryBody = buildDiscoveryDocument(config, [...reload.grantTypes], keys.set.keys);
 
     // Every route built from one config; a reload builds a new set and swaps it in. The failure
     // throttle keeps its counts across reloads unless its limits change.
@@ -170,6 +189,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
           registerRoutes(app, {
             config: routeConfig,
             keys,
+            pageSecret,
             store,
             clients,
             clientAuthentication: { issuer: routeConfig.issuer, authenticator: new ClientAuthenticator(clients), throttle },
@@ -178,6 +198,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
             grantTypes: () => reload.grantTypes,
             discoveryBody: () => discoveryBody,
             draining: () => draining,
+            logger,
           }),
         new TrustedProxies(routeConfig.trustedProxies, routeConfig.forwardedHeader),
       );
@@ -252,7 +273,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       config = nextConfig;
       routes.replace(nextRoutes);
       const replaced = dispatcher.replacePool(nextPool);
-      discoveryBody = buildDiscoveryDocument(config, [...reload.grantTypes], keys);
+      discoveryBody = buildDiscoveryDocument(config, [...reload.grantTypes], keys.set.keys);
       logger.level = config.logLevel;
       if (plan.needsRestart.length > 0) {
         logger.warn({ needsRestart: plan.needsRestart }, `config reloaded; changes to ${plan.needsRestart.join(', ')} need a restart`);
@@ -282,6 +303,9 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
         return config;
       },
       reload: () => serially(() => reloadConfig()),
+      reloadKeys(next) {
+        return keys.reload(next);
+      },
       stop(stopOptions) {
         stopping ??= (async () => {
           draining = true;
@@ -291,6 +315,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
             await delay(drainSeconds * 1000);
           }
           stopWatching();
+          keys.stop();
           reload.cancel();
           running.stopListening();
           await Promise.race([dispatcher.drain(), delay(config.shutdown.requestTimeoutSeconds * 1000)]);
@@ -306,6 +331,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   } catch (err) {
     stopWatching();
     listener?.close();
+    keyRing?.stop();
     await pool?.destroy().catch(() => {});
     storeHost?.close();
     await store.close().catch(() => {});

@@ -18,9 +18,10 @@ export interface DispatcherOptions {
   onBatch?: (size: number) => void;
   /**
    * The password lane's bounds (docs/operations.md, "Lanes"): password checks running at once,
-   * and waiting, beyond which a password request gets a fast 503. Defaults 4 and 256.
+   * and waiting, beyond which a password request gets a 503, held `shedDelayMs` before it is sent.
+   * Defaults 4, 256 and 0 (the gateway passes `workers.passwordShedDelayMs`, default 1000).
    */
-  passwordLane?: { readonly concurrency: number; readonly maxQueue: number };
+  passwordLane?: { readonly concurrency: number; readonly maxQueue: number; readonly shedDelayMs?: number };
   /**
    * A thread whose heartbeat has not moved for this long while it runs a batch is terminated and
    * replaced (the gateway passes `validatorTimeoutMs`). Default 5000.
@@ -76,9 +77,18 @@ interface LaneState {
   running: number;
   /** Most requests of this lane out on the threads at once; `Infinity` but for the password lane. */
   readonly maxRunning: number;
-  /** Most requests waiting in this lane before new ones get a fast 503. */
+  /** Most requests waiting in this lane before new ones get a 503. */
   readonly maxWaiting: number;
+  /** How long that 503 is held before it is sent; 0: at once. */
+  readonly shedDelayMs: number;
 }
+
+/**
+ * Refusals held at once, over all lanes. Beyond it a refusal is sent at once: holding one costs a
+ * timer and the connection's memory, and an attacker with more connections than this gets answers
+ * as fast as without the delay, no faster.
+ */
+const maxHeldRefusals = 8192;
 
 /** Where a result goes: straight out as the HTTP answer, or to a caller that continues. */
 type Sink = Exchange | ((result: TokenTaskResult) => void);
@@ -107,6 +117,7 @@ export class WorkerDispatcher {
   /** Requests already sent again once after a thread fault: never a second time. */
   private readonly ranAgain = new WeakSet<TaskItem>();
   private readonly watched = new Set<WatchedBatch>();
+  private heldRefusals = 0;
   private watchdog: NodeJS.Timeout | undefined;
 
   constructor(
@@ -117,7 +128,7 @@ export class WorkerDispatcher {
     this.maxBatchesInFlight = options.threads * (options.batchesPerThread ?? 2);
     this.stallTimeoutMs = options.stallTimeoutMs ?? 5000;
     const password = options.passwordLane ?? { concurrency: 4, maxQueue: 256 };
-    const lane = (name: Lane, maxRunning: number, maxWaiting: number): LaneState => {
+    const lane = (name: Lane, maxRunning: number, maxWaiting: number, shedDelayMs = 0): LaneState => {
       const state: LaneState = {
         name,
         exchanges: [],
@@ -128,12 +139,13 @@ export class WorkerDispatcher {
         running: 0,
         maxRunning,
         maxWaiting,
+        shedDelayMs,
       };
       return state;
     };
     this.lanes = {
       fast: lane('fast', Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY),
-      password: lane('password', password.concurrency, password.maxQueue),
+      password: lane('password', password.concurrency, password.maxQueue, password.shedDelayMs),
       store: lane('store', Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY),
     };
   }
@@ -166,13 +178,33 @@ export class WorkerDispatcher {
     // The lane's queue also holds, until the next flush, the requests about to take free slots.
     const freeSlots = Math.max(0, lane.maxRunning - lane.running);
     if (this.inFlight >= this.options.maxQueue || lane.items.length >= lane.maxWaiting + freeSlots) {
-      deliver(exchange, unavailableResult);
+      this.refuse(exchange, lane);
       return;
     }
     this.inFlight++;
     lane.exchanges.push(exchange);
     lane.items.push(item);
     this.schedule(lane);
+  }
+
+  /**
+   * `503` + `Retry-After` for a request beyond its lane's bounds. A flood that ignores Retry-After
+   * sends the next request as soon as the refusal arrives: answered at once, 512 flooding
+   * connections made about 30,000 refusals a second, whose parsing, client authentication and
+   * answers took the CPU the other lanes needed (bench/README.md, "sign-in flood"). Held for the
+   * lane's `shedDelayMs`, each flooding connection costs one refusal per delay and a timer.
+   */
+  private refuse(exchange: Sink, lane: LaneState): void {
+    if (lane.shedDelayMs <= 0 || this.heldRefusals >= maxHeldRefusals) {
+      deliver(exchange, unavailableResult);
+      return;
+    }
+    this.heldRefusals++;
+    setTimeout(() => {
+      this.heldRefusals--;
+      // An Exchange whose client went away in the meantime writes nothing.
+      deliver(exchange, unavailableResult);
+    }, lane.shedDelayMs);
   }
 
   /** Resolves when every submitted request has been answered. */

@@ -1,5 +1,5 @@
 import { Piscina } from 'piscina';
-import type { SigningKeyMaterial } from '../workers/protocol/signing_key.js';
+import type { KeySetCell } from '../workers/protocol/key_set_cell.js';
 import type { WorkerBootData } from '../workers/protocol/worker_boot.js';
 import type { LoadedConfig } from './config/load.js';
 import { workerConfigOf } from './config/worker_config.js';
@@ -33,7 +33,8 @@ const leastBusy: LoadBalancer = (_task, workers) => {
 /** What every worker of a pool boots with; a validator reload starts a pool with a new module list. */
 export interface PoolInputs {
   config: LoadedConfig;
-  keys: readonly SigningKeyMaterial[];
+  /** The signing keys every worker reads, and reads again when they change. */
+  keySet: KeySetCell;
   grantModules: readonly string[];
   validatorModules: readonly string[];
   passwordValidatorModule: string | null;
@@ -47,7 +48,7 @@ export async function startWorkerPool(inputs: PoolInputs): Promise<Piscina> {
   const threads = config.workers.threads;
   const boot: WorkerBootData = {
     config: workerConfigOf(config),
-    signingKeys: inputs.keys,
+    keySet: inputs.keySet.buffer,
     grantModules: inputs.grantModules,
     validatorModules: inputs.validatorModules,
     passwordValidatorModule: inputs.passwordValidatorModule,

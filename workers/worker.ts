@@ -26,7 +26,8 @@ import {
 import { GrantRegistry, isGrantHandler } from './grants/registry.js';
 import type { GrantServices } from './grants/grant_handler.js';
 import { ScopeRules, userPolicy } from './grants/scope_rules.js';
-import { JwtSigner } from './tokens/jwt_signer.js';
+import { KeySetCell } from './protocol/key_set_cell.js';
+import { SigningKeyRing } from './tokens/signing_key_ring.js';
 import { IdTokenBuilder } from './tokens/id_token.js';
 import { AccessTokenValidator } from './tokens/token_validator.js';
 import { extensionGrantHandler, validatorApiResources } from './grants/extension_grant.js';
@@ -40,13 +41,12 @@ import { ensureTypeScriptLoader, isTypeScriptModule } from './typescript_loader.
 const boot = workerData as WorkerBootData;
 const logger = pino({ level: boot.logLevel, base: { thread: 'worker' } });
 
-const firstKey = boot.signingKeys[0];
-if (firstKey === undefined) throw new Error('worker started without a signing key');
-
 // With the memory store: this thread's bridge to the main thread's one.
 const store: Store = createStore(boot.config.store);
 
-const tokenValidator = new AccessTokenValidator({ issuer: boot.config.issuer, keys: boot.signingKeys, store, now: Date.now });
+const tokenValidator = new AccessTokenValidator({ issuer: boot.config.issuer, keys: [], store, now: Date.now });
+// Fills the validator's keys at once, and again whenever the gateway publishes a new set.
+const keyRing = new SigningKeyRing(new KeySetCell(boot.keySet), (keys) => tokenValidator.useKeys(keys));
 const apiResources = validatorApiResources(boot.config);
 const validatorServices = (name: string): ValidatorServices => ({
   tokenValidator,
@@ -99,8 +99,11 @@ const services: GrantServices = {
   issuer: boot.config.issuer,
   clients: registerClients(boot.config.clients),
   scopes: new ScopeRules(boot.config),
-  signer: new JwtSigner(firstKey),
-  idTokens: new IdTokenBuilder(boot.config, boot.config.issuer, firstKey.alg),
+  // Read per token: the ring swaps it when the next key activates or the set changes.
+  get signer() {
+    return keyRing.signer;
+  },
+  idTokens: new IdTokenBuilder(boot.config, boot.config.issuer, keyRing.signer.alg),
   store,
   now: Date.now,
   logger,
@@ -217,6 +220,7 @@ function untrack(control: Int32Array): void {
  * gateway's batches carry a control block; the boot check's empty batch comes bare.
  */
 export default async function runTokenBatch(task: BatchTask | Uint8Array): Promise<unknown> {
+  keyRing.refresh(Date.now());
   if (!isBatchTask(task)) return move(packMessage(await Promise.all(unpackMessage<TaskItem[]>(task).map(handleItem))));
   const control = new Int32Array(task.control);
   track(control);

@@ -6,11 +6,21 @@ import { hashPasswordCommand } from './hash_password_command.js';
 import { hashSecretCommand } from './hash_secret_command.js';
 import { formatCommandHelp, formatHelp } from './help.js';
 import { keysGenerateCommand } from './keys_generate_command.js';
+import { keysListCommand } from './keys_list_command.js';
+import { keysRotateCommand } from './keys_rotate_command.js';
 import { startCommand } from './start_command.js';
 import { packageVersion } from './version.js';
 import { ConfigError } from '../config/config_error.js';
 
-const commands: readonly CliCommand[] = [startCommand, checkConfigCommand, hashSecretCommand, hashPasswordCommand, keysGenerateCommand];
+const commands: readonly CliCommand[] = [
+  startCommand,
+  checkConfigCommand,
+  hashSecretCommand,
+  hashPasswordCommand,
+  keysGenerateCommand,
+  keysListCommand,
+  keysRotateCommand,
+];
 
 /** Runs one command line (without `node` and the script) and resolves to the exit code. */
 async function runCli(argv: readonly string[], io: CliIo): Promise<number> {

@@ -20,7 +20,7 @@ export const startCommand: CliCommand = {
     `-c, --config FILE   config file to serve (default: ${defaultConfigFile}, relative to the current folder)`,
     '',
     'Stops gracefully: on SIGTERM after shutdown.drainSeconds of /readyz answering 503 (requests still served),',
-    'on SIGINT (Ctrl-C) at once; a second signal exits at once. SIGHUP reloads the config file and the TLS files',
+    'on SIGINT (Ctrl-C) at once; a second signal exits at once. SIGHUP reloads the config file, the TLS files and the signing keys',
     '(docs/operations.md, "Reload"): a config that does not validate is refused and the running one stays.',
   ],
   async run(args, io) {
@@ -96,7 +96,9 @@ async function reloadOnHangup(gateway: RunningGateway, logger: Logger): Promise<
   try {
     // The config file, and with it the TLS certificate and key.
     await gateway.reload();
-    // Signing key files: their reload joins here, after the config (issue 16, keys work).
+    // Then the signing keys: the key files the config now lists, read again, or the store polled
+    // now (docs/operations.md, "Signing keys and rotation"). Each logs its own failure.
+    await gateway.reloadKeys(gateway.config);
   } catch (error) {
     logger.error({ err: error }, 'reload failed; the running config stays in service');
   }

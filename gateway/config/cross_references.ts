@@ -6,6 +6,7 @@ import { isPasswordHash } from '../../workers/crypto/password_hash.js';
 import type { UserConfig } from '../../workers/protocol/worker_config.js';
 import type { ConfigProblem } from './config_error.js';
 import { builtInGrantTypes } from '../../workers/protocol/grant_types.js';
+import { checkSigningRotation } from './signing_rotation.js';
 import { shippedExtensionGrantTypes, type TesseraConfig } from './schema.js';
 
 export function checkCrossReferences(config: TesseraConfig, extraGrantTypes: readonly string[]): ConfigProblem[] {
@@ -91,6 +92,7 @@ export function checkCrossReferences(config: TesseraConfig, extraGrantTypes: rea
     }
   });
 
+  problems.push(...checkSigningRotation(config));
   return problems;
 }
 

@@ -8,9 +8,9 @@ import type { LoadedConfig } from './load.js';
 /**
  * Sections fixed for the life of the process: the listening socket, the store connection, the
  * pool's size and queues, the issuer every token and the pages' cookies carry, the watched
- * validators folder, and the signing keys (reloaded on their own path, not from here).
+ * validators folder.
  */
-const fixedSections = ['issuer', 'listen', 'store', 'workers', 'validatorsDir', 'signing'] as const;
+const fixedSections = ['issuer', 'listen', 'store', 'workers', 'validatorsDir'] as const;
 
 export interface ReloadPlan {
   /** The config to serve: the new file, with the fixed sections as they run now. */
@@ -26,6 +26,13 @@ export function planReload(running: LoadedConfig, next: LoadedConfig): ReloadPla
     needsRestart.push(...changedPaths(section, running[section], next[section]));
     kept[section] = running[section];
   }
+  // Of `signing`, only the list of key files applies, through the key ring's own reload
+  // (gateway/keys/key_ring.ts, given this config); the algorithm, the rotation schedule, the
+  // JWKS max-age, and a switch between key files and store-kept keys need a restart.
+  const switching = (running.signing.keys.length === 0) !== (next.signing.keys.length === 0);
+  needsRestart.push(...changedPaths('signing', { ...running.signing, keys: [] }, { ...next.signing, keys: [] }));
+  if (switching) needsRestart.push('signing.keys');
+  kept.signing = { ...running.signing, keys: switching ? running.signing.keys : next.signing.keys };
   const config: Record<string, unknown> = { ...next, ...kept };
   // TLS can change its files live (they are re-read), but not be switched on or off.
   if ((running.tls === undefined) !== (next.tls === undefined)) {

@@ -18,8 +18,8 @@ const keyTypeByAlgorithm: Record<SigningAlgorithm, { kty: string; crv?: string }
 };
 
 /**
- * Checks that every `signing.keys[].file` exists and holds a private JWK usable for signing; the
- * first key (the one that signs) must match `signing.algorithm`.
+ * Checks that every `signing.keys[].file` exists and holds a private JWK usable for signing with
+ * `signing.algorithm` (a key of another algorithm is refused, as the gateway refuses it).
  *
  * @example
  * ```ts
@@ -31,7 +31,7 @@ export async function checkSigningKeyFiles(config: LoadedConfig): Promise<Config
   const problems: ConfigProblem[] = [];
   for (const [i, key] of config.signing.keys.entries()) {
     const path = `signing.keys[${i}].file`;
-    const problem = await checkSigningKeyFile(key.file, i === 0 ? config.signing.algorithm : undefined);
+    const problem = await checkSigningKeyFile(key.file, config.signing.algorithm);
     if (problem !== undefined) problems.push({ path, message: problem });
   }
   return problems;

@@ -1,8 +1,9 @@
+import type { Logger } from 'pino';
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { TesseraConfig } from '../config/schema.js';
 import type { RegisteredClient } from '../../workers/protocol/client_model.js';
 import { OAuthErrors } from '../../workers/protocol/oauth_errors.js';
-import { FailureThrottle, type ThrottleState } from '../../workers/grants/failure_throttle.js';
+import { FailureThrottle, type ThrottleState, whenBlockEnds } from '../../workers/grants/failure_throttle.js';
 import { isStoreUnavailable, type Store } from '../../workers/store/store.js';
 import { normalizeUserCode, userCodeKey, type DeviceCodeRecord, type UserCodeRecord } from '../../workers/tokens/device_code_record.js';
 import type { WorkerDispatcher } from '../worker_dispatcher.js';
@@ -21,6 +22,7 @@ export interface DeviceEndpointDeps {
   secrets: PageSecrets;
   dispatcher: WorkerDispatcher;
   store: Store;
+  logger: Logger;
   now?: () => number;
 }
 
@@ -131,6 +133,17 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
       byAddress.attempt(page.remoteAddress),
       browser === undefined ? { blocked: false as const } : byBrowser.attempt(browser),
     ]);
+    // Security events (docs/security.md): one line when a block starts and one when it ends. The
+    // browser is named by nothing: its cookie is a CSRF secret.
+    for (const [state, per] of [
+      [states[0], 'address'],
+      [states[1], 'browser'],
+    ] as const) {
+      if (!state.blocked || state.firstRefusal !== true) continue;
+      const who = { address: page.remoteAddress, per };
+      deps.logger.info({ ...who, retryAfterSeconds: state.retryAfterSeconds }, 'user code attempts blocked');
+      whenBlockEnds(state, () => deps.logger.info(who, 'user code block ended'));
+    }
     const refund = () => Promise.all([byAddress.refund(page.remoteAddress), browser === undefined ? undefined : byBrowser.refund(browser)]);
     return { state: states.find((s) => s.blocked) ?? states[0], refund };
   };

@@ -24,8 +24,9 @@ export const csrfCookieName = 'tessera.csrf';
 const hostPrefix = '__Host-';
 
 /**
- * Signs and reads the session cookie and CSRF tokens with keys derived (HKDF) from the signing
- * key, so every gateway sharing the keys shares sessions, and no extra secret needs configuring.
+ * Signs and reads the session cookie and CSRF tokens with keys derived (HKDF) from the pages' own
+ * secret (gateway/keys/page_secret.ts), which every gateway of one issuer shares, so they share
+ * sessions; a signing key rotation does not touch it.
  */
 export class PageSecrets {
   private readonly sessionKey: Buffer;

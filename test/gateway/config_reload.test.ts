@@ -84,9 +84,11 @@ t.test('what only a restart can change is reported and kept; the rest applies', 
     raw.workers = { threads: threads + 1 };
     raw.listen = { host: '127.0.0.1', port: 1 };
     raw.store = { type: 'memory', maxRecords: 500 };
+    raw.signing = { algorithm: 'EdDSA' };
   });
   t.equal(result.applied, true);
-  t.same([...result.needsRestart].sort(), ['listen.port', 'store.maxRecords', 'workers.threads']);
+  t.same([...result.needsRestart].sort(), ['listen.port', 'signing.algorithm', 'store.maxRecords', 'workers.threads']);
+  t.equal(gw.config.signing.algorithm, 'ES256', 'the running algorithm stays');
   t.equal(gw.config.workers.threads, threads, 'the running thread count stays');
   t.equal(gw.config.listen.port, gw.port);
   t.equal((await token('added', { grant_type: 'client_credentials' }, 'added-secret')).status, 200, 'and the clients applied');

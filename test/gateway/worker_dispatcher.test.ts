@@ -399,3 +399,27 @@ t.test('lanes: the password lane is bounded, its overflow gets a fast 503, and i
   t.equal(echoOf(await running).id, 'pw0');
   t.equal(echoOf(await waiting).id, 'pw1', 'the queued one runs when the first is done');
 });
+
+t.test('lanes: a refusal of the password lane is held shedDelayMs before it is sent; other lanes are not held up', async (t) => {
+  const { newGate, open } = shared;
+  const { dispatcher } = dispatcherOn(shared.pool, {
+    threads: 1,
+    maxQueue: 100,
+    batchesPerThread: 2,
+    passwordLane: { concurrency: 1, maxQueue: 0, shedDelayMs: 400 },
+  });
+  const gate = newGate();
+  const running = requestAs(dispatcher, 'password', 'pw0', { gate });
+  await nextTurn();
+  const started = performance.now();
+  const refused = requestAs(dispatcher, 'password', 'pw1').then((r) => [r, performance.now() - started] as const);
+  const cc = await requestAs(dispatcher, 'client_credentials', 'cc');
+  t.equal(echoOf(cc).id, 'cc', 'client_credentials is answered meanwhile');
+  t.equal(await settledSoon(refused), false, 'the refusal is not sent at once');
+  const [answer, ms] = await refused;
+  t.same(answer, [503, unavailableBody, 1], '503 with Retry-After');
+  t.ok(ms >= 380, `held about 400 ms (${Math.round(ms)} ms)`);
+  t.equal(dispatcher.pending, 1, 'a held refusal is not counted in flight');
+  open(gate);
+  t.equal(echoOf(await running).id, 'pw0');
+});

@@ -158,6 +158,7 @@ export async function startTestGateway(t: Test, options: TestGatewayOptions = {}
       return gateway.grantTypes;
     },
     nextValidatorReload: () => gateway.nextValidatorReload(),
+    reloadKeys: (next) => gateway.reloadKeys(next),
     stop: (stopOptions) => gateway.stop(stopOptions),
     get config() {
       return gateway.config;

@@ -79,6 +79,28 @@ export class FailureThrottle {
   }
 }
 
+/** Blocks whose end is waited for at once, per process: an attacker spraying subjects cannot grow it. */
+const maxWatchedBlocks = 10_000;
+let watchedBlocks = 0;
+
+/**
+ * Calls `onEnd` when a block that {@link FailureThrottle.attempt} just started ends, so the block
+ * has one line at its start and one at its end (docs/security.md, "Security event logs"). Only the
+ * attempt that started the block (`firstRefusal`, unique across gateways by the store's atomic
+ * count) schedules it, so a fleet logs each end once. The block ends when its counting window does;
+ * nothing is read from the store for it. A timer, not a later attempt, tells the end: a subject
+ * that never comes back still gets its line. Lost if the process stops first; beyond
+ * `maxWatchedBlocks` waiting at once, ends are not logged (starts still are).
+ */
+export function whenBlockEnds(state: ThrottleState, onEnd: () => void): void {
+  if (!state.blocked || state.firstRefusal !== true || watchedBlocks >= maxWatchedBlocks) return;
+  watchedBlocks++;
+  setTimeout(() => {
+    watchedBlocks--;
+    onEnd();
+  }, state.retryAfterSeconds * 1000).unref();
+}
+
 function blockedUntil(until: number, now: number): ThrottleState {
   if (until <= now) return open;
   return { blocked: true, retryAfterSeconds: Math.max(1, Math.ceil((until - now) / 1000)) };

@@ -8,7 +8,7 @@ import {
 } from '../protocol/validator_api.js';
 import { parseAcrValues } from './acr_values.js';
 import { grantClaims, isResult, runWithTimeout, validatedRequest } from './extension_grant.js';
-import type { FailureThrottle } from './failure_throttle.js';
+import { type FailureThrottle, whenBlockEnds } from './failure_throttle.js';
 import type { GrantHandler, GrantRequest, GrantServices } from './grant_handler.js';
 import { userPolicy, type GrantedScopes } from './scope_rules.js';
 import { issueTokens } from './token_issuance.js';
@@ -77,10 +77,9 @@ export function createResourceOwnerAuthenticator(
       if (!blocked.blocked) continue;
       // Security events (docs/operations.md, "Logs"): one line when a block starts, never a secret.
       if (blocked.firstRefusal === true) {
-        logger.info(
-          { clientId: client.clientId, username: userName, address: request.address, per, retryAfterSeconds: blocked.retryAfterSeconds },
-          'password attempts blocked',
-        );
+        const who = { clientId: client.clientId, username: userName, address: request.address, per };
+        logger.info({ ...who, retryAfterSeconds: blocked.retryAfterSeconds }, 'password attempts blocked');
+        whenBlockEnds(blocked, () => logger.info(who, 'password block ended'));
       }
       throw tooManyAttempts(blocked.retryAfterSeconds);
     }

@@ -1,11 +1,13 @@
-import type { SigningKeyMaterial } from './signing_key.js';
 import type { WorkerConfig } from './worker_config.js';
 
 /** What each worker thread receives at start (Piscina `workerData`, structured clone). */
 export interface WorkerBootData {
   readonly config: WorkerConfig;
-  /** The first key signs; the others are only published. */
-  readonly signingKeys: readonly SigningKeyMaterial[];
+  /**
+   * The shared memory of a `KeySetCell` (`key_set_cell.ts`): the published keys and which signs
+   * when, updated by the gateway without restarting the thread.
+   */
+  readonly keySet: SharedArrayBuffer;
   /** URLs of extra grant-handler modules (default export: a GrantHandler). */
   readonly grantModules: readonly string[];
   /** URLs of extension-grant validator modules (default export: a validator class). */

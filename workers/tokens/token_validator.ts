@@ -21,8 +21,8 @@ export function revokedJtiKey(jti: string) {
  * key), `typ: at+jwt` (so ID tokens are refused), `iss`, time claims, then the `jti` deny list.
  */
 export class AccessTokenValidator implements TokenValidator {
-  private readonly keySet: ReturnType<typeof createLocalJWKSet>;
-  private readonly algorithms: string[];
+  private keySet: ReturnType<typeof createLocalJWKSet>;
+  private algorithms: string[];
 
   constructor(
     private readonly options: {
@@ -34,6 +34,12 @@ export class AccessTokenValidator implements TokenValidator {
   ) {
     this.keySet = createLocalJWKSet({ keys: options.keys.map(publicJwk) });
     this.algorithms = [...new Set(options.keys.map((k) => k.alg))];
+  }
+
+  /** Verifies with these keys from now on: the published set changed (a rotation, a reload). */
+  useKeys(keys: readonly SigningKeyMaterial[]): void {
+    this.keySet = createLocalJWKSet({ keys: keys.map(publicJwk) });
+    this.algorithms = [...new Set(keys.map((k) => k.alg))];
   }
 
   /** @throws StoreUnavailableError when the deny list cannot be read: the caller answers 503. */

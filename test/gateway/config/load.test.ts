@@ -559,11 +559,20 @@ t.test('signing key files', async (t) => {
   const configWithKeys = (dir: string, files: string[], algorithm = 'ES256'): LoadedConfig =>
     validateConfig({ ...baseConfig(), signing: { algorithm, keys: files.map((file) => ({ file })) } }, { configDir: dir, env: {} });
 
-  t.test('a generated private key passes', async (t) => {
+  t.test('generated private keys of signing.algorithm pass', async (t) => {
+    const dir = t.testdir({});
+    await writeKey(dir, 'es.json', await generateSigningJwk('ES256'));
+    await writeKey(dir, 'es2.json', await generateSigningJwk('ES256'));
+    t.same(await checkSigningKeyFiles(configWithKeys(dir, ['es.json', 'es2.json'])), []);
+  });
+
+  t.test('a published key of another algorithm is refused too, not only the first', async (t) => {
     const dir = t.testdir({});
     await writeKey(dir, 'es.json', await generateSigningJwk('ES256'));
     await writeKey(dir, 'rs.json', await generateSigningJwk('RS256'));
-    t.same(await checkSigningKeyFiles(configWithKeys(dir, ['es.json', 'rs.json'])), []);
+    t.same(await checkSigningKeyFiles(configWithKeys(dir, ['es.json', 'rs.json'])), [
+      { path: 'signing.keys[1].file', message: 'the signing key\'s algorithm "RS256" does not match signing.algorithm "ES256"' },
+    ]);
   });
 
   t.test('a missing file, a public key, a non-JSON file and a wrong algorithm are reported', async (t) => {

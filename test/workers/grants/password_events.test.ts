@@ -31,3 +31,27 @@ t.test('a failed password check and a block start are logged with who and from w
   t.match(blocked, { clientId: 'ro', username: 'alice', address: '127.0.0.1', per: 'username at this client' });
   t.notMatch(gw.output(), /not-her-password-xyz/, 'the password is never logged');
 });
+
+t.test('the end of a password block is logged once, when its window is over', async (t) => {
+  const gw = await startSpawnedGateway(t, {
+    validators: [],
+    patch: (raw) => {
+      addPasswordFixtures(raw, fixtures);
+      raw.logLevel = 'info';
+      raw.throttling = { password: { maxFailures: 1, windowSeconds: 2 } };
+    },
+  });
+  const attempt = () =>
+    fetch(gw.tokenUrl, {
+      method: 'POST',
+      headers: { authorization: basicAuthorization('ro'), 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'grant_type=password&username=alice&password=not-her-password-xyz',
+    }).then((r) => r.status);
+  t.same([await attempt(), await attempt(), await attempt()], [400, 429, 429]);
+  await gw.waitForLog('a block line', (l) => l.msg === 'password attempts blocked');
+  t.notOk(gw.output().includes('password block ended'), 'not ended while the window runs');
+  const ended = await gw.waitForLog('the end of the block', (l) => l.msg === 'password block ended', 6000);
+  t.match(ended, { clientId: 'ro', username: 'alice', address: '127.0.0.1', per: 'username at this client' });
+  t.equal(gw.output().split('password block ended').length - 1, 1, 'one end line for one block');
+  t.equal(await attempt(), 400, 'after the block a wrong password is a wrong password again');
+});

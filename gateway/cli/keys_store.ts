@@ -1,0 +1,39 @@
+/** What `tessera keys list` and `tessera keys rotate` share: the config, and the store-kept keys it names. */
+import path from 'node:path';
+import { createStore } from '../../workers/store/create_store.js';
+import type { Store } from '../../workers/store/store.js';
+import type { LoadedConfig } from '../config/load.js';
+import { rotationPolicyOf } from '../config/signing_rotation.js';
+import { firstStoredKey } from '../keys/key_ring.js';
+import { StoreKeySource } from '../keys/store_key_source.js';
+import { createTessera } from '../service_builder.js';
+import type { CliIo } from './command.js';
+
+export async function loadKeysConfig(file: string, io: CliIo): Promise<LoadedConfig> {
+  // Through the builder, as `start` reads it: grant types of validators count as known.
+  return createTessera(file).withEnv(io.env).loadConfig();
+}
+
+/**
+ * The store-kept keys of a config on Redis, opened for one command; `close` releases the
+ * connection. On the memory store the keys live inside the running gateway, out of reach.
+ */
+export function openStoredKeys(config: LoadedConfig): { source: StoreKeySource; close: () => Promise<void> } {
+  if (config.store.type === 'memory') {
+    throw new Error(
+      'the memory store lives inside the running gateway, where its keys rotate on signing.rotation; use a Redis store to manage keys from the command line',
+    );
+  }
+  const store: Store = createStore(config.store);
+  // The development key directory is only read on the memory store.
+  const devKeyDir = path.resolve('.tessera');
+  const source = new StoreKeySource(store, config.signing.algorithm, rotationPolicyOf(config), () =>
+    firstStoredKey(config, store, devKeyDir),
+  );
+  return { source, close: () => store.close() };
+}
+
+/** An epoch-ms time as an ISO 8601 UTC string to the second; `-` for none. */
+export function formatTime(ms: number | null): string {
+  return ms === null ? '-' : new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
