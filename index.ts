@@ -7,5 +7,6 @@ export * from './validator.js';
 export { createTessera, TesseraBuilder } from './gateway/service_builder.js';
 export type { RunningGateway } from './gateway/server.js';
 export type { KeyReloadResult } from './gateway/keys/key_ring.js';
+export type { AuditEvent, AuditEventName, AuditEventCategory } from './gateway/events/audit_event.js';
 export type { TesseraConfig } from './gateway/config/schema.js';
 export type { ClientConfig, UserConfig } from './workers/protocol/worker_config.js';

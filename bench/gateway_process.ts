@@ -11,6 +11,11 @@
  * With `BENCH_SEED_GRANT=1` in the environment the gateway also loads the bench seed grant
  * (support/seed_grant.mjs, through `startGateway`'s `grantModules`), with which the runner writes
  * refresh tokens, codes and device codes into this gateway's own store before the load.
+ *
+ * With `BENCH_EVENTS=file` (JSON lines under `BENCH_EVENTS_DIR`) or `BENCH_EVENTS=redis` (a Redis
+ * Stream at `BENCH_EVENTS_REDIS_URL`) the gateway emits audit events (`--events`, bench/README.md).
+ * The bench reads /metrics where the gateway serves it (its management listener, or the public
+ * port of a checkout from before it had one).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -39,13 +44,33 @@ const seedModule = new URL('./support/seed_grant.mjs', import.meta.url);
 seedModule.searchParams.set('base', new URL(target === 'dist' ? 'dist/' : './', rootUrl).href);
 seedModule.searchParams.set('ext', target === 'dist' ? 'js' : 'ts');
 
-const raw: unknown = JSON.parse(readFileSync(configFile, 'utf8'));
-// No TESSERA_* overrides: the bench config is the whole truth.
-const config = validateConfig(raw, {
-  configDir: path.dirname(path.resolve(configFile)),
-  env: {},
-  ...(seeding ? { extraGrantTypes: [seedGrantType] } : {}),
-});
+const raw = JSON.parse(readFileSync(configFile, 'utf8')) as Record<string, unknown>;
+const events = process.env.BENCH_EVENTS;
+if (events === 'file')
+  raw.events = { sink: 'file', file: path.join(process.env.BENCH_EVENTS_DIR ?? tmpdir(), `events-${process.pid}.jsonl`) };
+if (events === 'redis') {
+  raw.events = {
+    sink: 'none',
+    redisStream: { url: process.env.BENCH_EVENTS_REDIS_URL, key: `bench:events:${process.pid}`, maxLen: 100_000 },
+  };
+}
+// /metrics on a management listener on a free port of its own: gateways of one run never share
+// one. A checkout from before the management listener refuses the key and serves /metrics on its
+// public port: it is validated again without it.
+const validate = (document: Record<string, unknown>) =>
+  // No TESSERA_* overrides: the bench config is the whole truth.
+  validateConfig(document, {
+    configDir: path.dirname(path.resolve(configFile)),
+    env: {},
+    ...(seeding ? { extraGrantTypes: [seedGrantType] } : {}),
+  });
+let config: ReturnType<typeof validate>;
+try {
+  config = validate({ ...raw, management: { host: '127.0.0.1', port: 0 } });
+} catch (err) {
+  if (!String((err as { message?: unknown }).message).includes('management')) throw err;
+  config = validate(raw);
+}
 // The bench config always names its keys; the development-key folder is read at start-up only.
 const devKeyDir = mkdtempSync(path.join(tmpdir(), 'tessera-bench-devkey-'));
 const gateway = await startGateway({ config, devKeyDir, ...(seeding ? { grantModules: [seedModule.href] } : {}) }).finally(() =>
@@ -53,7 +78,10 @@ const gateway = await startGateway({ config, devKeyDir, ...(seeding ? { grantMod
 );
 
 stopOnRequest(() => gateway.stop());
+const { managementUrl } = gateway as { managementUrl?: string };
 announceReady(gateway.url, {
+  metricsUrl: `${managementUrl ?? gateway.url}/metrics`,
+  events: events ?? 'none',
   target,
   root: fileURLToPath(rootUrl),
   grantTypes: gateway.grantTypes,

@@ -27,6 +27,8 @@ export const deviceAuthorizationPath = '/connect/deviceauthorization';
 export const devicePagePath = '/device';
 
 export interface DeviceAuthorizationDeps extends ClientAuthenticationDeps {
+  /** Told about every answer (metrics, access log, audit events). */
+  observe?: FormRoute['observe'];
   scopes: ScopeRules;
   store: Store;
   /** Device authorizations per client and source address (`throttling.deviceAuthorization`). */
@@ -52,6 +54,7 @@ interface DeviceAuthorizationRoute extends FormRoute {
 export function createDeviceAuthorizationEndpoint(deps: DeviceAuthorizationDeps): (res: HttpResponse, req: HttpRequest) => void {
   const route: DeviceAuthorizationRoute = {
     postOnly: OAuthErrors.deviceAuthorizationPostOnly,
+    observe: deps.observe,
     clientAuthentication: createClientAuthentication(deps),
     scopes: deps.scopes,
     store: deps.store,

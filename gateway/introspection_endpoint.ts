@@ -14,6 +14,8 @@ import { readForm, requireParameter, type FormRequest, type FormRoute } from './
 import type { WorkerDispatcher } from './worker_dispatcher.js';
 
 export interface IntrospectionEndpointDeps extends ClientAuthenticationDeps {
+  /** Told about every answer (metrics, access log, audit events). */
+  observe?: FormRoute['observe'];
   apiResources: TesseraConfig['apiResources'];
   dispatcher: WorkerDispatcher;
   now?: () => number;
@@ -41,6 +43,7 @@ export function createIntrospectionEndpoint(deps: IntrospectionEndpointDeps): (r
   for (const resource of deps.apiResources) resources.set(resource.name, decodeSecrets(resource.secrets));
   const route: IntrospectionRoute = {
     postOnly: OAuthErrors.introspectionPostOnly,
+    observe: deps.observe,
     clientAuthentication: createClientAuthentication(deps),
     resources,
     dispatcher: deps.dispatcher,

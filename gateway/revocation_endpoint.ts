@@ -11,6 +11,8 @@ import { readForm, requireParameter, type FormRequest, type FormRoute } from './
 import type { WorkerDispatcher } from './worker_dispatcher.js';
 
 export interface RevocationEndpointDeps extends ClientAuthenticationDeps {
+  /** Told about every answer (metrics, access log, audit events). */
+  observe?: FormRoute['observe'];
   dispatcher: WorkerDispatcher;
 }
 
@@ -24,6 +26,7 @@ interface RevocationRoute extends FormRoute {
 export function createRevocationEndpoint(deps: RevocationEndpointDeps): (res: HttpResponse, req: HttpRequest) => void {
   const route: RevocationRoute = {
     postOnly: OAuthErrors.revocationPostOnly,
+    observe: deps.observe,
     clientAuthentication: createClientAuthentication(deps),
     dispatcher: deps.dispatcher,
   };

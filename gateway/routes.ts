@@ -11,6 +11,9 @@ import { discoveryPath, jwksPath } from './discovery.js';
 import { Exchange } from './http/exchange.js';
 import { withStrictFraming } from './http/framing.js';
 import { createIntrospectionEndpoint } from './introspection_endpoint.js';
+import type { EndpointObservers } from './endpoint_outcomes.js';
+import type { AuditEvents } from './events/audit_events.js';
+import { registerMetricsRoute } from './management_listener.js';
 import type { GatewayMetrics } from './metrics.js';
 import { registerAuthorizeEndpoint } from './pages/authorize_endpoint.js';
 import { registerDeviceEndpoint } from './pages/device_endpoint.js';
@@ -33,6 +36,11 @@ export interface RouteDeps {
   readonly clientAuthentication: ClientAuthenticationDeps;
   readonly dispatcher: WorkerDispatcher;
   readonly metrics: GatewayMetrics;
+  /** Metrics, access log and audit events of each OAuth endpoint's answers. */
+  readonly observers: EndpointObservers;
+  readonly events: AuditEvents;
+  /** `/metrics` on this (public) listener, behind this bearer token (`management.onPublicPort`); else not here. */
+  readonly publicMetricsToken: string | undefined;
   /** Read per request: a validator reload changes both. */
   readonly grantTypes: () => ReadonlySet<string>;
   readonly discoveryBody: () => string;
@@ -48,22 +56,45 @@ export interface RouteDeps {
  */
 export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   const app = withStrictFraming(uwsApp);
-  const { config, keys, store, clients, clientAuthentication, dispatcher, metrics } = deps;
+  const { config, keys, store, clients, clientAuthentication, dispatcher, metrics, observers, events } = deps;
   app.any(
     '/connect/token',
-    createTokenEndpoint({ ...clientAuthentication, grantTypes: deps.grantTypes, dispatcher, observe: metrics.countTokenResponse }),
+    createTokenEndpoint({ ...clientAuthentication, grantTypes: deps.grantTypes, dispatcher, observe: observers.token }),
   );
-  app.any('/connect/introspect', createIntrospectionEndpoint({ ...clientAuthentication, apiResources: config.apiResources, dispatcher }));
-  app.any('/connect/revocation', createRevocationEndpoint({ ...clientAuthentication, dispatcher }));
+  app.any(
+    '/connect/introspect',
+    createIntrospectionEndpoint({
+      ...clientAuthentication,
+      apiResources: config.apiResources,
+      dispatcher,
+      observe: observers.introspection,
+    }),
+  );
+  app.any('/connect/revocation', createRevocationEndpoint({ ...clientAuthentication, dispatcher, observe: observers.revocation }));
 
   const scopes = new ScopeRules(config);
   app.any(
     deviceAuthorizationPath,
-    createDeviceAuthorizationEndpoint({ ...clientAuthentication, scopes, store, rate: config.throttling.deviceAuthorization }),
+    createDeviceAuthorizationEndpoint({
+      ...clientAuthentication,
+      scopes,
+      store,
+      rate: config.throttling.deviceAuthorization,
+      observe: observers.deviceAuthorization,
+    }),
   );
   const secrets = pageSecretsOf(config, deps.pageSecret);
-  registerAuthorizeEndpoint(app, { config, clients, scopes, secrets, dispatcher, store });
-  registerDeviceEndpoint(app, { config, clients, secrets, dispatcher, store, logger: deps.logger });
+  registerAuthorizeEndpoint(app, { config, clients, scopes, secrets, dispatcher, store, events });
+  registerDeviceEndpoint(app, {
+    config,
+    clients,
+    secrets,
+    dispatcher,
+    store,
+    events,
+    logger: deps.logger,
+    onThrottled: () => metrics.countThrottleHit('user_code'),
+  });
 
   // Resource servers cache both; a new key is published at least this long before it signs
   // (signing.rotation.propagation, docs/operations.md "Signing keys and rotation").
@@ -85,15 +116,8 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
     '/readyz',
     getOnly((ex) => answerReadiness(ex, { store, dispatcher, keyCount: () => keys.set.keys.length, draining: deps.draining })),
   );
-  app.any(
-    '/metrics',
-    getOnly((ex) => {
-      metrics.registry.metrics().then(
-        (text) => ex.sendStatic(200, metrics.registry.contentType, text, 'no-store'),
-        () => ex.sendStatic(500, 'text/plain', 'metrics unavailable', 'no-store'),
-      );
-    }),
-  );
+  // By default /metrics is on the management listener only (gateway/management_listener.ts).
+  if (deps.publicMetricsToken !== undefined) registerMetricsRoute(app, metrics, deps.publicMetricsToken);
   app.any('/*', (res, req) => {
     new Exchange(res, req.getMethod()).sendStatic(404, 'application/json', '{"error":"not_found"}', 'no-store');
   });

@@ -1,10 +1,12 @@
 import path from 'node:path';
+import { statSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import type { Piscina } from 'piscina';
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { isGrantHandler } from '../workers/grants/registry.js';
 import { registerClients } from '../workers/protocol/client_model.js';
 import { builtInGrantTypes } from '../workers/protocol/grant_types.js';
+import { newStoreCommandBuffers, StoreCommandStats } from '../workers/protocol/store_command_stats.js';
 import { createStore } from '../workers/store/create_store.js';
 import type { Store } from '../workers/store/store.js';
 import { ClientAuthenticator } from './client_authentication/authenticator.js';
@@ -15,10 +17,16 @@ import { planReload } from './config/reload_plan.js';
 import { buildDiscoveryDocument } from './discovery.js';
 import { KeyRing, type KeyReloadResult } from './keys/key_ring.js';
 import { loadPageSecret } from './keys/page_secret.js';
+import { createEndpointObservers } from './endpoint_outcomes.js';
+import type { AuditEventHook, AuditEvents } from './events/audit_events.js';
+import { openAuditEvents } from './events/open_audit_events.js';
+import { createLogger } from './logger.js';
+import { startManagementListener, type ManagementListener } from './management_listener.js';
 import { GatewayMetrics } from './metrics.js';
 import { Listener } from './http/listener.js';
 import { recordRoutes, RouteTable } from './http/route_table.js';
 import { TrustedProxies } from './http/trusted_proxies.js';
+import { StoreOutageLog } from './store_outage_log.js';
 import { registerRoutes } from './routes.js';
 import { MemoryStoreHost } from './store/memory_store_host.js';
 import { loadValidatorModules, type ValidatorModule } from './validator_loader.js';
@@ -45,6 +53,11 @@ export interface StartOptions {
   /** Reload signing keys when a configured key file changes (default true). */
   watchKeys?: boolean;
   /**
+   * Called with every audit event (docs/operations.md, "Events"), after the request it is about
+   * was answered; besides the sinks of `events` in the config. Must not throw (a throw is logged).
+   */
+  onEvent?: AuditEventHook;
+  /**
    * Reads and validates the config again for {@link RunningGateway.reload}, knowing the grant
    * types the validators serve now (the builder passes one that re-reads the config file).
    */
@@ -65,6 +78,12 @@ export interface RunningGateway {
   /** Base URL the gateway listens on, e.g. http://127.0.0.1:5000 */
   readonly url: string;
   readonly port: number;
+  /** Base URL of the management listener (`/metrics`); `undefined` when metrics are on the public port. */
+  readonly managementUrl: string | undefined;
+  /** The gateway's audit events: `emit` for what happens outside a request (a key rotation). */
+  readonly events: AuditEvents;
+  /** The gateway's metrics (the signing key's age source, rotations). */
+  readonly metrics: GatewayMetrics;
   /** The grant types served right now (changes when validators reload). */
   readonly grantTypes: readonly string[];
   /** Resolves after the next validator reload attempt: `true` when it took effect. */
@@ -107,9 +126,12 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   const { config: initialConfig } = options;
   // Replaced by a config reload; read through `config` wherever a later pool or route set is built.
   let config = initialConfig;
-  const logger = options.logger ?? pino({ level: config.logLevel });
+  const logger = options.logger ?? createLogger(config);
 
-  const store: Store = createStore(config.store);
+  // Store command latency, counted by this thread and every worker into shared memory.
+  const storeStatsBuffers = newStoreCommandBuffers();
+  const storeStats = new StoreCommandStats(storeStatsBuffers);
+  const store: Store = createStore(config.store, { observe: storeStats.record });
   // The memory store lives on this thread; each worker reaches it over a port of its own.
   const storeHost = config.store.type === 'memory' ? new MemoryStoreHost(store) : null;
 
@@ -117,9 +139,25 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   let listener: Listener | undefined;
   let stopWatching = (): void => {};
   let keyRing: KeyRing | undefined;
+  // Declared before the key ring, whose activations count into it, is opened.
+  let metrics: GatewayMetrics | undefined;
+  let events: AuditEvents | undefined;
+  let management: ManagementListener | undefined;
   try {
     const devKeyDir = options.devKeyDir ?? path.resolve('.tessera');
-    keyRing = await KeyRing.open({ config, store, logger, devKeyDir, watch: options.watchKeys !== false });
+    events = await openAuditEvents(config, options.onEvent === undefined ? [] : [options.onEvent], logger);
+    const auditEvents = events;
+    keyRing = await KeyRing.open({
+      config,
+      store,
+      logger,
+      devKeyDir,
+      watch: options.watchKeys !== false,
+      onSigningKeyChange: (kid) => {
+        metrics?.countKeyRotation();
+        auditEvents.emit({ name: 'KeyRotated', outcome: 'success', details: { kid } });
+      },
+    });
     const keys = keyRing;
     const pageSecret = await loadPageSecret(config, store, devKeyDir);
 
@@ -137,13 +175,14 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
         validatorModules: modules.filter((m) => m.kind === 'extension_grant').map((m) => m.url),
         passwordValidatorModule: modules.find((m) => m.kind === 'resource_owner_password')?.url ?? null,
         storeHost,
+        recordFacts: auditEvents.enabled,
+        storeStats: storeStatsBuffers,
       });
     const startPool = (modules: readonly ValidatorModule[]): Promise<Piscina> => startPoolWith(config, modules);
     const validators = await loadValidatorModules(sources, reservedGrantTypes);
     pool = await startPool(validators);
 
     // The dispatcher and the metrics refer to each other: in-flight count one way, batch sizes the other.
-    let metrics: GatewayMetrics | undefined;
     const dispatcher = new WorkerDispatcher(pool, {
       threads: config.workers.threads,
       maxQueue: config.workers.maxQueue,
@@ -159,7 +198,23 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       logger,
       onBatch: (size) => metrics?.observeBatch(size),
     });
-    metrics = new GatewayMetrics(() => dispatcher.pending, store instanceof MemoryStore ? store : undefined);
+    metrics = new GatewayMetrics(
+      {
+        inFlight: () => dispatcher.pending,
+        waiting: () => dispatcher.waiting,
+        poolQueue: () => dispatcher.currentPool.queueSize,
+        utilization: () => dispatcher.currentPool.utilization,
+        threads: () => dispatcher.currentPool.threads.length,
+      },
+      {
+        memoryStore: store instanceof MemoryStore ? store : undefined,
+        signingKeyCreatedAt: signingKeyCreatedAt(keys, config.signing.keys[0]?.file),
+        eventsDropped: () => auditEvents.droppedCounts(),
+        storeCommands: () => storeStats.read(),
+      },
+    );
+    const gatewayMetrics = metrics;
+    const storeOutage = new StoreOutageLog(logger);
 
     let discoveryBody = '';
     let draining = false;
@@ -170,9 +225,15 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
         internalGrantTypes,
         startPool,
         replacePool: (next) => dispatcher.replacePool(next),
-        onReloaded: (grantTypes) => {
+        onReloaded: (grantTypes, change) => {
           discoveryBody = buildDiscoveryDocument(config, [...grantTypes], keys.set.keys);
+          auditEvents.emit({
+            name: 'ValidatorReloaded',
+            outcome: 'success',
+            details: { added: change.added, removed: change.removed, changed: change.changed },
+          });
         },
+        onRefused: (reason) => auditEvents.emit({ name: 'ValidatorReloaded', outcome: 'failure', error: reason }),
         logger,
       },
       validators,
@@ -194,7 +255,10 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
             clients,
             clientAuthentication: { issuer: routeConfig.issuer, authenticator: new ClientAuthenticator(clients), throttle },
             dispatcher,
-            metrics,
+            metrics: gatewayMetrics,
+            observers: createEndpointObservers({ metrics: gatewayMetrics, events: auditEvents, logger, storeOutage }),
+            events: auditEvents,
+            publicMetricsToken: routeConfig.management.onPublicPort ? routeConfig.management.token : undefined,
             grantTypes: () => reload.grantTypes,
             discoveryBody: () => discoveryBody,
             draining: () => draining,
@@ -220,6 +284,9 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       );
     }
 
+    // Before the public listener: a management port that is taken fails the start with nothing
+    // listening yet.
+    if (!config.management.onPublicPort) management = await startManagementListener(metrics, config.management);
     // The memory store is one process's state: a second gateway sharing the port (SO_REUSEPORT,
     // uWS's default) would split clients between two stores, so the port is taken exclusively.
     listener = await Listener.open({
@@ -284,15 +351,28 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     const port = listener.port;
     const host = config.listen.host;
     const url = `${listener.secure ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    const managementUrl = management?.url;
     logger.info(
-      { url, issuer: config.issuer, threads: config.workers.threads, store: config.store.type, grantTypes: [...reload.grantTypes] },
+      {
+        url,
+        issuer: config.issuer,
+        threads: config.workers.threads,
+        store: config.store.type,
+        grantTypes: [...reload.grantTypes],
+        metrics: `${managementUrl ?? url}/metrics`,
+        events: { sink: config.events.sink, redisStream: config.events.redisStream?.key },
+      },
       'tessera listening',
     );
 
     let stopping: Promise<void> | undefined;
+    const runningManagement = management;
     return {
       url,
       port,
+      managementUrl,
+      events: auditEvents,
+      metrics,
       get grantTypes() {
         return [...reload.grantTypes];
       },
@@ -320,6 +400,9 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
           running.stopListening();
           await Promise.race([dispatcher.drain(), delay(config.shutdown.requestTimeoutSeconds * 1000)]);
           running.close();
+          runningManagement?.close();
+          storeOutage.close();
+          await auditEvents.close();
           await dispatcher.currentPool.destroy();
           storeHost?.close();
           await store.close();
@@ -332,11 +415,31 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     stopWatching();
     listener?.close();
     keyRing?.stop();
+    management?.close();
+    await events?.close();
     await pool?.destroy().catch(() => {});
     storeHost?.close();
     await store.close().catch(() => {});
     throw err;
   }
+}
+
+/**
+ * When the signing key began, for its age (`tessera_signing_key_age_seconds`): the activation of
+ * a store-kept key, or the key file's modification time (read at each scrape: a reload may have
+ * replaced it); unknown for a key with neither.
+ */
+function signingKeyCreatedAt(keys: KeyRing, file: string | undefined): () => number | undefined {
+  return () => {
+    const since = keys.signingSince;
+    if (since > 0) return since;
+    if (file === undefined) return undefined;
+    try {
+      return statSync(file).mtimeMs;
+    } catch {
+      return undefined;
+    }
+  };
 }
 
 /** The grant types of the embedding code's grant modules, each checked to be a grant handler. */

@@ -4,6 +4,7 @@ import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
 import { ConfigError } from './config/config_error.js';
 import { loadConfigFile, validateConfig, type LoadedConfig } from './config/load.js';
+import type { AuditEventHook } from './events/audit_events.js';
 import type { RunningGateway } from './server.js';
 import { listValidatorFiles, peekGrantTypes } from './validator_loader.js';
 
@@ -27,6 +28,7 @@ export class TesseraBuilder {
   private watch = true;
   private env: NodeJS.ProcessEnv | undefined;
   private loaded: Promise<LoadedConfig> | undefined;
+  private eventHook: AuditEventHook | undefined;
 
   constructor(private readonly source: string | LoadedConfig | Record<string, unknown>) {}
 
@@ -46,6 +48,23 @@ export class TesseraBuilder {
   /** Where `TESSERA_*` overrides are read from (default `process.env`). */
   withEnv(env: NodeJS.ProcessEnv): this {
     this.env = env;
+    return this;
+  }
+
+  /**
+   * Calls `hook` with every audit event (docs/operations.md, "Events"), besides the config's
+   * `events` sinks. Called after the request is answered, on the gateway's thread: keep it short
+   * and hand work off (a queue, a socket). An event never holds a secret, a token or a code.
+   *
+   * @example
+   * ```ts
+   * createTessera('config/tessera.json').onEvent((event) => {
+   *   if (event.name === 'RefreshTokenReuseDetected') alerts.push(event);
+   * });
+   * ```
+   */
+  onEvent(hook: AuditEventHook): this {
+    this.eventHook = hook;
     return this;
   }
 
@@ -72,6 +91,7 @@ export class TesseraBuilder {
       // SIGHUP reads the file again, with the same environment overrides.
       ...(typeof source === 'string' ? { reloadConfig: (served) => this.reloadConfigFile(source, served) } : {}),
       ...(this.logger !== undefined ? { logger: this.logger } : {}),
+      ...(this.eventHook !== undefined ? { onEvent: this.eventHook } : {}),
     });
   }
 

@@ -9,14 +9,15 @@ import {
   type ClientAuthenticationDeps,
 } from './client_authentication/step.js';
 import { readForm, requireParameter, type FormRequest, type FormRoute } from './http/form_request.js';
+import type { Exchange } from './http/exchange.js';
 import type { WorkerDispatcher } from './worker_dispatcher.js';
 
 export interface TokenEndpointDeps extends ClientAuthenticationDeps {
   /** Read per request so that grant registration can change at run time. */
   grantTypes: () => ReadonlySet<string>;
   dispatcher: WorkerDispatcher;
-  /** Told the status of every answer. */
-  observe?: (status: number) => void;
+  /** Told about every answer (metrics, access log, audit events). */
+  observe?: (exchange: Exchange, status: number, body: string) => void;
 }
 
 /** What the token endpoint's steps share, built once at start. */
@@ -53,6 +54,8 @@ function answerTokenRequest(route: TokenRoute, request: FormRequest): void {
   const grantType = requireParameter(request, 'grant_type', OAuthErrors.missingGrantType);
   if (grantType === undefined) return;
   if (!checkGrantTypeSupported(route, request, grantType)) return;
+  // Registered grant types only: a metrics label must not take any string a caller sends.
+  request.exchange.grantType = grantType;
   if (!checkGrantTypeAllowed(request, client, grantType)) return;
   dispatchToWorker(route, request, client, grantType);
 }

@@ -21,7 +21,9 @@ export interface ValidatorReloadDeps {
   /** Puts the new pool in service; the old one finishes what it has. */
   readonly replacePool: (pool: Piscina) => Promise<void>;
   /** Told the grant types served after a reload took effect. */
-  readonly onReloaded: (grantTypes: ReadonlySet<string>) => void;
+  readonly onReloaded: (grantTypes: ReadonlySet<string>, change: ValidatorChange) => void;
+  /** Told when a reload was refused and the previous validators stay (the audit event). */
+  readonly onRefused?: (reason: string) => void;
   readonly logger: Logger;
 }
 
@@ -72,6 +74,7 @@ export class ValidatorReload {
     } catch (err) {
       const problems = (err as Partial<ConfigError>).problems ?? [{ path: deps.sources.dir ?? '', message: String(err) }];
       deps.logger.error({ problems }, 'validator reload refused; the previous validators stay in service');
+      deps.onRefused?.('invalid_validator');
       this.settle(false);
       return;
     }
@@ -84,12 +87,13 @@ export class ValidatorReload {
       await deps.replacePool(await deps.startPool(next));
     } catch (err) {
       deps.logger.error({ err }, 'validator reload could not start workers; the previous validators stay in service');
+      deps.onRefused?.('workers_did_not_start');
       this.settle(false);
       return;
     }
     this.validators = next;
     this.served = grantTypesOf(deps.internalGrantTypes, next);
-    deps.onReloaded(this.served);
+    deps.onReloaded(this.served, change);
     deps.logger.info(change, 'validators reloaded');
     this.settle(true);
   };
@@ -107,7 +111,14 @@ function grantTypesOf(internal: readonly string[], validators: readonly Validato
 }
 
 /** What a reload changes, for its log line; `undefined` when nothing did. */
-function describeChange(before: readonly ValidatorModule[], after: readonly ValidatorModule[]) {
+/** The grant types a reload added, removed and changed. */
+export interface ValidatorChange {
+  readonly added: readonly string[];
+  readonly removed: readonly string[];
+  readonly changed: readonly string[];
+}
+
+function describeChange(before: readonly ValidatorModule[], after: readonly ValidatorModule[]): ValidatorChange | undefined {
   const old = new Map(before.map((v) => [v.file, v]));
   const now = new Map(after.map((v) => [v.file, v]));
   const added = after.filter((v) => !old.has(v.file)).map((v) => v.grantType);

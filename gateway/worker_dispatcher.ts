@@ -94,8 +94,13 @@ const maxHeldRefusals = 8192;
 type Sink = Exchange | ((result: TokenTaskResult) => void);
 
 function deliver(sink: Sink, result: TokenTaskResult): void {
-  if (typeof sink === 'function') sink(result);
-  else sink.sendJson(result[0], result[1], result[2] === null ? undefined : { retryAfter: result[2] });
+  if (typeof sink === 'function') {
+    sink(result);
+    return;
+  }
+  // What the worker learned, for the request's audit events and log line (gateway/endpoint_outcomes.ts).
+  if (result.length === 4) sink.facts = result[3];
+  sink.sendJson(result[0], result[1], result[2] === null ? undefined : { retryAfter: result[2] });
 }
 
 /**
@@ -166,6 +171,11 @@ export class WorkerDispatcher {
 
   get pending(): number {
     return this.inFlight;
+  }
+
+  /** Requests waiting in the lanes for a batch slot (metrics). */
+  get waiting(): number {
+    return this.lanes.fast.items.length + this.lanes.password.items.length + this.lanes.store.items.length;
   }
 
   /** Runs a task and hands its result to the caller instead of answering HTTP (login pages). */

@@ -40,6 +40,10 @@ export interface PoolInputs {
   passwordValidatorModule: string | null;
   /** The memory store's main-thread half; `null` on Redis, which workers reach themselves. */
   storeHost: MemoryStoreHost | null;
+  /** Workers send back what audit events need (workers/protocol/task_facts.ts). */
+  recordFacts: boolean;
+  /** Shared counters of store command latency (workers/protocol/store_command_stats.ts). */
+  storeStats: WorkerBootData['storeStats'];
 }
 
 /** A worker pool that has booted: a worker that cannot start fails here, not on a request. */
@@ -53,6 +57,8 @@ export async function startWorkerPool(inputs: PoolInputs): Promise<Piscina> {
     validatorModules: inputs.validatorModules,
     passwordValidatorModule: inputs.passwordValidatorModule,
     logLevel: config.logLevel,
+    recordFacts: inputs.recordFacts,
+    storeStats: inputs.storeStats,
   };
   const pool = new Piscina({
     filename: workerFile.href,

@@ -37,12 +37,16 @@ import { FailureThrottle } from './grants/failure_throttle.js';
 import { createPasswordGrant, createResourceOwnerAuthenticator } from './grants/password.js';
 import { hashPassword } from './crypto/password_hash.js';
 import { ensureTypeScriptLoader, isTypeScriptModule } from './typescript_loader.js';
+import { recordingFacts } from './task_facts_recorder.js';
+import { StoreCommandStats } from './protocol/store_command_stats.js';
+import type { TaskFacts } from './protocol/task_facts.js';
 
 const boot = workerData as WorkerBootData;
-const logger = pino({ level: boot.logLevel, base: { thread: 'worker' } });
+// pid and thread id on every line: an operator can tell which process and thread logged it.
+const logger = pino({ level: boot.logLevel, base: { pid: process.pid, thread: 'worker', threadId } });
 
 // With the memory store: this thread's bridge to the main thread's one.
-const store: Store = createStore(boot.config.store);
+const store: Store = createStore(boot.config.store, { observe: new StoreCommandStats(boot.storeStats).record });
 
 const tokenValidator = new AccessTokenValidator({ issuer: boot.config.issuer, keys: [], store, now: Date.now });
 // Fills the validator's keys at once, and again whenever the gateway publishes a new set.
@@ -114,7 +118,14 @@ function moduleName(url: string): string {
 }
 
 const serverError: TokenTaskResult = [OAuthErrors.serverError.status, OAuthErrors.serverError.body, null];
-const storeUnavailable: TokenTaskResult = [OAuthErrors.temporarilyUnavailable.status, OAuthErrors.temporarilyUnavailable.body, 2];
+// Marked, so that the gateway logs a store outage once rather than once per request.
+const storeFailed: TaskFacts = Object.freeze({ storeUnavailable: true as const });
+const storeUnavailable: TokenTaskResult = [
+  OAuthErrors.temporarilyUnavailable.status,
+  OAuthErrors.temporarilyUnavailable.body,
+  2,
+  storeFailed,
+];
 
 const endpointServices = {
   tokenValidator,
@@ -123,6 +134,16 @@ const endpointServices = {
   introspectionThrottle: new IntrospectionThrottle(store, boot.config.throttling.introspectionInactive),
   resourceScopes: new Map(boot.config.apiResources.map((r) => [r.name, new Set(r.scopes)])),
 };
+
+/** One request's answer, with what its audit events need when the gateway asked for it. */
+async function answerItem(item: TaskItem): Promise<TokenTaskResult> {
+  if (!boot.recordFacts) return handleItem(item);
+  const [result, facts] = await recordingFacts(() => handleItem(item));
+  // A store failure's answer carries its own (shared) facts: keep what was learned before it.
+  if (result.length === 4)
+    return result[3] === storeFailed ? [result[0], result[1], result[2], { ...facts, storeUnavailable: true }] : result;
+  return Object.keys(facts).length === 0 ? result : [result[0], result[1], result[2], facts];
+}
 
 async function handleItem(item: TaskItem): Promise<TokenTaskResult> {
   try {
@@ -149,7 +170,8 @@ async function handleItem(item: TaskItem): Promise<TokenTaskResult> {
       return [err.status, err.body, err.retryAfter ?? null];
     }
     if (isStoreUnavailable(err)) {
-      logger.warn(request, 'store unavailable');
+      // The gateway logs the outage once with a count (docs/operations.md, "Logs").
+      logger.debug(request, 'store unavailable');
       return storeUnavailable;
     }
     logger.error({ ...request, err }, 'request handler failed');
@@ -221,12 +243,12 @@ function untrack(control: Int32Array): void {
  */
 export default async function runTokenBatch(task: BatchTask | Uint8Array): Promise<unknown> {
   keyRing.refresh(Date.now());
-  if (!isBatchTask(task)) return move(packMessage(await Promise.all(unpackMessage<TaskItem[]>(task).map(handleItem))));
+  if (!isBatchTask(task)) return move(packMessage(await Promise.all(unpackMessage<TaskItem[]>(task).map(answerItem))));
   const control = new Int32Array(task.control);
   track(control);
   try {
     const items = unpackMessage<TaskItem[]>(task.batch);
-    const results = await Promise.all(items.map(handleItem));
+    const results = await Promise.all(items.map(answerItem));
     return move(packMessage(results));
   } finally {
     untrack(control);

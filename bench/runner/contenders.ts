@@ -126,6 +126,16 @@ function tesseraContender(
     requestKinds: kindsOf(scenario.name, scenario.plan, scenario.workload),
     async start() {
       const redis = store === 'redis' ? await ctx.ensureRedis() : null;
+      // Audit events on for the checkout under test only: a baseline of the same commit is then "off".
+      const events = checkout.kind === 'tessera' ? ctx.options.events : 'none';
+      const eventsEnv: Record<string, string> =
+        events === 'none'
+          ? {}
+          : {
+              BENCH_EVENTS: events,
+              BENCH_EVENTS_DIR: ctx.tmp,
+              ...(events === 'redis' ? { BENCH_EVENTS_REDIS_URL: (redis ?? (await ctx.ensureRedis())).url } : {}),
+            };
       // Scenarios with a workload may seed the store: the gateway loads the bench seed grant.
       const seeding = scenario.workload !== undefined;
       const port = await freePort();
@@ -147,7 +157,7 @@ function tesseraContender(
         entry: gatewayEntry,
         args: [configFile, checkout.target.kind, ...(checkout.root === undefined ? [] : [checkout.root])],
         nodeArgs: profileArgs(ctx, scenario.name, id),
-        ...(seeding ? { env: { BENCH_SEED_GRANT: '1' } } : {}),
+        env: { ...(seeding ? { BENCH_SEED_GRANT: '1' } : {}), ...eventsEnv },
       });
       const access: ServerAccess = {
         url: server.url,

@@ -101,7 +101,7 @@ export async function measureRound(
       : '';
   // Both checkouts are Tessera and publish the counter.
   const gateway = contender.kind === 'tessera' || contender.kind === 'baseline';
-  const batchBefore = gateway ? await readBatchCounter(started.server.url) : null;
+  const batchBefore = gateway ? await readBatchCounter(metricsUrlOf(started.server)) : null;
 
   const measuredLoad = await startLoad(options.durationS);
   progress.phase(`${base} · measuring ${options.durationS} s${made}${under}`);
@@ -149,7 +149,7 @@ export async function measureRound(
     background === null || measuredLoad === null
       ? null
       : backgroundRound(background, await measuredLoad.done, window.figure('background')?.cores ?? null);
-  const batch = gateway ? meanBatch(batchBefore, await readBatchCounter(started.server.url)) : null;
+  const batch = gateway ? meanBatch(batchBefore, await readBatchCounter(metricsUrlOf(started.server))) : null;
   if (ctx.profileDir !== null) {
     const folder = profileFolder(scenario, contender.id);
     const windows = ctx.profileWindows.get(folder) ?? [];
@@ -186,4 +186,10 @@ export async function measureRound(
     itemsMade: workload.consumes ? feed.made : null,
     ...(backgroundFigures === null ? {} : { background: backgroundFigures }),
   };
+}
+
+/** Where a gateway serves /metrics: its management listener, or its public port (older checkouts). */
+function metricsUrlOf(server: { readonly url: string; readonly detail: Record<string, unknown> }): string {
+  const metricsUrl = server.detail.metricsUrl;
+  return typeof metricsUrl === 'string' ? metricsUrl : `${server.url}/metrics`;
 }

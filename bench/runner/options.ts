@@ -28,6 +28,11 @@ export interface BenchOptions {
   /** Free text saved with the results for the baseline (e.g. its commit). */
   baselineLabel: string | undefined;
   save: boolean;
+  /**
+   * Audit events of the gateway under test (not of a baseline): `file` (JSON lines in the run's
+   * temporary folder), `redis` (a Redis Stream on the bench Redis), or `none`.
+   */
+  events: 'none' | 'file' | 'redis';
   cpuProf: boolean;
   help: boolean;
 }
@@ -55,6 +60,9 @@ Options:
                        every round, and compare it per store below the table
   --baseline-label TEXT
                        a note on the baseline saved with the results (e.g. its commit)
+  --events none|file|redis
+                       audit events of the gateway under test (none): JSON lines to a file, or a
+                       Redis Stream on the bench Redis; a --baseline-root runs without
   --cpu-prof           profile the gateway processes (node --cpu-prof) and print the hottest functions
   --no-save            do not write bench/results/<timestamp>.json and .svg
 `;
@@ -93,6 +101,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       'baseline-label': { type: 'string' },
       'cpu-prof': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
+      events: { type: 'string' },
     },
   });
   const quick = values.quick === true;
@@ -104,6 +113,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
   if (loadgen !== undefined && loadgen !== 'wrk' && loadgen !== 'autocannon') throw new UsageError('--loadgen must be wrk or autocannon');
   const target = values.target;
   if (target !== undefined && target !== 'dist' && target !== 'source') throw new UsageError('--target must be dist or source');
+  const events = values.events ?? 'none';
+  if (events !== 'none' && events !== 'file' && events !== 'redis') throw new UsageError('--events must be none, file or redis');
   const baselineRoot = values['baseline-root'];
   // `--baseline-root ""` would resolve to the current directory: a silent A/A run nobody asked for.
   if (baselineRoot !== undefined && baselineRoot.trim() === '') throw new UsageError('--baseline-root needs a directory');
@@ -125,6 +136,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     baselineRoot,
     baselineLabel: values['baseline-label'],
     save,
+    events,
     cpuProf: values['cpu-prof'] === true,
     help: values.help === true,
   };

@@ -14,10 +14,10 @@ function metric(text: string, name: string): number | null {
   return Number.isFinite(value) ? value : null;
 }
 
-/** `tessera_worker_batch_size` sum and count, or null when /metrics does not answer them. */
-export async function readBatchCounter(baseUrl: string): Promise<BatchCounter | null> {
+/** `tessera_worker_batch_size` sum and count from the gateway's `/metrics` URL, or null when it does not answer them. */
+export async function readBatchCounter(metricsUrl: string): Promise<BatchCounter | null> {
   try {
-    const response = await fetch(`${baseUrl}/metrics`, { signal: AbortSignal.timeout(5000) });
+    const response = await fetch(metricsUrl, { signal: AbortSignal.timeout(5000) });
     if (response.status !== 200) return null;
     const text = await response.text();
     const sum = metric(text, 'tessera_worker_batch_size_sum');

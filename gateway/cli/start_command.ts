@@ -1,8 +1,9 @@
 /** `tessera start [--config FILE]`: load the config, start the gateway, serve until a signal. */
 import { parseArgs } from 'node:util';
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { ConfigError } from '../config/config_error.js';
 import type { LoadedConfig } from '../config/load.js';
+import { createLogger } from '../logger.js';
 import { createTessera } from '../service_builder.js';
 import type { RunningGateway } from '../server.js';
 import { describeError, ExitCode, type CliCommand, type CliIo } from './command.js';
@@ -33,7 +34,7 @@ export const startCommand: CliCommand = {
     const builder = createTessera(values.config).withEnv(io.env);
     // A ConfigError here is reported by main with exit code 2.
     const config = await builder.loadConfig();
-    const logger = pino({ name: 'tessera', level: config.logLevel });
+    const logger = createLogger(config, { name: 'tessera' });
 
     let gateway: RunningGateway;
     try {
@@ -45,7 +46,9 @@ export const startCommand: CliCommand = {
       io.stderr.write(`error: could not start the gateway: ${describeError(error)}\n`);
       return ExitCode.Failure;
     }
-    io.stdout.write(formatBanner(config, gateway));
+    // On stderr: stdout carries the JSON log (and audit events with events.sink "stdout"), which a
+    // collector parses line by line; the banner is for the person at the terminal.
+    io.stderr.write(formatBanner(config, gateway));
     return serveUntilSignal(gateway, config.shutdown.drainSeconds, logger, io);
   },
 };
@@ -108,27 +111,29 @@ async function reloadOnHangup(gateway: RunningGateway, logger: Logger): Promise<
  * What `tessera start` prints once the gateway listens: where it is, its endpoints and, for demo
  * configs, the credentials to try it with.
  */
-export function formatBanner(config: LoadedConfig, gateway: Pick<RunningGateway, 'url'>): string {
+export function formatBanner(config: LoadedConfig, gateway: Pick<RunningGateway, 'url'> & { managementUrl?: string | undefined }): string {
   // Endpoints are published under the issuer (that is what discovery advertises), which may be a
   // proxy in front of the listening address.
   const endpoints: [string, string][] = [
     ['token', '/connect/token'],
     ['authorize', '/connect/authorize'],
     ['device', '/connect/deviceauthorization'],
-    ['user code', '/device'],
+    ['device page', '/device'],
     ['introspect', '/connect/introspect'],
     ['revocation', '/connect/revocation'],
     ['discovery', '/.well-known/openid-configuration'],
     ['jwks', '/.well-known/openid-configuration/jwks'],
     ['healthz', '/healthz'],
     ['readyz', '/readyz'],
-    ['metrics', '/metrics'],
   ];
   const lines = ['Tessera is running.', `  issuer     ${config.issuer}`, `  listening  ${gateway.url}`];
   if (config.configPath !== undefined) lines.push(`  config     ${config.configPath}`);
   if (config.envOverrides.length > 0) lines.push(`  overrides  ${config.envOverrides.join(', ')}`);
   if (config.signing.keys.length === 0) lines.push('  signing    development key (do not use in production)');
-  lines.push('', 'Endpoints:', ...endpoints.map(([name, path]) => `  ${name.padEnd(10)} ${config.issuer}${path}`));
+  lines.push('', 'Endpoints:', ...endpoints.map(([name, path]) => `  ${name.padEnd(11)} ${config.issuer}${path}`));
+  // Metrics are on the management listener unless kept on the public port behind a token.
+  const metricsUrl = gateway.managementUrl === undefined ? `${config.issuer}/metrics (bearer token)` : `${gateway.managementUrl}/metrics`;
+  lines.push(`  ${'metrics'.padEnd(11)} ${metricsUrl}`);
 
   const credentials = config.demoCredentials ?? [];
   if (credentials.length > 0) {

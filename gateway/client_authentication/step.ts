@@ -33,10 +33,23 @@ export function authenticateClient(
 ): RegisteredClient | undefined {
   const { authenticator, gate } = authentication;
   const auth = authenticator.authenticate(authorization, params);
-  if (gate.refuseBlocked(exchange, auth.ok ? auth.client.clientId : auth.clientId)) return undefined;
+  const clientId = auth.ok ? auth.client.clientId : auth.clientId;
+  // For the request's log line, metrics and audit events (gateway/endpoint_outcomes.ts).
+  exchange.clientId = clientId;
+  if (gate.refuseBlocked(exchange, clientId)) {
+    exchange.authFailure = 'blocked';
+    return undefined;
+  }
   if (auth.ok) return auth.client;
-  if (auth.failure === 'multiple_methods') gate.refuseMultipleMethods(exchange, auth.clientId);
-  else if (auth.failure === 'malformed_basic') gate.refuseMalformed(exchange);
-  else gate.refuseFailed(exchange, auth.clientId, auth.usedAuthorizationHeader);
+  if (auth.failure === 'multiple_methods') {
+    exchange.authFailure = 'multiple_methods';
+    gate.refuseMultipleMethods(exchange, auth.clientId);
+  } else if (auth.failure === 'malformed_basic') {
+    exchange.authFailure = 'malformed';
+    gate.refuseMalformed(exchange);
+  } else {
+    exchange.authFailure = 'failed';
+    gate.refuseFailed(exchange, auth.clientId, auth.usedAuthorizationHeader);
+  }
   return undefined;
 }

@@ -93,6 +93,10 @@ export function checkCrossReferences(config: TesseraConfig, extraGrantTypes: rea
   });
 
   problems.push(...checkSigningRotation(config));
+  // The event stream needs a Redis to go to: its own URL, or the store's when that is one Redis.
+  if (config.events.redisStream !== undefined && config.events.redisStream.url === undefined && config.store.type !== 'redis') {
+    report('events.redisStream.url', 'is required unless the store is a single Redis ("type": "redis")');
+  }
   return problems;
 }
 

@@ -106,6 +106,7 @@ function buildConfig(
     ...(config.tls === undefined
       ? {}
       : { tls: { certFile: resolve(configDir, config.tls.certFile), keyFile: resolve(configDir, config.tls.keyFile) } }),
+    events: config.events.file === undefined ? config.events : { ...config.events, file: resolve(configDir, config.events.file) },
     configDir,
     ...(configPath === undefined ? {} : { configPath }),
     envOverrides: overridden.applied,

@@ -158,6 +158,49 @@ const storeSchema = z
   ])
   .default({ type: 'memory', maxRecords: 1_000_000 });
 
+const eventsSchema = z
+  .strictObject({
+    sink: z
+      .enum(['none', 'stdout', 'file'])
+      .default('none')
+      .describe('Where audit events go as JSON lines (docs/operations.md, "Events"): nowhere, stdout, or the file named by events.file.'),
+    file: nonEmpty.optional().describe('The JSON-lines file (appended to) when sink is "file"; relative to this config file.'),
+    redisStream: z
+      .strictObject({
+        url: z
+          .string()
+          .regex(/^rediss?:\/\//, { error: 'must be a redis:// or rediss:// URL' })
+          .optional()
+          .describe("Redis to append to; default: the store's Redis URL."),
+        key: nonEmpty.default('tessera:events'),
+        maxLen: z.number().int().positive().default(100_000).describe('Approximate entries kept (XADD MAXLEN ~).'),
+      })
+      .optional()
+      .describe('Also append every event to a Redis Stream, for consumers.'),
+  })
+  .refine((events) => events.sink !== 'file' || events.file !== undefined, { error: 'sink "file" needs events.file', path: ['file'] })
+  .default({ sink: 'none' });
+
+const managementSchema = z
+  .strictObject({
+    host: z.string().default('127.0.0.1').describe('Where the management listener (/metrics) listens.'),
+    port: z.number().int().min(0).max(65535).default(9464).describe('Its port; 0 picks a free one.'),
+    onPublicPort: z
+      .boolean()
+      .default(false)
+      .describe('Serve /metrics on the public listener instead of a separate one; requires management.token.'),
+    token: z
+      .string()
+      .min(16, { error: 'must be at least 16 characters' })
+      .optional()
+      .describe('When set, /metrics answers only requests with "Authorization: Bearer <token>".'),
+  })
+  .refine((management) => !management.onPublicPort || management.token !== undefined, {
+    error: 'onPublicPort needs a token: /metrics would otherwise be public',
+    path: ['token'],
+  })
+  .default({ host: '127.0.0.1', port: 9464, onPublicPort: false });
+
 export const configSchema = z
   .strictObject({
     $schema: z.string().optional(),
@@ -335,6 +378,12 @@ export const configSchema = z
       .default(36000)
       .describe("How long a sign-in on the login page lasts (single sign-on); IdentityServer's default is 10 hours."),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    logFormat: z
+      .enum(['auto', 'json', 'pretty'])
+      .default('auto')
+      .describe('json: pino JSON lines; pretty: readable lines (needs the pino-pretty package); auto: pretty when stdout is a terminal.'),
+    events: eventsSchema,
+    management: managementSchema,
     identityResources: z
       .array(z.strictObject({ name: nonEmpty, displayName: z.string().optional(), claims: z.array(nonEmpty).default([]) }))
       .default([]),

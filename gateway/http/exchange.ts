@@ -1,6 +1,7 @@
 import type { HttpResponse } from 'uWebSockets.js';
 import type { OAuthErrorEntry } from '../../workers/protocol/oauth_errors.js';
 import { clientAddressOf } from './trusted_proxies.js';
+import type { TaskFacts } from '../../workers/protocol/task_facts.js';
 
 const statusLines: Record<number, string> = {
   200: '200 OK',
@@ -47,8 +48,18 @@ const flushPadding = ' '.repeat(16 * 1024 + 1);
 export class Exchange {
   aborted = false;
   done = false;
-  /** Told the status of the JSON answer (metrics). */
-  observer: ((status: number) => void) | undefined;
+  /** Told about the JSON answer just before it is written (metrics, access log, audit events). */
+  observer: ((exchange: Exchange, status: number, body: string) => void) | undefined = undefined;
+  /** `performance.now()` when the request was read; set by routes with an observer. */
+  startedAt = 0;
+  /** The authenticated client (or the client id a failed authentication named). */
+  clientId: string | undefined = undefined;
+  /** The token request's grant type, once it is known to be a registered one. */
+  grantType: string | undefined = undefined;
+  /** Why client authentication refused the request, when it did. */
+  authFailure: 'failed' | 'blocked' | 'multiple_methods' | 'malformed' | undefined = undefined;
+  /** What the worker learned answering it (workers/protocol/task_facts.ts). */
+  facts: TaskFacts | undefined = undefined;
   /** RFC 9110 §9.3.2: a HEAD answer has the headers GET would have, and no content. */
   private readonly head: boolean;
 
@@ -81,7 +92,7 @@ export class Exchange {
   sendJson(status: number, body: string, extras?: ResponseExtras): void {
     if (this.aborted || this.done) return;
     this.done = true;
-    this.observer?.(status);
+    this.observer?.(this, status, body);
     const res = this.res;
     res.cork(() => {
       res.writeStatus(statusLine(status));

@@ -17,8 +17,8 @@ export interface FormRequest {
 export interface FormRoute {
   /** The answer to any method but POST; it names the endpoint. */
   readonly postOnly: OAuthErrorEntry;
-  /** Told the status of every answer (metrics). */
-  readonly observe?: ((status: number) => void) | undefined;
+  /** Told about every answer (metrics, access log, audit events). */
+  readonly observe?: ((exchange: Exchange, status: number, body: string) => void) | undefined;
 }
 
 /** An endpoint's own steps, run synchronously with the form {@link readForm} read. */
@@ -40,7 +40,10 @@ const parseFailures: Record<FormParseFailure, OAuthErrorEntry> = {
 export function readForm<R extends FormRoute>(route: R, res: HttpResponse, req: HttpRequest, next: FormStep<R>): void {
   const method = req.getMethod();
   const exchange = new Exchange(res, method);
-  exchange.observer = route.observe;
+  if (route.observe !== undefined) {
+    exchange.observer = route.observe;
+    exchange.startedAt = performance.now();
+  }
   if (method !== 'post') {
     exchange.sendError(route.postOnly, { allow: 'POST' });
     return;

@@ -36,6 +36,11 @@ export interface KeyRingOptions {
   readonly devKeyDir: string;
   /** Watch key files (default true). */
   readonly watch?: boolean;
+  /**
+   * Told when another key starts signing on this gateway (a rotation's activation, a reload):
+   * the `KeyRotated` audit event and the rotation count (docs/operations.md, "Events").
+   */
+  readonly onSigningKeyChange?: (kid: string) => void;
 }
 
 /**
@@ -60,6 +65,9 @@ export class KeyRing {
   /** The last failure's message, so that a store outage logs once, not on every poll. */
   private failing: string | undefined;
   private stopped = false;
+  /** The key that signed when last looked at, and the timer for the next activation. */
+  private signer: string | undefined;
+  private activation: NodeJS.Timeout | undefined;
 
   private constructor(private readonly options: KeyRingOptions) {
     this.files = options.config.signing.keys.map((k) => k.file);
@@ -110,6 +118,14 @@ export class KeyRing {
     return signingKeyAt(this.current, Date.now()).kid;
   }
 
+  /** When the key that signs now started signing (epoch ms); 0 for key files, which sign from the start. */
+  get signingSince(): number {
+    const now = Date.now();
+    let since = 0;
+    for (const activation of this.current.activations) if (activation.activatesAt <= now) since = activation.activatesAt;
+    return since;
+  }
+
   /**
    * Reads the keys again: the key files (with `config`, the list it names), or the store. A
    * failure keeps the running set and is logged with what failed. Never two loads at once.
@@ -148,6 +164,7 @@ export class KeyRing {
   stop(): void {
     this.stopped = true;
     clearInterval(this.poll);
+    clearTimeout(this.activation);
     this.stopWatching();
   }
 
@@ -181,7 +198,22 @@ export class KeyRing {
       { published: this.kids(), signing: this.signingKid, next: set.activations.filter((a) => a.activatesAt > Date.now()) },
       first ? 'signing keys loaded' : 'signing keys changed',
     );
+    this.followSigner();
     return true;
+  }
+
+  /** Tells `onSigningKeyChange` when the signer differs from the last one seen, now or at the next activation. */
+  private followSigner(): void {
+    clearTimeout(this.activation);
+    if (this.stopped) return;
+    const { kid, until } = signingKeyAt(this.current, Date.now());
+    if (this.signer !== undefined && kid !== this.signer) this.options.onSigningKeyChange?.(kid);
+    this.signer = kid;
+    if (Number.isFinite(until)) {
+      // setTimeout takes at most 2^31-1 ms; a later activation is looked at again then.
+      this.activation = setTimeout(() => this.followSigner(), Math.min(Math.max(0, until - Date.now()) + 5, 2 ** 31 - 1));
+      this.activation.unref();
+    }
   }
 
   private kids(): string[] {

@@ -14,6 +14,7 @@ import { createPageRoute, errorPage, type PageRequest } from './page_form.js';
 import type { PageSecrets, Session } from './session.js';
 import { renderPage } from './templates.js';
 import { signIn } from './sign_in.js';
+import type { AuditEvents } from '../events/audit_events.js';
 
 export const authorizePath = '/connect/authorize';
 /** How long a consent form may stay open after a sign-in that met the request's `max_age`. */
@@ -28,6 +29,8 @@ export interface AuthorizeEndpointDeps {
   secrets: PageSecrets;
   dispatcher: WorkerDispatcher;
   store: Store;
+  /** Sign-ins and device decisions are audit events (docs/operations.md, "Events"). */
+  events: AuditEvents;
   now?: () => number;
 }
 
@@ -152,13 +155,18 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
     createPageRoute(['post'], (page) => {
       const request = submittedRequest(page);
       if (request === undefined) return;
-      signIn(deps.dispatcher, secrets, {
-        clientId: request.client.clientId,
-        form: page.form,
-        scope: request.scopes.scope,
-        acrValues: request.acr.values,
-        address: page.remoteAddress,
-      }).then(
+      signIn(
+        deps.dispatcher,
+        secrets,
+        {
+          clientId: request.client.clientId,
+          form: page.form,
+          scope: request.scopes.scope,
+          acrValues: request.acr.values,
+          address: page.remoteAddress,
+        },
+        deps.events,
+      ).then(
         (outcome) => {
           if (outcome.kind === 'signed_in') showConsent(page, request, outcome.session, [outcome.cookie]);
           else if (outcome.kind === 'retry')

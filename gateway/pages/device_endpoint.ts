@@ -12,6 +12,7 @@ import { createPageRoute, errorPage, type PageRequest } from './page_form.js';
 import { readCookie, type PageSecrets, type Session } from './session.js';
 import { renderPage } from './templates.js';
 import { signIn } from './sign_in.js';
+import type { AuditEvents } from '../events/audit_events.js';
 
 const loginPath = `${devicePagePath}/login`;
 const consentPath = `${devicePagePath}/consent`;
@@ -23,6 +24,10 @@ export interface DeviceEndpointDeps {
   dispatcher: WorkerDispatcher;
   store: Store;
   logger: Logger;
+  /** Sign-ins and device decisions are audit events (docs/operations.md, "Events"). */
+  events: AuditEvents;
+  /** Told of each request the user-code throttle refuses (`tessera_throttle_hits_total{throttle="user_code"}`). */
+  onThrottled?: () => void;
   now?: () => number;
 }
 
@@ -71,8 +76,10 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
     );
   };
   // RFC 6585 §4: a 429 says when to come back.
-  const showBlocked = (page: PageRequest, state: BlockedState): void =>
+  const showBlocked = (page: PageRequest, state: BlockedState): void => {
+    deps.onThrottled?.();
     showEntry(page, 429, tooManyCodes, undefined, state.retryAfterSeconds);
+  };
   const showLogin = (
     page: PageRequest,
     device: PendingDevice,
@@ -221,12 +228,17 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
     loginPath,
     createPageRoute(['post'], (page) => {
       withDevice(page, async (device) => {
-        const outcome = await signIn(deps.dispatcher, secrets, {
-          clientId: device.client.clientId,
-          form: page.form,
-          scope: device.record.scopes.join(' '),
-          address: page.remoteAddress,
-        });
+        const outcome = await signIn(
+          deps.dispatcher,
+          secrets,
+          {
+            clientId: device.client.clientId,
+            form: page.form,
+            scope: device.record.scopes.join(' '),
+            address: page.remoteAddress,
+          },
+          deps.events,
+        );
         if (outcome.kind === 'signed_in') showConsent(page, device, outcome.session, [outcome.cookie]);
         else if (outcome.kind === 'retry') showLogin(page, device, outcome.status, outcome.message, page.form.username, outcome.retryAfter);
         else errorPage(page.exchange, outcome.status, outcome.message);
@@ -262,6 +274,15 @@ export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDe
         }
         const ttl = Math.max(1000, device.record.expiresAt - now()) + 10 * 60 * 1000;
         await store.set(device.pointer.deviceKey, decided, ttl);
+        // Never the user code or the device code: they are the credentials being decided on.
+        deps.events.emit({
+          name: decision === 'allow' ? 'DeviceAuthorizationSuccess' : 'DeviceAuthorizationDenied',
+          outcome: decision === 'allow' ? 'success' : 'failure',
+          clientId: device.client.clientId,
+          subject: session.sub,
+          remoteAddress: page.remoteAddress,
+          ...(decision === 'allow' ? {} : { error: 'access_denied' }),
+        });
         page.exchange.sendPage(
           200,
           decision === 'allow'

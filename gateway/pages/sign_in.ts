@@ -1,4 +1,5 @@
 import { OAuthErrors } from '../../workers/protocol/oauth_errors.js';
+import type { AuditEvents } from '../events/audit_events.js';
 import type { WorkerDispatcher } from '../worker_dispatcher.js';
 import type { PageSecrets, Session } from './session.js';
 
@@ -18,12 +19,32 @@ export async function signIn(
   dispatcher: WorkerDispatcher,
   secrets: PageSecrets,
   input: { clientId: string; form: Record<string, string | undefined>; scope: string; acrValues?: readonly string[]; address: string },
+  events: AuditEvents,
 ): Promise<SignInOutcome> {
   const { username, password } = input.form;
   if (username === undefined || password === undefined) return { kind: 'retry', status: 400, message: 'Enter your username and password.' };
   const params = Object.assign(Object.create(null) as Record<string, string>, { username, password, scope: input.scope });
   if (input.acrValues !== undefined && input.acrValues.length > 0) params.acr_values = input.acrValues.join(' ');
-  const [status, body, retryAfter] = await dispatcher.call({ kind: 'login', clientId: input.clientId, params, address: input.address });
+  const [status, body, retryAfter, facts] = await dispatcher.call({
+    kind: 'login',
+    clientId: input.clientId,
+    params,
+    address: input.address,
+  });
+  // The worker's password check says how it ended (workers/protocol/task_facts.ts).
+  const login = facts?.login;
+  if (login !== undefined) {
+    events.emit({
+      name: login.success ? 'UserLoginSuccess' : 'UserLoginFailure',
+      outcome: login.success ? 'success' : 'failure',
+      clientId: input.clientId,
+      subject: login.subject,
+      username: login.username,
+      remoteAddress: input.address,
+      error: login.reason,
+      endpoint: 'login_page',
+    });
+  }
   if (status === 200) {
     const user = JSON.parse(body) as { subject: string; claims: Session['claims'] };
     const session = secrets.newSession(user.subject, user.claims, username);

@@ -47,3 +47,10 @@ t.test('a baseline option without what it needs is refused', async (t) => {
   t.equal(refusal(['--baseline-label', 'x']), '--baseline-label needs --baseline-root', 'a label for no baseline');
   t.throws(() => parseOptions(['--baseline-root']), 'a missing value');
 });
+
+t.test('--events is none unless asked, and only none, file or redis', async (t) => {
+  t.equal(parseOptions(['client_credentials']).events, 'none');
+  t.equal(parseOptions(['client_credentials', '--events', 'file']).events, 'file');
+  t.equal(parseOptions(['client_credentials', '--events=redis']).events, 'redis');
+  t.equal(refusal(['--events', 'stdout']), '--events must be none, file or redis');
+});

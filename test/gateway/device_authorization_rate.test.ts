@@ -92,7 +92,7 @@ t.test('a flood of device authorizations on the memory store stays under store.m
     );
     for (const a of answers) codes.push((JSON.parse(a.body) as { device_code: string }).device_code);
   }
-  const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+  const metrics = await (await fetch(`${gw.managementUrl}/metrics`)).text();
   const records = Number(/^tessera_memory_store_records (\d+)$/m.exec(metrics)?.[1]);
   const evicted = Number(/^tessera_memory_store_evicted_records (\d+)$/m.exec(metrics)?.[1]);
   t.ok(records <= 100, `${records} records held after 300 authorizations`);

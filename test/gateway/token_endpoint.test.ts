@@ -321,15 +321,28 @@ t.test('token endpoint', async (t) => {
     t.equal(await metricValue(gw, 'tessera_worker_requests_in_flight'), 0, 'nothing is left in flight');
   });
 
-  t.test('counts token responses by status in Prometheus metrics', async (t) => {
-    const before = await metricValue(gw, 'tessera_token_responses_total{status="401"}');
+  t.test('counts token responses by endpoint, grant type and status in Prometheus metrics', async (t) => {
+    const unauthorized = 'tessera_http_requests_total{endpoint="token",grant_type="",status="401"}';
+    const issued = 'tessera_http_requests_total{endpoint="token",grant_type="client_credentials",status="200"}';
+    const before = await metricValue(gw, unauthorized);
     await post(gw, 'grant_type=client_credentials', { authorization: basicAuthorization('m2m', 'wrong') });
     await post(gw, 'grant_type=client_credentials', { authorization: basicAuthorization('m2m', 'wrong') });
-    t.equal(await metricValue(gw, 'tessera_token_responses_total{status="401"}'), before + 2);
-    t.ok((await metricValue(gw, 'tessera_token_responses_total{status="200"}')) > 0);
-    const res = await fetch(`${gw.url}/metrics`);
+    t.equal(await metricValue(gw, unauthorized), before + 2);
+    t.ok((await metricValue(gw, issued)) > 0);
+    t.ok((await metricValue(gw, 'tessera_http_request_duration_seconds_count{endpoint="token",grant_type="client_credentials"}')) > 0);
+    const res = await fetch(`${gw.managementUrl}/metrics`);
     t.match(res.headers.get('content-type'), /^text\/plain/);
     t.match(await res.text(), /tessera_worker_requests_in_flight 0/);
+  });
+
+  t.test('a grant type nobody registered is not a metrics label', async (t) => {
+    await post(gw, 'grant_type=made_up_by_a_caller', { authorization: basicAuthorization('m2m', 'secret') });
+    const text = await (await fetch(`${gw.managementUrl}/metrics`)).text();
+    t.notMatch(text, /made_up_by_a_caller/);
+  });
+
+  t.test('/metrics is not on the public port', async (t) => {
+    t.equal((await fetch(`${gw.url}/metrics`)).status, 404);
   });
 });
 
@@ -384,7 +397,7 @@ t.test('worker failures', async (t) => {
 });
 
 async function metricValue(gw: TestGateway, series: string): Promise<number> {
-  const text = await (await fetch(`${gw.url}/metrics`)).text();
+  const text = await (await fetch(`${gw.managementUrl}/metrics`)).text();
   const line = text.split('\n').find((l) => l.startsWith(`${series} `));
   return line === undefined ? 0 : Number(line.slice(series.length + 1));
 }

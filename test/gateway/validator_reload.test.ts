@@ -7,6 +7,7 @@ import { decodeJwt } from 'jose';
 import { pino } from 'pino';
 import { sha256Secret, startTestGateway, type TestGateway } from '../helpers/test_gateway.js';
 import { basicAuthorization } from '../helpers/basic_authorization.js';
+import type { AuditEvent } from '../../gateway/events/audit_event.js';
 
 const form = 'application/x-www-form-urlencoded';
 const auth = basicAuthorization('hot');
@@ -70,10 +71,12 @@ t.test('validator hot reload', async (t) => {
   const logs: { msg: string; added?: string[]; removed?: string[]; changed?: string[]; problems?: { path: string; message: string }[] }[] =
     [];
   const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as (typeof logs)[number]) });
+  const events: AuditEvent[] = [];
   // The client lists only test_alpha: a grant type the config can know at start (its file exists).
   const gw = await startTestGateway(t, {
     validatorsDir: dir,
     logger,
+    onEvent: (event) => void events.push(event),
     patch: (raw) => {
       (raw.clients as unknown[]).push({
         clientId: 'hot',
@@ -166,6 +169,15 @@ t.test('validator hot reload', async (t) => {
     t.match(lastLog('validator reload refused; the previous validators stay in service'), {
       problems: [{ path: broken, message: 'cannot be imported: gamma is broken' }],
     });
+    // Audit events (docs/operations.md, "Events"): each reload that took effect, and this refusal;
+    // delivered on a later turn of the event loop than the reload's end.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const reloads = events.filter((e) => e.name === 'ValidatorReloaded');
+    t.match(reloads.at(-1), { category: 'Configuration', outcome: 'failure', error: 'invalid_validator' });
+    t.ok(
+      reloads.some((e) => e.outcome === 'success' && (e.details?.added as readonly string[] | undefined)?.includes('test_beta')),
+      'the reload that added test_beta',
+    );
     const r = await requestGrant(gw, 'test_alpha');
     t.equal(r.status, 200);
     t.equal(versionOf(r.body), 'three (added back)');

@@ -24,6 +24,8 @@ export function baseTestConfig(): Record<string, unknown> {
     listen: { host: '127.0.0.1', port: 0 },
     store: { type: 'memory' },
     workers: { threads: 1 },
+    // A free port: test gateways run side by side.
+    management: { host: '127.0.0.1', port: 0 },
     logLevel: 'silent',
     identityResources: [
       { name: 'openid', claims: ['sub'] },
@@ -107,6 +109,8 @@ export interface TestGatewayOptions {
   watchValidators?: boolean;
   /** The main thread's logger (default: a silent one from the config). */
   logger?: Logger;
+  /** The embedding API's audit-event hook. */
+  onEvent?: StartOptions['onEvent'];
 }
 
 /** Starts a real gateway on a free port; stopped when the test ends. */
@@ -148,12 +152,16 @@ export async function startTestGateway(t: Test, options: TestGatewayOptions = {}
   if (options.validatorModules) startOptions.validatorModules = options.validatorModules;
   if (options.watchValidators !== undefined) startOptions.watchValidators = options.watchValidators;
   if (options.logger !== undefined) startOptions.logger = options.logger;
+  if (options.onEvent !== undefined) startOptions.onEvent = options.onEvent;
   const gateway = await startGateway(startOptions);
   t.teardown(() => gateway.stop());
   // Delegates rather than spreads: `grantTypes` is a getter that follows validator reloads.
   return {
     url: gateway.url,
     port: gateway.port,
+    managementUrl: gateway.managementUrl,
+    events: gateway.events,
+    metrics: gateway.metrics,
     get grantTypes() {
       return gateway.grantTypes;
     },

@@ -4,6 +4,7 @@ import type { RefreshTokenRecord } from '../tokens/refresh_token_record.js';
 import { denyAccessToken, revokeRefreshFamily } from '../tokens/token_revocation.js';
 import type { AccessTokenValidator } from '../tokens/token_validator.js';
 import type { FormParams } from '../protocol/token_task.js';
+import { noteRevoked } from '../task_facts_recorder.js';
 
 export interface RevocationServices {
   readonly tokenValidator: AccessTokenValidator;
@@ -33,6 +34,8 @@ async function revokeAccessToken(token: string, clientId: string, services: Revo
   const { jti, exp, client_id: owner } = verified.payload;
   if (owner !== clientId || typeof jti !== 'string' || typeof exp !== 'number') return true;
   await denyAccessToken(services.store, { jti, exp }, services.now());
+  const subject = verified.payload.sub;
+  noteRevoked('access_token', typeof subject === 'string' ? { jti, subject } : { jti });
   return true;
 }
 
@@ -49,6 +52,7 @@ async function revokeRefreshToken(token: string, clientId: string, services: Rev
   }
   if (record.clientId === clientId) {
     await revokeRefreshFamily(services.store, handle.family, Math.max(1000, record.absoluteExpiresAt - now), now);
+    noteRevoked('refresh_token', { subject: record.subject });
   }
   return true;
 }

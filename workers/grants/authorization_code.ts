@@ -57,6 +57,7 @@ export const authorizationCodeGrant: GrantHandler = {
 function codeItem(handle: FamilyHandle, client: RegisteredClient): SingleUseItem<AuthorizationCodeRecord> {
   return {
     name: 'authorization code',
+    kind: 'authorization_code',
     key: handle.key,
     family: handle.family,
     clientId: client.clientId,

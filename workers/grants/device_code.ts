@@ -51,7 +51,14 @@ export const deviceCodeGrant: GrantHandler = {
         openId: { sid: record.sid },
         // A repeated poll after success is ordinary client behaviour, not an attack: refused
         // without revoking what the first poll received (no replayRetentionMs).
-        redeem: { name: 'device code', key: handle.key, family: record.family, clientId: client.clientId, invalid: invalidDeviceCode },
+        redeem: {
+          name: 'device code',
+          kind: 'device_code',
+          key: handle.key,
+          family: record.family,
+          clientId: client.clientId,
+          invalid: invalidDeviceCode,
+        },
       },
     );
   },

@@ -12,6 +12,7 @@ import { type FailureThrottle, whenBlockEnds } from './failure_throttle.js';
 import type { GrantHandler, GrantRequest, GrantServices } from './grant_handler.js';
 import { userPolicy, type GrantedScopes } from './scope_rules.js';
 import { issueTokens } from './token_issuance.js';
+import { noteLogin } from '../task_facts_recorder.js';
 
 /**
  * The resource owner password grant (RFC 6749 §4.3). The credential check is pluggable; this
@@ -76,6 +77,7 @@ export function createResourceOwnerAuthenticator(
     ] as const) {
       if (!blocked.blocked) continue;
       // Security events (docs/operations.md, "Logs"): one line when a block starts, never a secret.
+      noteLogin({ username: userName, success: false, reason: 'blocked' });
       if (blocked.firstRefusal === true) {
         const who = { clientId: client.clientId, username: userName, address: request.address, per };
         logger.info({ ...who, retryAfterSeconds: blocked.retryAfterSeconds }, 'password attempts blocked');
@@ -101,9 +103,11 @@ export function createResourceOwnerAuthenticator(
         { clientId: client.clientId, username: userName, address: request.address, reason: 'wrong credentials' },
         'password sign-in failed',
       );
+      noteLogin({ username: userName, success: false, reason: 'wrong_credentials' });
       throw failureOf(result);
     }
     await Promise.all([throttle.recordSuccess(throttleSubject), userThrottle.recordSuccess(userSubject)]);
+    noteLogin({ username: userName, success: true, subject });
 
     const claims = grantClaims(result.claims);
     claims.auth_time = Math.floor(services.now() / 1000);

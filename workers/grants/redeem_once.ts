@@ -6,6 +6,8 @@
  * is a replay, and a replayed item revokes what it was exchanged for: someone else may hold it.
  */
 import type { OAuthError } from '../protocol/oauth_errors.js';
+import type { ReusedItem } from '../protocol/task_facts.js';
+import { noteReuse } from '../task_facts_recorder.js';
 import type { CompanionRecord, ConsumeResult, StoreKey } from '../store/store.js';
 import { revokeRefreshFamily } from '../tokens/token_revocation.js';
 import type { GrantServices } from './grant_handler.js';
@@ -19,6 +21,8 @@ export interface Redeemable {
 export interface SingleUseItem<T extends Redeemable> {
   /** What the log calls it ("authorization code"). */
   readonly name: string;
+  /** What its audit event calls it. */
+  readonly kind: ReusedItem;
   readonly key: StoreKey;
   /** The family of the tokens it is exchanged for: what a replay revokes. */
   readonly family: string;
@@ -93,6 +97,8 @@ async function refuse<T extends Redeemable>(services: RedeemServices, item: Sing
     const now = services.now();
     await revokeRefreshFamily(services.store, item.family, retention(outcome.value, now), now);
     services.logger.warn({ clientId: item.clientId }, `${item.name} redeemed twice: its family is revoked`);
+    const subject = (outcome.value as { subject?: unknown }).subject;
+    noteReuse(item.kind, typeof subject === 'string' ? subject : undefined);
   }
   throw item.invalid();
 }

@@ -99,6 +99,7 @@ export const refreshTokenGrant: GrantHandler = {
 function refreshTokenItem(handle: FamilyHandle, clientId: string): SingleUseItem<RefreshTokenRecord> {
   return {
     name: 'refresh token',
+    kind: 'refresh_token',
     key: handle.key,
     family: handle.family,
     clientId,

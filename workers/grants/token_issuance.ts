@@ -7,6 +7,7 @@ import type { StoreKey } from '../store/store.js';
 import type { GrantRequest, GrantServices, TokenResponse } from './grant_handler.js';
 import { redeemOnce, type Redeemable, type SingleUseItem } from './redeem_once.js';
 import type { GrantedScopes } from './scope_rules.js';
+import { noteIssued } from '../task_facts_recorder.js';
 
 /** What a grant decided; the shared last step turns it into tokens. */
 export interface TokenGrant {
@@ -53,6 +54,7 @@ export function signAccessToken(
   if (grant.subject !== undefined) input.subject = grant.subject;
   if (grant.claims !== undefined) input.claims = grant.claims;
   const claims = buildAccessTokenClaims(input);
+  noteIssued(claims.jti as string, grant.subject);
   return { token: services.signer.sign(claims, 'at+jwt'), jti: claims.jti as string, exp: claims.exp as number };
 }
 

@@ -8,6 +8,7 @@
  * {@link TokenTaskResult}s in the same order.
  */
 import { Packr } from 'msgpackr';
+import type { TaskFacts } from './task_facts.js';
 
 /** Parsed `application/x-www-form-urlencoded` parameters; a null-prototype record. */
 export type FormParams = Record<string, string>;
@@ -55,8 +56,12 @@ export interface LoginItem {
  */
 export type TaskItem = TokenItem | IntrospectionItem | RevocationItem | LoginItem;
 
-/** `[status, jsonBody, retryAfterSeconds]`. */
-export type TokenTaskResult = [status: number, body: string, retryAfter: number | null];
+/**
+ * `[status, jsonBody, retryAfterSeconds, facts?]`. `facts` is what the request's audit events
+ * need (workers/protocol/task_facts.ts); present only when the worker recorded some (events on,
+ * or a store failure).
+ */
+export type TokenTaskResult = [status: number, body: string, retryAfter: number | null, facts?: TaskFacts];
 
 // Plain maps and arrays, no record extensions: batches are decoded by another thread.
 const packr = new Packr({ useRecords: false, moreTypes: false });

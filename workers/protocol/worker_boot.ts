@@ -15,4 +15,8 @@ export interface WorkerBootData {
   /** URL of a custom password validator that replaces the built-in one, if any. */
   readonly passwordValidatorModule: string | null;
   readonly logLevel: string;
+  /** Record the facts of each request (task_facts.ts) for audit events (the gateway has an event sink or hook). */
+  readonly recordFacts: boolean;
+  /** Where store command latency and failures are counted (store_command_stats.ts). */
+  readonly storeStats: { readonly counts: SharedArrayBuffer; readonly sums: SharedArrayBuffer };
 }

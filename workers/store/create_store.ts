@@ -13,6 +13,8 @@ export interface CreateStoreOptions {
   now?: () => number;
   /** Connection errors of the Redis client, for logging. */
   onError?: (err: Error) => void;
+  /** Each Redis command's name, duration and failure, for the store metrics (workers/protocol/store_command_stats.ts). */
+  observe?: (command: string, seconds: number, failed: boolean) => void;
 }
 
 /**
@@ -40,6 +42,7 @@ export function createStore(config: StoreConfig, options: CreateStoreOptions = {
         keyPrefix: config.keyPrefix,
         commandTimeoutMs: config.commandTimeoutMs,
         ...(options.onError === undefined ? {} : { onError: options.onError }),
+        ...(options.observe === undefined ? {} : { observe: options.observe }),
       });
     case 'redis-cluster':
       return new RedisStore({
@@ -47,6 +50,7 @@ export function createStore(config: StoreConfig, options: CreateStoreOptions = {
         keyPrefix: config.keyPrefix,
         commandTimeoutMs: config.commandTimeoutMs,
         ...(options.onError === undefined ? {} : { onError: options.onError }),
+        ...(options.observe === undefined ? {} : { observe: options.observe }),
       });
   }
 }

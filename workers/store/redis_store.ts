@@ -63,6 +63,8 @@ interface RedisStoreCommonOptions {
   maxReconnectDelayMs?: number;
   /** Connection errors, for logging; they are otherwise only visible as failed calls. */
   onError?: (err: Error) => void;
+  /** Told each command's name, duration and failure (the store command metrics). */
+  observe?: (command: string, seconds: number, failed: boolean) => void;
 }
 
 /** One Redis server (`redis://` or `rediss://` URL). */
@@ -257,6 +259,7 @@ export class RedisStore implements Store {
   readonly #client: Client;
   readonly #prefix: string;
   readonly #commandTimeoutMs: number;
+  readonly #observe: ((command: string, seconds: number, failed: boolean) => void) | undefined;
   readonly #isCluster: boolean;
   #pendingReady: Promise<void> | null = null;
   #closed = false;
@@ -264,6 +267,7 @@ export class RedisStore implements Store {
   constructor(options: RedisStoreOptions) {
     this.#prefix = options.keyPrefix ?? 'tessera:';
     this.#commandTimeoutMs = options.commandTimeoutMs ?? 500;
+    this.#observe = options.observe;
     const maxDelay = options.maxReconnectDelayMs ?? 2000;
     // Keep reconnecting for as long as the store is open, backing off to `maxDelay`.
     const retryStrategy = (times: number): number => Math.min(50 * 2 ** Math.min(times, 10), maxDelay);
@@ -494,6 +498,20 @@ export class RedisStore implements Store {
    * established, and maps every failure to {@link StoreUnavailableError}.
    */
   async #run<R>(op: string, send: (client: Client) => Promise<R>): Promise<R> {
+    const observe = this.#observe;
+    if (observe === undefined) return this.#runBounded(op, send);
+    const started = performance.now();
+    try {
+      const result = await this.#runBounded(op, send);
+      observe(op, (performance.now() - started) / 1000, false);
+      return result;
+    } catch (err) {
+      observe(op, (performance.now() - started) / 1000, true);
+      throw err;
+    }
+  }
+
+  async #runBounded<R>(op: string, send: (client: Client) => Promise<R>): Promise<R> {
     if (this.#closed) throw new StoreUnavailableError('redis store is closed');
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {

@@ -9,22 +9,22 @@ const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 
 t.test('the banner shows the issuer, the endpoints and the demo credentials', async (t) => {
   const config = await loadConfigFile(join(repoRoot, 'config/demo.json'), { env: {} });
-  const banner = formatBanner(config, { url: 'http://127.0.0.1:5000' });
+  const banner = formatBanner(config, { url: 'http://127.0.0.1:5000', managementUrl: 'http://127.0.0.1:9464' });
   const lines = banner.split('\n');
   t.ok(lines.includes('  issuer     http://127.0.0.1:5000'));
   t.ok(lines.includes('  listening  http://127.0.0.1:5000'));
   for (const line of [
-    '  token      http://127.0.0.1:5000/connect/token',
-    '  authorize  http://127.0.0.1:5000/connect/authorize',
-    '  device     http://127.0.0.1:5000/connect/deviceauthorization',
-    '  user code  http://127.0.0.1:5000/device',
-    '  introspect http://127.0.0.1:5000/connect/introspect',
-    '  revocation http://127.0.0.1:5000/connect/revocation',
-    '  metrics    http://127.0.0.1:5000/metrics',
-    '  discovery  http://127.0.0.1:5000/.well-known/openid-configuration',
-    '  jwks       http://127.0.0.1:5000/.well-known/openid-configuration/jwks',
-    '  healthz    http://127.0.0.1:5000/healthz',
-    '  readyz     http://127.0.0.1:5000/readyz',
+    '  token       http://127.0.0.1:5000/connect/token',
+    '  authorize   http://127.0.0.1:5000/connect/authorize',
+    '  device      http://127.0.0.1:5000/connect/deviceauthorization',
+    '  device page http://127.0.0.1:5000/device',
+    '  introspect  http://127.0.0.1:5000/connect/introspect',
+    '  revocation  http://127.0.0.1:5000/connect/revocation',
+    '  discovery   http://127.0.0.1:5000/.well-known/openid-configuration',
+    '  jwks        http://127.0.0.1:5000/.well-known/openid-configuration/jwks',
+    '  healthz     http://127.0.0.1:5000/healthz',
+    '  readyz      http://127.0.0.1:5000/readyz',
+    '  metrics     http://127.0.0.1:9464/metrics',
   ]) {
     t.ok(lines.includes(line), line);
   }
@@ -42,16 +42,17 @@ t.test('the banner has no credentials section without demoCredentials', async (t
   t.notMatch(banner, /Demo credentials/);
   t.match(banner, /^  listening  http:\/\/127\.0\.0\.1:41234$/m);
   t.match(banner, /^  overrides  TESSERA_PORT$/m);
-  t.match(banner, /^  token      https:\/\/auth\.example\.com\/connect\/token$/m);
+  t.match(banner, /^  token       https:\/\/auth\.example\.com\/connect\/token$/m);
+  t.match(banner, /^  metrics     https:\/\/auth\.example\.com\/metrics \(bearer token\)$/m);
 });
 
 t.test('every endpoint the banner lists is served', async (t) => {
   const gw = await startTestGateway(t);
-  const paths = [...formatBanner(gw.config, gw).matchAll(/^  [a-z ]{10} http:\/\/127\.0\.0\.1:\d+(\/\S*)$/gm)].map((m) => m[1] as string);
-  t.equal(paths.length, 11);
-  for (const path of paths) {
-    const res = await fetch(`${gw.url}${path}`);
+  const urls = [...formatBanner(gw.config, gw).matchAll(/^  [a-z ]{11} (http:\/\/127\.0\.0\.1:\d+\/\S*)$/gm)].map((m) => m[1] as string);
+  t.equal(urls.length, 11, 'ten endpoints and the metrics');
+  for (const url of urls) {
+    const res = await fetch(url);
     await res.arrayBuffer();
-    t.not(res.status, 404, `${path} is a route`);
+    t.not(res.status, 404, `${url} is served`);
   }
 });

@@ -11,10 +11,17 @@ t.test('HEAD answers carry no body', async (t) => {
   const request = (method: string, path: string) => `${method} ${path} HTTP/1.1\r\nHost: x\r\n\r\n`;
   const last = (method: string, path: string) => `${method} ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`;
 
-  for (const path of ['/.well-known/openid-configuration', '/.well-known/openid-configuration/jwks', '/healthz', '/metrics', '/nowhere']) {
+  const managementPort = Number(new URL(gw.managementUrl ?? '').port);
+  for (const [port, path] of [
+    [gw.port, '/.well-known/openid-configuration'],
+    [gw.port, '/.well-known/openid-configuration/jwks'],
+    [gw.port, '/healthz'],
+    [managementPort, '/metrics'],
+    [gw.port, '/nowhere'],
+  ] as const) {
     t.test(`HEAD ${path}: GET's headers, no content`, async (t) => {
-      const get = await rawConversation(gw.port, last('GET', path));
-      const head = await rawConversation(gw.port, request('HEAD', path) + last('GET', '/healthz'));
+      const get = await rawConversation(port, last('GET', path));
+      const head = await rawConversation(port, request('HEAD', path) + last('GET', '/healthz'));
       t.equal(head.statuses.length, 2, 'the HEAD answer, then the GET answer');
       t.equal(head.statuses[0], get.statuses[0]);
       const getAnswer = splitFirstResponse(get.text);

@@ -9,7 +9,7 @@ import { keysListCommand } from '../../../gateway/cli/keys_list_command.js';
 import { keysRotateCommand } from '../../../gateway/cli/keys_rotate_command.js';
 import type { CliIo } from '../../../gateway/cli/command.js';
 import { validateConfig } from '../../../gateway/config/load.js';
-import { startGateway, type RunningGateway } from '../../../gateway/server.js';
+import { startGateway, type RunningGateway, type StartOptions } from '../../../gateway/server.js';
 import { basicAuthorization } from '../../helpers/basic_authorization.js';
 import { BrowserSession } from '../../helpers/browser_session.js';
 import { freePort } from '../../helpers/free_port.js';
@@ -34,7 +34,7 @@ interface Pair {
 }
 
 /** Two gateways of one issuer on one Redis (a load balancer would send to either). */
-async function startPair(t: Test, signing: Record<string, unknown>): Promise<Pair> {
+async function startPair(t: Test, signing: Record<string, unknown>, onEvent?: StartOptions['onEvent']): Promise<Pair> {
   const dir = t.testdir({});
   const raw = baseTestConfig();
   const issuer = 'http://127.0.0.1:5000';
@@ -53,7 +53,7 @@ async function startPair(t: Test, signing: Record<string, unknown>): Promise<Pai
   const start = async () => {
     const port = await freePort();
     const config = validateConfig({ ...raw, listen: { host: '127.0.0.1', port } }, { configDir: dir, env: {} });
-    const gateway = await startGateway({ config, devKeyDir: dir });
+    const gateway = await startGateway({ config, devKeyDir: dir, ...(onEvent === undefined ? {} : { onEvent }) });
     t.teardown(() => gateway.stop());
     return gateway;
   };
@@ -221,11 +221,18 @@ t.test('tessera keys rotate while requests flow', async (t) => {
 });
 
 t.test('automatic rotation on a short schedule while requests flow', async (t) => {
-  const pair = await startPair(t, {
-    algorithm: 'ES256',
-    jwksMaxAgeSeconds: 0,
-    rotation: { every: '1s', propagation: '0.5s', retention: '1h' },
-  });
+  const rotated: string[] = [];
+  const pair = await startPair(
+    t,
+    {
+      algorithm: 'ES256',
+      jwksMaxAgeSeconds: 0,
+      rotation: { every: '1s', propagation: '0.5s', retention: '1h' },
+    },
+    (event) => {
+      if (event.name === 'KeyRotated') rotated.push(String((event.details as { kid?: unknown } | undefined)?.kid));
+    },
+  );
   const flow = issueWhile(t, pair);
   await new Promise((r) => setTimeout(r, 2600));
   const tokens = await flow.stop();
@@ -235,6 +242,12 @@ t.test('automatic rotation on a short schedule while requests flow', async (t) =
   t.same(onA, onB, 'both gateways publish the same keys in the same order');
   t.ok(onA.length >= kids.size, 'every key that signed is published');
   await checkEveryToken(t, pair, tokens);
+  // Each of the two gateways tells of every key that took over signing on it (docs/operations.md, "Events").
+  t.ok(rotated.length >= 2 * (kids.size - 1), `${rotated.length} KeyRotated events for ${kids.size} signing keys on two gateways`);
+  t.ok(
+    rotated.every((kid) => onA.includes(kid)),
+    'each names a published key',
+  );
 });
 
 t.test('a gateway started after Redis lost its data converges with the running ones', async (t) => {

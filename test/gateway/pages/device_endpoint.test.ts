@@ -349,6 +349,11 @@ function pageRules(t: Test, gw: TestGateway, addressPrefix: string): void {
     const sameAddress = await enter(y, device.user_code);
     t.equal(sameAddress.status, 429, 'a fresh browser on the blocked address is blocked');
     t.equal(errorMessage(sameAddress), tooManyCodes);
+    const metrics = await (await fetch(`${gw.managementUrl}/metrics`)).text();
+    t.ok(
+      Number(/^tessera_throttle_hits_total\{throttle="user_code"\} (\d+)$/m.exec(metrics)?.[1]) >= 3,
+      'each refusal counts as a throttle hit',
+    );
 
     // Anyone else is served.
     const z = newBrowser();

@@ -27,6 +27,8 @@ t.test('a failed password check and a block start are logged with who and from w
   t.same([await attempt(), await attempt(), await attempt()], [400, 400, 429]);
   const failed = await gw.waitForLog('a failed sign-in line', (l) => l.msg === 'password sign-in failed');
   t.match(failed, { clientId: 'ro', username: 'alice', address: '127.0.0.1', reason: 'wrong credentials', thread: 'worker' });
+  t.type(failed.pid, 'number', 'the worker line names its process');
+  t.ok(typeof failed.threadId === 'number' && failed.threadId > 0, 'and its thread');
   const blocked = await gw.waitForLog('a block line', (l) => l.msg === 'password attempts blocked');
   t.match(blocked, { clientId: 'ro', username: 'alice', address: '127.0.0.1', per: 'username at this client' });
   t.notMatch(gw.output(), /not-her-password-xyz/, 'the password is never logged');

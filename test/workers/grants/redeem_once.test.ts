@@ -74,6 +74,7 @@ function harness(store: Store): Harness {
       const retentionAsked: CodeRecord[] = [];
       const item: SingleUseItem<CodeRecord> = {
         name: 'test item',
+        kind: 'authorization_code',
         key: code.key,
         family,
         clientId: 'client-a',
@@ -182,6 +183,7 @@ function runRedeemOnce(t: TapTest, makeStores: MakeStores): void {
     const seeded = await h.seed();
     const item: SingleUseItem<CodeRecord> = {
       name: 'device code',
+      kind: 'device_code',
       key: seeded.item.key,
       family: seeded.family,
       clientId: 'client-a',

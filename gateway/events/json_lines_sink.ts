@@ -1,0 +1,56 @@
+import { createWriteStream, type WriteStream } from 'node:fs';
+import type { AuditEvent } from './audit_event.js';
+import type { AuditEventSink } from './audit_events.js';
+
+/** Bytes written and not yet flushed beyond which events are dropped rather than buffered without end. */
+const maxPendingBytes = 8 * 1024 * 1024;
+
+/**
+ * Audit events as JSON lines (one object per line) on a file or on stdout, written through
+ * libuv's thread pool (an `fs` write stream), never synchronously: a slow disk or a full pipe
+ * makes this sink drop events, not the event loop wait. The application log (pino) is not here.
+ */
+export class JsonLinesSink implements AuditEventSink {
+  private broken = false;
+
+  constructor(
+    readonly name: string,
+    private readonly stream: WriteStream,
+    private readonly dropped: (sink: string, count: number) => void,
+    private readonly recovered: (sink: string) => void,
+  ) {
+    stream.on('error', () => {
+      // A closed pipe or a vanished disk: everything from now on is dropped (and counted).
+      this.broken = true;
+    });
+  }
+
+  /** A sink on `file` (appended to, created with mode 0600: events name users) or on stdout (`file` undefined). */
+  static open(file: string | undefined, dropped: (sink: string, count: number) => void, recovered: (sink: string) => void): JsonLinesSink {
+    const stream =
+      file === undefined ? createWriteStream('', { fd: 1, autoClose: false }) : createWriteStream(file, { flags: 'a', mode: 0o600 });
+    return new JsonLinesSink(file === undefined ? 'stdout' : 'file', stream, dropped, recovered);
+  }
+
+  write(events: readonly AuditEvent[]): void {
+    if (this.broken || this.stream.writableLength > maxPendingBytes) {
+      this.dropped(this.name, events.length);
+      return;
+    }
+    this.recovered(this.name);
+    let text = '';
+    for (const event of events) text += `${JSON.stringify(event)}\n`;
+    this.stream.write(text);
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.broken) {
+        resolve();
+        return;
+      }
+      // fd 1 stays open (autoClose: false); a file is flushed and closed.
+      this.stream.end(() => resolve());
+    });
+  }
+}

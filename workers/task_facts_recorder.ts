@@ -1,0 +1,51 @@
+/**
+ * Collects the {@link TaskFacts} of the request a worker is answering, wherever in a grant they
+ * become known (the access token signed, a replay detected, a password checked), without passing
+ * a context object through every grant and validator. Off unless the gateway asked for facts at
+ * boot: then `note*` find no store and cost one lookup.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { LoginFact, ReusedItem, TaskFacts } from './protocol/task_facts.js';
+
+const current = new AsyncLocalStorage<TaskFacts>();
+
+/** Runs `answer` with a fresh record of facts; resolves the answer and what was noted. */
+export async function recordingFacts<T>(answer: () => Promise<T>): Promise<[T, TaskFacts]> {
+  const facts: TaskFacts = {};
+  const result = await current.run(facts, answer);
+  return [result, facts];
+}
+
+/** The facts of the request running now, to add to from a `catch` (a store failure). */
+export function currentFacts(): TaskFacts | undefined {
+  return current.getStore();
+}
+
+export function noteIssued(jti: string, subject: string | undefined): void {
+  const facts = current.getStore();
+  if (facts === undefined) return;
+  facts.jti = jti;
+  if (subject !== undefined) facts.subject = subject;
+}
+
+export function noteReuse(item: ReusedItem, subject: string | undefined): void {
+  const facts = current.getStore();
+  if (facts === undefined) return;
+  facts.reuse = item;
+  if (subject !== undefined) facts.subject = subject;
+}
+
+export function noteLogin(login: LoginFact): void {
+  const facts = current.getStore();
+  if (facts === undefined) return;
+  facts.login = login;
+  if (login.subject !== undefined) facts.subject = login.subject;
+}
+
+export function noteRevoked(kind: 'access_token' | 'refresh_token', ids: { jti?: string; subject?: string }): void {
+  const facts = current.getStore();
+  if (facts === undefined) return;
+  facts.revoked = kind;
+  if (ids.jti !== undefined) facts.jti = ids.jti;
+  if (ids.subject !== undefined) facts.subject = ids.subject;
+}
