@@ -8,8 +8,19 @@ export const discoveryPath = '/.well-known/openid-configuration';
 export const jwksPath = '/.well-known/openid-configuration/jwks';
 
 /**
- * The discovery document (OIDC Discovery 1.0 §3, RFC 8414 §2). Built once at start (and again when
- * grants change), then served as a ready string.
+ * Where RFC 8414 §3.1 puts the authorization server metadata: the well-known name inserted
+ * between the issuer's host and its path (`https://as.example/tenant` →
+ * `/.well-known/oauth-authorization-server/tenant`).
+ */
+export function authorizationServerMetadataPath(issuer: string): string {
+  const path = new URL(issuer).pathname;
+  return `/.well-known/oauth-authorization-server${path === '/' ? '' : path}`;
+}
+
+/**
+ * The discovery document (OIDC Discovery 1.0 §3), which is also the RFC 8414 §2 authorization
+ * server metadata: one document, served at both well-known addresses. Built once at start (and
+ * again when grants change), then served as a ready string.
  */
 export function buildDiscoveryDocument(config: LoadedConfig, grantTypes: readonly string[], keys: readonly SigningKeyMaterial[]): string {
   const issuer = config.issuer;
@@ -21,6 +32,8 @@ export function buildDiscoveryDocument(config: LoadedConfig, grantTypes: readonl
     device_authorization_endpoint: `${issuer}/connect/deviceauthorization`,
     introspection_endpoint: `${issuer}/connect/introspect`,
     revocation_endpoint: `${issuer}/connect/revocation`,
+    userinfo_endpoint: `${issuer}/connect/userinfo`,
+    end_session_endpoint: `${issuer}/connect/endsession`,
     grant_types_supported: grantTypes,
     token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
     // API resources authenticate with Basic only; confidential clients as at the token endpoint.

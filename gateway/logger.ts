@@ -1,4 +1,3 @@
-import { createRequire } from 'node:module';
 import { pino, type Logger } from 'pino';
 
 /** What the application logger is made from (`logLevel`, `logFormat` in docs/configuration.md). */
@@ -10,29 +9,17 @@ export interface LoggerSettings {
 /**
  * The gateway's pino logger: JSON lines for machines, or readable lines through `pino-pretty`
  * (in a transport thread, so formatting never runs on the HTTP thread) when `logFormat` is
- * `pretty`, or `auto` and stdout is a terminal. pino-pretty is an optional dependency: without
- * it the log stays JSON and says so once.
+ * `pretty`, or `auto` and stdout is a terminal. Worker threads keep writing JSON lines: their
+ * loggers are their own (docs/operations.md, "Logs").
  */
 export function createLogger(settings: LoggerSettings, bindings: Record<string, string> = {}): Logger {
   const pretty = settings.logFormat === 'pretty' || (settings.logFormat === 'auto' && process.stdout.isTTY === true);
-  if (pretty && prettyAvailable()) {
+  if (pretty) {
     return pino({
       level: settings.logLevel,
       ...bindings,
       transport: { target: 'pino-pretty', options: { colorize: process.stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss.l' } },
     });
   }
-  const logger = pino({ level: settings.logLevel, ...bindings });
-  if (pretty && settings.logFormat === 'pretty')
-    logger.warn('logFormat "pretty" needs the pino-pretty package (npm install pino-pretty); logging JSON');
-  return logger;
-}
-
-function prettyAvailable(): boolean {
-  try {
-    createRequire(import.meta.url).resolve('pino-pretty');
-    return true;
-  } catch {
-    return false;
-  }
+  return pino({ level: settings.logLevel, ...bindings });
 }

@@ -7,6 +7,7 @@ import {
   type ClientAuthentication,
   type ClientAuthenticationDeps,
 } from './client_authentication/step.js';
+import type { CorsPolicy } from './http/cors.js';
 import { readForm, requireParameter, type FormRequest, type FormRoute } from './http/form_request.js';
 import type { WorkerDispatcher } from './worker_dispatcher.js';
 
@@ -14,6 +15,7 @@ export interface RevocationEndpointDeps extends ClientAuthenticationDeps {
   /** Told about every answer (metrics, access log, audit events). */
   observe?: FormRoute['observe'];
   dispatcher: WorkerDispatcher;
+  cors?: CorsPolicy | undefined;
 }
 
 /** What the revocation endpoint's steps share, built once at start. */
@@ -27,6 +29,7 @@ export function createRevocationEndpoint(deps: RevocationEndpointDeps): (res: Ht
   const route: RevocationRoute = {
     postOnly: OAuthErrors.revocationPostOnly,
     observe: deps.observe,
+    cors: deps.cors,
     clientAuthentication: createClientAuthentication(deps),
     dispatcher: deps.dispatcher,
   };

@@ -7,7 +7,8 @@ import type { Store } from '../workers/store/store.js';
 import type { ClientAuthenticationDeps } from './client_authentication/step.js';
 import type { LoadedConfig } from './config/load.js';
 import { createDeviceAuthorizationEndpoint, deviceAuthorizationPath } from './device_authorization_endpoint.js';
-import { discoveryPath, jwksPath } from './discovery.js';
+import { authorizationServerMetadataPath, discoveryPath, jwksPath } from './discovery.js';
+import { CorsPolicy } from './http/cors.js';
 import { Exchange } from './http/exchange.js';
 import { withStrictFraming } from './http/framing.js';
 import { createIntrospectionEndpoint } from './introspection_endpoint.js';
@@ -17,9 +18,11 @@ import { registerMetricsRoute } from './management_listener.js';
 import type { GatewayMetrics } from './metrics.js';
 import { registerAuthorizeEndpoint } from './pages/authorize_endpoint.js';
 import { registerDeviceEndpoint } from './pages/device_endpoint.js';
+import { registerEndSessionEndpoint } from './pages/end_session_endpoint.js';
 import { PageSecrets } from './pages/session.js';
 import { createRevocationEndpoint } from './revocation_endpoint.js';
 import { createTokenEndpoint } from './token_endpoint.js';
+import { createUserInfoEndpoint, userInfoPath } from './userinfo_endpoint.js';
 import type { WorkerDispatcher } from './worker_dispatcher.js';
 import type { KeyRing } from './keys/key_ring.js';
 
@@ -57,9 +60,12 @@ export interface RouteDeps {
 export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   const app = withStrictFraming(uwsApp);
   const { config, keys, store, clients, clientAuthentication, dispatcher, metrics, observers, events } = deps;
+  // Browser clients' origins (docs/endpoints.md, "CORS"); none configured: no endpoint reads `Origin`.
+  const allOrigins = new CorsPolicy(config.clients);
+  const cors = allOrigins.empty ? undefined : allOrigins;
   app.any(
     '/connect/token',
-    createTokenEndpoint({ ...clientAuthentication, grantTypes: deps.grantTypes, dispatcher, observe: observers.token }),
+    createTokenEndpoint({ ...clientAuthentication, grantTypes: deps.grantTypes, dispatcher, observe: observers.token, cors }),
   );
   app.any(
     '/connect/introspect',
@@ -70,7 +76,8 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
       observe: observers.introspection,
     }),
   );
-  app.any('/connect/revocation', createRevocationEndpoint({ ...clientAuthentication, dispatcher, observe: observers.revocation }));
+  app.any('/connect/revocation', createRevocationEndpoint({ ...clientAuthentication, dispatcher, observe: observers.revocation, cors }));
+  app.any(userInfoPath, createUserInfoEndpoint({ dispatcher, cors }));
 
   const scopes = new ScopeRules(config);
   app.any(
@@ -95,17 +102,17 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
     logger: deps.logger,
     onThrottled: () => metrics.countThrottleHit('user_code'),
   });
+  registerEndSessionEndpoint(app, { issuer: config.issuer, clients, secrets, keys: () => keys.set.keys });
 
   // Resource servers cache both; a new key is published at least this long before it signs
   // (signing.rotation.propagation, docs/operations.md "Signing keys and rotation").
   const publicCache = `public, max-age=${config.signing.jwksMaxAgeSeconds}`;
-  app.any(
-    discoveryPath,
-    getOnly((ex) => ex.sendStatic(200, 'application/json; charset=utf-8', deps.discoveryBody(), publicCache)),
-  );
+  const discovery = getOnly((ex) => ex.sendStatic(200, 'application/json; charset=utf-8', deps.discoveryBody(), publicCache), cors);
+  app.any(discoveryPath, discovery);
+  app.any(authorizationServerMetadataPath(config.issuer), discovery);
   app.any(
     jwksPath,
-    getOnly((ex) => ex.sendStatic(200, 'application/jwk-set+json', keys.jwksBody, publicCache)),
+    getOnly((ex) => ex.sendStatic(200, 'application/jwk-set+json', keys.jwksBody, publicCache), cors),
   );
 
   app.any(
@@ -166,11 +173,18 @@ async function checkReady({ store, dispatcher, keyCount, draining }: Readiness):
   return problems;
 }
 
-/** Discovery, JWKS, health and metrics answer GET and HEAD only (405 with `Allow: GET`); HEAD without content. */
-function getOnly(handler: (exchange: Exchange) => void): (res: HttpResponse, req: HttpRequest) => void {
+/**
+ * Discovery, JWKS, health and metrics answer GET and HEAD only (405 with `Allow: GET`); HEAD without
+ * content. With `cors`, browser pages of the allowed origins may read the answer.
+ */
+function getOnly(handler: (exchange: Exchange) => void, cors?: CorsPolicy): (res: HttpResponse, req: HttpRequest) => void {
   return (res, req) => {
     const method = req.getMethod();
     const exchange = new Exchange(res, method);
+    if (cors !== undefined) {
+      if (method === 'options' && cors.answerPreflight(exchange, req, 'GET')) return;
+      cors.mark(exchange, req);
+    }
     if (method !== 'get' && method !== 'head') {
       exchange.sendError(OAuthErrors.getOnly, { allow: 'GET' });
       return;

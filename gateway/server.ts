@@ -243,7 +243,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     // Every route built from one config; a reload builds a new set and swaps it in. The failure
     // throttle keeps its counts across reloads unless its limits change.
     let throttle = new ClientAuthThrottle(store, config.throttling.clientAuthentication, logger);
-    const buildRoutes = (routeConfig: LoadedConfig) => {
+    const buildRoutes = (routeConfig: LoadedConfig, routeThrottle: ClientAuthThrottle) => {
       const clients = registerClients(routeConfig.clients);
       return recordRoutes(
         (app) =>
@@ -253,7 +253,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
             pageSecret,
             store,
             clients,
-            clientAuthentication: { issuer: routeConfig.issuer, authenticator: new ClientAuthenticator(clients), throttle },
+            clientAuthentication: { issuer: routeConfig.issuer, authenticator: new ClientAuthenticator(clients), throttle: routeThrottle },
             dispatcher,
             metrics: gatewayMetrics,
             observers: createEndpointObservers({ metrics: gatewayMetrics, events: auditEvents, logger, storeOutage }),
@@ -267,7 +267,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
         new TrustedProxies(routeConfig.trustedProxies, routeConfig.forwardedHeader),
       );
     };
-    const routes = new RouteTable(buildRoutes(config));
+    const routes = new RouteTable(buildRoutes(config, throttle));
     // Config reloads and validator reloads both start pools: one at a time.
     let reloading: Promise<unknown> = Promise.resolve();
     const serially = <T>(step: () => Promise<T>): Promise<T> => {
@@ -333,12 +333,14 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
         return refuse([{ path: '(root)', message: `the worker threads did not start with the new config (${(err as Error).message})` }]);
       }
       const limits = nextConfig.throttling.clientAuthentication;
-      if (JSON.stringify(limits) !== JSON.stringify(config.throttling.clientAuthentication)) {
-        throttle = new ClientAuthThrottle(store, limits, logger);
+      const sameLimits = JSON.stringify(limits) === JSON.stringify(config.throttling.clientAuthentication);
+      const nextThrottle = sameLimits ? throttle : new ClientAuthThrottle(store, limits, logger);
+      if (!routes.replace(buildRoutes(nextConfig, nextThrottle))) {
+        await nextPool.destroy();
+        return refuse([{ path: '(root)', message: 'the new config registers other routes: it needs a restart' }]);
       }
-      const nextRoutes = buildRoutes(nextConfig);
       config = nextConfig;
-      routes.replace(nextRoutes);
+      throttle = nextThrottle;
       const replaced = dispatcher.replacePool(nextPool);
       discoveryBody = buildDiscoveryDocument(config, [...reload.grantTypes], keys.set.keys);
       logger.level = config.logLevel;

@@ -8,6 +8,7 @@ import {
   type ClientAuthentication,
   type ClientAuthenticationDeps,
 } from './client_authentication/step.js';
+import type { CorsPolicy } from './http/cors.js';
 import { readForm, requireParameter, type FormRequest, type FormRoute } from './http/form_request.js';
 import type { Exchange } from './http/exchange.js';
 import type { WorkerDispatcher } from './worker_dispatcher.js';
@@ -18,6 +19,7 @@ export interface TokenEndpointDeps extends ClientAuthenticationDeps {
   dispatcher: WorkerDispatcher;
   /** Told about every answer (metrics, access log, audit events). */
   observe?: (exchange: Exchange, status: number, body: string) => void;
+  cors?: CorsPolicy | undefined;
 }
 
 /** What the token endpoint's steps share, built once at start. */
@@ -35,6 +37,7 @@ export function createTokenEndpoint(deps: TokenEndpointDeps): (res: HttpResponse
   const route: TokenRoute = {
     postOnly: OAuthErrors.tokenPostOnly,
     observe: deps.observe,
+    cors: deps.cors,
     clientAuthentication: createClientAuthentication(deps),
     grantTypes: deps.grantTypes,
     dispatcher: deps.dispatcher,

@@ -13,6 +13,7 @@ import { packMessage, unpackMessage, type LoginItem, type TaskItem, type TokenIt
 import { introspect } from './endpoints/introspection.js';
 import { IntrospectionThrottle } from './endpoints/introspection_throttle.js';
 import { revoke } from './endpoints/revocation.js';
+import { userInfo } from './endpoints/userinfo.js';
 import type { WorkerBootData } from './protocol/worker_boot.js';
 import {
   BatchState,
@@ -29,6 +30,7 @@ import { ScopeRules, userPolicy } from './grants/scope_rules.js';
 import { KeySetCell } from './protocol/key_set_cell.js';
 import { SigningKeyRing } from './tokens/signing_key_ring.js';
 import { IdTokenBuilder } from './tokens/id_token.js';
+import { IdentityClaims } from './tokens/identity_claims.js';
 import { AccessTokenValidator } from './tokens/token_validator.js';
 import { extensionGrantHandler, validatorApiResources } from './grants/extension_grant.js';
 import type { ExtensionGrantValidator, ResourceOwnerPasswordValidator, ValidatorServices } from './protocol/validator_api.js';
@@ -133,6 +135,7 @@ const endpointServices = {
   now: Date.now,
   introspectionThrottle: new IntrospectionThrottle(store, boot.config.throttling.introspectionInactive),
   resourceScopes: new Map(boot.config.apiResources.map((r) => [r.name, new Set(r.scopes)])),
+  identityClaims: new IdentityClaims(boot.config),
 };
 
 /** One request's answer, with what its audit events need when the gateway asked for it. */
@@ -157,6 +160,8 @@ async function handleItem(item: TaskItem): Promise<TokenTaskResult> {
         return [200, '', null];
       case 'login':
         return await handleLogin(item);
+      case 'userinfo':
+        return await userInfo(item.params.access_token ?? '', endpointServices);
       default: {
         const unknown: never = item;
         logger.error({ kind: (unknown as { kind?: unknown }).kind }, 'task for an unknown endpoint');
@@ -186,6 +191,8 @@ function describeItem(item: TaskItem): Record<string, string> {
       return { kind: item.kind, grantType: item.grantType, clientId: item.clientId };
     case 'introspection':
       return { kind: item.kind, caller: item.caller, callerId: item.callerId };
+    case 'userinfo':
+      return { kind: item.kind };
     default:
       return { kind: item.kind, clientId: item.clientId };
   }

@@ -65,6 +65,27 @@ export const clientSchema = z.strictObject({
     )
     .default([])
     .describe('Exact redirect URIs for the authorization code flow.'),
+  postLogoutRedirectUris: z
+    .array(
+      z.url({ error: 'must be an absolute URL' }).refine((uri) => !uri.includes('#'), {
+        error: 'must not contain a fragment',
+      }),
+    )
+    .default([])
+    .describe('Exact URIs the end-session endpoint may send the browser back to after a sign-out (OIDC RP-Initiated Logout).'),
+  allowedCorsOrigins: z
+    .array(
+      // abort: the origin check below parses the URL, so it must not run on one that is not.
+      z
+        .url({ protocol: /^https?$/, error: 'must be an http(s) origin', abort: true })
+        .refine((origin) => new URL(origin).origin === origin, {
+          error: 'must be an origin: scheme, host and port only, no path or trailing "/"',
+        }),
+    )
+    .default([])
+    .describe(
+      'Browser origins (https://app.example) whose pages may call the token, revocation and UserInfo endpoints, discovery and JWKS (CORS).',
+    ),
   requirePkce: z.boolean().default(true).describe('Requires PKCE (S256) on the authorization code flow.'),
   allowPlainTextPkce: z.literal(false, { error: 'plain PKCE is not supported; S256 only' }).default(false),
   accessTokenLifetime: positiveSeconds.default(3600).describe('Access token lifetime in seconds.'),

@@ -60,6 +60,8 @@ export class Exchange {
   authFailure: 'failed' | 'blocked' | 'multiple_methods' | 'malformed' | undefined = undefined;
   /** What the worker learned answering it (workers/protocol/task_facts.ts). */
   facts: TaskFacts | undefined = undefined;
+  /** The request's `Origin`, when CORS allows it (gateway/http/cors.ts): echoed on the answer. */
+  allowOrigin: string | undefined = undefined;
   /** RFC 9110 §9.3.2: a HEAD answer has the headers GET would have, and no content. */
   private readonly head: boolean;
 
@@ -100,6 +102,7 @@ export class Exchange {
       if (body.length > 0) res.writeHeader('Content-Type', 'application/json; charset=utf-8');
       res.writeHeader('Cache-Control', 'no-store');
       res.writeHeader('Pragma', 'no-cache');
+      if (this.allowOrigin !== undefined) this.writeCors();
       if (extras !== undefined) {
         if (extras.retryAfter !== undefined) res.writeHeader('Retry-After', String(extras.retryAfter));
         if (extras.wwwAuthenticate !== undefined) res.writeHeader('WWW-Authenticate', extras.wwwAuthenticate);
@@ -154,8 +157,39 @@ export class Exchange {
       res.writeStatus(statusLine(status));
       res.writeHeader('Content-Type', contentType);
       res.writeHeader('Cache-Control', cacheControl);
+      if (this.allowOrigin !== undefined) this.writeCors();
       this.endWith(body, false);
     });
+  }
+
+  /**
+   * A CORS preflight's answer (Fetch standard, "CORS protocol"): `allowOrigin` and the endpoint's
+   * methods when the origin is allowed; the headers a browser client sends beyond the safelisted
+   * ones are `Authorization` (Basic, Bearer) and `DPoP`; the answer may be cached ten minutes.
+   */
+  sendPreflight(status: 204 | 403, allowOrigin: string | undefined, methods: string): void {
+    if (this.aborted || this.done) return;
+    this.done = true;
+    const res = this.res;
+    res.cork(() => {
+      res.writeStatus(statusLine(status));
+      res.writeHeader('Vary', 'Origin');
+      if (allowOrigin !== undefined) {
+        res.writeHeader('Access-Control-Allow-Origin', allowOrigin);
+        res.writeHeader('Access-Control-Allow-Methods', methods);
+        res.writeHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, DPoP');
+        res.writeHeader('Access-Control-Max-Age', '600');
+      }
+      res.endWithoutBody(0);
+    });
+  }
+
+  private writeCors(): void {
+    this.res.writeHeader('Access-Control-Allow-Origin', this.allowOrigin as string);
+    // A cache must not give one origin's answer to another (Fetch standard, "CORS protocol and HTTP caches").
+    this.res.writeHeader('Vary', 'Origin');
+    // Retry-After and WWW-Authenticate are not safelisted response headers: a page reads them only when exposed.
+    this.res.writeHeader('Access-Control-Expose-Headers', 'Retry-After, WWW-Authenticate, DPoP-Nonce');
   }
 
   /**

@@ -2,6 +2,7 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { OAuthErrors, type OAuthErrorEntry } from '../../workers/protocol/oauth_errors.js';
 import type { FormParams } from '../../workers/protocol/token_task.js';
 import { maxBodyBytes, readBody, type BodyReceiver } from './body_reader.js';
+import type { CorsPolicy } from './cors.js';
 import { Exchange } from './exchange.js';
 import { parseForm, type FormParseFailure } from './form_parser.js';
 
@@ -19,6 +20,8 @@ export interface FormRoute {
   readonly postOnly: OAuthErrorEntry;
   /** Told about every answer (metrics, access log, audit events). */
   readonly observe?: ((exchange: Exchange, status: number, body: string) => void) | undefined;
+  /** Browser origins allowed to call the endpoint; `undefined` when no client lists one. */
+  readonly cors?: CorsPolicy | undefined;
 }
 
 /** An endpoint's own steps, run synchronously with the form {@link readForm} read. */
@@ -40,6 +43,10 @@ const parseFailures: Record<FormParseFailure, OAuthErrorEntry> = {
 export function readForm<R extends FormRoute>(route: R, res: HttpResponse, req: HttpRequest, next: FormStep<R>): void {
   const method = req.getMethod();
   const exchange = new Exchange(res, method);
+  if (route.cors !== undefined) {
+    if (method === 'options' && route.cors.answerPreflight(exchange, req, 'POST')) return;
+    route.cors.mark(exchange, req);
+  }
   if (route.observe !== undefined) {
     exchange.observer = route.observe;
     exchange.startedAt = performance.now();

@@ -73,6 +73,11 @@ export class PageSecrets {
     }
   }
 
+  /** Deletes the session cookie: the browser is signed out (RFC 6265 §3.1, an expiry in the past). */
+  endSessionCookie(): string {
+    return this.cookie(this.sessionCookieName, '', 0);
+  }
+
   /**
    * The CSRF token of a form, bound to this browser and to its session: the browser's signed
    * id (the CSRF cookie; set by the returned `cookie` when missing) and the session's `sid` (none

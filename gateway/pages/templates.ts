@@ -90,7 +90,18 @@ const device = `<h1>Connect a device</h1>
 const done = `<h1>{{title}}</h1>
 <p class="lead">{{message}}</p>`;
 
-const pages = { login, consent, error, device, done } as const;
+const logout = `<h1>Sign out?</h1>
+<p class="lead">{{#clientName}}<strong>{{clientName}}</strong> asks to sign you out{{/clientName}}{{^clientName}}Sign out{{/clientName}}{{#userName}} (<strong>{{userName}}</strong>){{/userName}}.</p>
+<form method="post" action="{{action}}">
+  <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+  <input type="hidden" name="request" value="{{request}}">
+  <div class="actions">
+    <button type="submit" name="decision" value="stay" class="secondary">Stay signed in</button>
+    <button type="submit" name="decision" value="logout">Sign out</button>
+  </div>
+</form>`;
+
+const pages = { login, consent, error, device, done, logout } as const;
 
 export type PageName = keyof typeof pages;
 

@@ -92,6 +92,13 @@ t.test('openid-client runs the authorization code flow with PKCE through the log
   t.equal(payload.client_id, 'web');
   t.same(payload.amr, ['pwd']);
 
+  // UserInfo (OIDC Core §5.3) through openid-client, which checks that sub matches the ID token's.
+  const userInfo = await oidc.fetchUserInfo(config, tokens.access_token, idClaims?.sub as string);
+  t.equal(userInfo.sub, 'sub-alice');
+  t.equal(userInfo.name, 'Alice Example', 'the same profile claims as the ID token');
+  t.equal(userInfo.email, 'alice@example.com');
+  await t.rejects(oidc.fetchUserInfo(config, tokens.access_token, 'sub-mallory'), 'a subject mismatch is caught by the client');
+
   const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token as string);
   const refreshedId = refreshed.claims();
   t.equal(refreshedId?.sub, idClaims?.sub);

@@ -41,6 +41,36 @@ t.test('openid-client gets a token with Basic auth that verifies against the JWK
   t.match(payload.jti, /^[0-9a-f-]{36}$/);
 });
 
+t.test('RFC 8414 metadata: openid-client with algorithm oauth2 discovers the server and gets a token', async (t) => {
+  const gw = await startTestGateway(t);
+  const res = await fetch(`${gw.url}/.well-known/oauth-authorization-server`);
+  t.equal(res.status, 200);
+  t.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
+  const metadata = (await res.json()) as Record<string, unknown>;
+  t.equal(metadata.issuer, gw.config.issuer, 'RFC 8414 §3.3: the issuer is the one the metadata was fetched for');
+  t.equal(metadata.token_endpoint, gw.tokenUrl);
+  t.same(metadata, await (await fetch(`${gw.url}/.well-known/openid-configuration`)).json(), 'the same document as OpenID discovery');
+  const config = await oidc.discovery(new URL(gw.config.issuer), 'm2m', undefined, oidc.ClientSecretBasic('secret'), {
+    algorithm: 'oauth2',
+    execute: [oidc.allowInsecureRequests],
+  });
+  const tokens = await oidc.clientCredentialsGrant(config, { scope: 'api1' });
+  const { payload } = await verifyAsResourceServer(gw.config.issuer, tokens.access_token, 'urn:api1');
+  t.equal(payload.client_id, 'm2m');
+});
+
+t.test('RFC 8414 §3.1: an issuer with a path has its metadata under the well-known name plus that path', async (t) => {
+  const gw = await startTestGateway(t, {
+    patch: (raw) => {
+      raw.issuer = `${String(raw.issuer)}/tenant-a`;
+    },
+  });
+  const res = await fetch(`${gw.url}/.well-known/oauth-authorization-server/tenant-a`);
+  t.equal(res.status, 200);
+  t.equal(((await res.json()) as { issuer: string }).issuer, `${gw.url}/tenant-a`);
+  t.equal((await fetch(`${gw.url}/.well-known/oauth-authorization-server`)).status, 404, 'not at the root');
+});
+
 t.test('openid-client gets a token with client_secret_post', async (t) => {
   const gw = await startTestGateway(t);
   const config = await oidc.discovery(new URL(gw.config.issuer), 'm2m', undefined, oidc.ClientSecretPost('secret'), {

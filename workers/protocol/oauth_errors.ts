@@ -276,3 +276,41 @@ export function errorBody(error: TokenRequestError, description?: string, extra?
   }
   return description === undefined ? `{"error":"${error}"}` : JSON.stringify({ error, error_description: description });
 }
+
+/**
+ * Errors of a protected resource that takes bearer tokens (RFC 6750 §3.1), the UserInfo endpoint
+ * (OIDC Core §5.3.3): the status, the body, and the `WWW-Authenticate` challenge that goes with
+ * them, all fixed.
+ */
+export interface BearerErrorEntry {
+  readonly status: 400 | 401 | 403 | 405;
+  readonly body: string;
+  readonly wwwAuthenticate: string | undefined;
+}
+
+function defineBearerError(
+  error: 'invalid_request' | 'invalid_token' | 'insufficient_scope',
+  description: string,
+  status: BearerErrorEntry['status'],
+  challenge: 'with the error' | 'without an error' | 'none',
+  scope?: string,
+): BearerErrorEntry {
+  const wwwAuthenticate =
+    challenge === 'none'
+      ? undefined
+      : challenge === 'without an error'
+        ? 'Bearer'
+        : `Bearer error="${error}", error_description="${description}"${scope === undefined ? '' : `, scope="${scope}"`}`;
+  return Object.freeze({ status, body: JSON.stringify({ error, error_description: description }), wwwAuthenticate });
+}
+
+export const BearerErrors = {
+  // RFC 6750 §3.1: a request without any authentication gets a challenge with no error code.
+  noToken: defineBearerError('invalid_token', 'No access token was sent.', 401, 'without an error'),
+  invalidToken: defineBearerError('invalid_token', 'The access token is invalid, expired or revoked.', 401, 'with the error'),
+  notOpenId: defineBearerError('insufficient_scope', 'The access token does not grant the openid scope.', 403, 'with the error', 'openid'),
+  // RFC 6750 §2: a client must not use more than one method to send the token.
+  twoMethods: defineBearerError('invalid_request', 'The access token was sent in more than one way.', 400, 'with the error'),
+  malformed: defineBearerError('invalid_request', 'The request is malformed.', 400, 'with the error'),
+  methodNotAllowed: defineBearerError('invalid_request', 'The UserInfo endpoint accepts GET and POST only.', 405, 'none'),
+} as const;

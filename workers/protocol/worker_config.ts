@@ -31,6 +31,10 @@ export interface ClientConfig {
   readonly allowedScopes: readonly string[];
   readonly allowOfflineAccess: boolean;
   readonly redirectUris: readonly string[];
+  /** Where the end-session endpoint may send the browser after a sign-out (the gateway's). */
+  readonly postLogoutRedirectUris: readonly string[];
+  /** Browser origins allowed to call the token, revocation and UserInfo endpoints (CORS; the gateway's). */
+  readonly allowedCorsOrigins: readonly string[];
   readonly requirePkce: boolean;
   /** Always `false`: PKCE is S256 only. */
   readonly allowPlainTextPkce: false;

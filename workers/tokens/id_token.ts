@@ -4,6 +4,7 @@ import type { RegisteredClient } from '../protocol/client_model.js';
 import type { GrantedScopes } from '../grants/scope_rules.js';
 import type { ClaimValue } from '../protocol/validator_api.js';
 import type { SigningAlgorithm } from '../protocol/signing_key.js';
+import { IdentityClaims } from './identity_claims.js';
 
 export interface IdTokenInput {
   client: RegisteredClient;
@@ -26,16 +27,14 @@ export interface IdTokenInput {
  * identity scopes, taken from the configured user (by subject) and the authentication's claims.
  */
 export class IdTokenBuilder {
-  private readonly claimsByScope = new Map<string, readonly string[]>();
-  private readonly userClaims = new Map<string, Readonly<Record<string, unknown>>>();
+  private readonly claims: IdentityClaims;
 
   constructor(
     config: Pick<WorkerConfig, 'identityResources' | 'users'>,
     private readonly issuer: string,
     private readonly alg: SigningAlgorithm,
   ) {
-    for (const resource of config.identityResources) this.claimsByScope.set(resource.name, resource.claims);
-    for (const user of config.users) this.userClaims.set(user.subjectId, user.claims);
+    this.claims = new IdentityClaims(config);
   }
 
   build(input: IdTokenInput): Record<string, unknown> {
@@ -50,22 +49,13 @@ export class IdTokenBuilder {
     if (input.nonce !== undefined) payload.nonce = input.nonce;
     payload.at_hash = tokenHash(input.accessToken, this.alg);
     if (input.sid !== undefined) payload.sid = input.sid;
-    const known = { ...this.userClaims.get(input.subject), ...input.claims };
-    for (const scope of input.scopes.identityScopes) {
-      for (const type of this.claimsByScope.get(scope) ?? []) {
-        if (type in payload || type === 'sub') continue;
-        const value = known[type];
-        if (value !== undefined) payload[type] = value;
-      }
-    }
+    this.claims.release(payload, input.subject, input.scopes.identityScopes, input.claims);
     return payload;
   }
 
   /** Every claim some identity scope can carry, for discovery's `claims_supported`. */
   supportedClaims(): string[] {
-    return [
-      ...new Set(['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'sid', ...[...this.claimsByScope.values()].flat()]),
-    ];
+    return [...new Set(['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'sid', ...this.claims.claimTypes()])];
   }
 }
 

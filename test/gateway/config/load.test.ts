@@ -501,7 +501,13 @@ t.test('environment overrides', async (t) => {
   });
 
   t.test('TESSERA_WORKERS sets the thread count', async (t) => {
-    t.same(load({ TESSERA_WORKERS: '8' }).workers, { threads: 8, maxQueue: 4096, passwordConcurrency: 4, passwordMaxQueue: 256 });
+    t.same(load({ TESSERA_WORKERS: '8' }).workers, {
+      threads: 8,
+      maxQueue: 4096,
+      passwordConcurrency: 4,
+      passwordMaxQueue: 256,
+      passwordShedDelayMs: 1000,
+    });
   });
 
   t.test('TESSERA_LOG_LEVEL sets the log level', async (t) => {

@@ -28,6 +28,8 @@ t.test('a client given only its required members has every member the workers re
     allowOfflineAccess: true,
     audiences: true,
     allowClientTokenExchange: true,
+    allowedCorsOrigins: true,
+    postLogoutRedirectUris: true,
     redirectUris: true,
     requirePkce: true,
     allowPlainTextPkce: true,

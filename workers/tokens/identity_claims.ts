@@ -1,0 +1,41 @@
+import type { WorkerConfig } from '../protocol/worker_config.js';
+
+/**
+ * The claims a user's identity scopes release (OIDC Core §5.4): each identity resource names its
+ * claim types, and the configured user (by subject) holds the values. The ID token and the
+ * UserInfo endpoint both answer from here, so the two never disagree.
+ */
+export class IdentityClaims {
+  private readonly claimsByScope = new Map<string, readonly string[]>();
+  private readonly userClaims = new Map<string, Readonly<Record<string, unknown>>>();
+
+  constructor(config: Pick<WorkerConfig, 'identityResources' | 'users'>) {
+    for (const resource of config.identityResources) this.claimsByScope.set(resource.name, resource.claims);
+    for (const user of config.users) this.userClaims.set(user.subjectId, user.claims);
+  }
+
+  /**
+   * Sets on `target` the claims of `scopes` that `subject` has, from the configured user and then
+   * from `known` (what the user's authentication produced), never overwriting a member `target`
+   * already has or `sub`.
+   */
+  release(target: Record<string, unknown>, subject: string, scopes: Iterable<string>, known?: Readonly<Record<string, unknown>>): void {
+    const user = this.userClaims.get(subject);
+    for (const scope of scopes) {
+      for (const type of this.claimsByScope.get(scope) ?? []) {
+        if (type in target || type === 'sub') continue;
+        const value = known !== undefined && known[type] !== undefined ? known[type] : user?.[type];
+        if (value !== undefined) target[type] = value;
+      }
+    }
+  }
+
+  isIdentityScope(scope: string): boolean {
+    return this.claimsByScope.has(scope);
+  }
+
+  /** Every claim type some identity scope can carry. */
+  claimTypes(): string[] {
+    return [...new Set([...this.claimsByScope.values()].flat())];
+  }
+}
