@@ -1,5 +1,6 @@
 import type { HttpResponse } from 'uWebSockets.js';
 import type { OAuthErrorEntry } from '../../workers/protocol/oauth_errors.js';
+import { clientAddressOf } from './trusted_proxies.js';
 import type { TaskFacts } from '../../workers/protocol/task_facts.js';
 
 const statusLines: Record<number, string> = {
@@ -76,9 +77,13 @@ export class Exchange {
     });
   }
 
-  /** The peer's address as text (for per-address throttles); read only when needed. */
+  /**
+   * The client's address as text, for throttles, security logs and events; read only when needed.
+   * The peer's own address, or the one forwarded by a trusted proxy (config `trustedProxies`,
+   * gateway/http/trusted_proxies.ts).
+   */
   remoteAddress(): string {
-    return Buffer.from(this.res.getRemoteAddressAsText()).toString();
+    return clientAddressOf(this.res);
   }
 
   get open(): boolean {
