@@ -17,7 +17,9 @@ import { planReload } from './config/reload_plan.js';
 import { buildDiscoveryDocument } from './discovery.js';
 import { KeyRing, type KeyReloadResult } from './keys/key_ring.js';
 import { loadPageSecret } from './keys/page_secret.js';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace';
 import { createEndpointObservers } from './endpoint_outcomes.js';
+import { openTracing } from './tracing/open_tracing.js';
 import type { AuditEventHook, AuditEvents } from './events/audit_events.js';
 import { openAuditEvents } from './events/open_audit_events.js';
 import { createLogger } from './logger.js';
@@ -57,6 +59,11 @@ export interface StartOptions {
    * was answered; besides the sinks of `events` in the config. Must not throw (a throw is logged).
    */
   onEvent?: AuditEventHook;
+  /**
+   * Where trace spans go when tracing is on (`tracing.enabled` or `OTEL_TRACES_EXPORTER=otlp`),
+   * instead of the OTLP exporter the `OTEL_*` variables configure (docs/operations.md, "Tracing").
+   */
+  spanProcessor?: SpanProcessor;
   /**
    * Reads and validates the config again for {@link RunningGateway.reload}, knowing the grant
    * types the validators serve now (the builder passes one that re-reads the config file).
@@ -143,6 +150,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   let metrics: GatewayMetrics | undefined;
   let events: AuditEvents | undefined;
   let management: ManagementListener | undefined;
+  const tracing = openTracing(config, process.env, options.spanProcessor);
   try {
     const devKeyDir = options.devKeyDir ?? path.resolve('.tessera');
     events = await openAuditEvents(config, options.onEvent === undefined ? [] : [options.onEvent], logger);
@@ -176,6 +184,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
         passwordValidatorModule: modules.find((m) => m.kind === 'resource_owner_password')?.url ?? null,
         storeHost,
         recordFacts: auditEvents.enabled,
+        recordTiming: tracing !== undefined,
         storeStats: storeStatsBuffers,
       });
     const startPool = (modules: readonly ValidatorModule[]): Promise<Piscina> => startPoolWith(config, modules);
@@ -256,7 +265,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
             clientAuthentication: { issuer: routeConfig.issuer, authenticator: new ClientAuthenticator(clients), throttle: routeThrottle },
             dispatcher,
             metrics: gatewayMetrics,
-            observers: createEndpointObservers({ metrics: gatewayMetrics, events: auditEvents, logger, storeOutage }),
+            observers: createEndpointObservers({ metrics: gatewayMetrics, events: auditEvents, logger, storeOutage, tracing }),
             events: auditEvents,
             publicMetricsToken: routeConfig.management.onPublicPort ? routeConfig.management.token : undefined,
             grantTypes: () => reload.grantTypes,
@@ -405,6 +414,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
           runningManagement?.close();
           storeOutage.close();
           await auditEvents.close();
+          await tracing?.close();
           await dispatcher.currentPool.destroy();
           storeHost?.close();
           await store.close();
@@ -419,6 +429,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     keyRing?.stop();
     management?.close();
     await events?.close();
+    await tracing?.close();
     await pool?.destroy().catch(() => {});
     storeHost?.close();
     await store.close().catch(() => {});

@@ -10,7 +10,7 @@ import type { LoadedConfig } from './load.js';
  * store connection, the pool's size and queues, the issuer every token and the pages' cookies
  * carry, the watched validators folder, the event sinks and the log format.
  */
-const fixedSections = ['issuer', 'listen', 'store', 'workers', 'validatorsDir', 'management', 'events', 'logFormat'] as const;
+const fixedSections = ['issuer', 'listen', 'store', 'workers', 'validatorsDir', 'management', 'events', 'tracing', 'logFormat'] as const;
 
 export interface ReloadPlan {
   /** The config to serve: the new file, with the fixed sections as they run now. */

@@ -222,6 +222,17 @@ const managementSchema = z
   })
   .default({ host: '127.0.0.1', port: 9464, onPublicPort: false });
 
+const tracingSchema = z
+  .strictObject({
+    enabled: z
+      .boolean()
+      .default(false)
+      .describe(
+        'OpenTelemetry trace spans for each OAuth form request, exported over OTLP/HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, OTEL_TRACES_SAMPLER, ...).',
+      ),
+  })
+  .default({ enabled: false });
+
 export const configSchema = z
   .strictObject({
     $schema: z.string().optional(),
@@ -404,6 +415,7 @@ export const configSchema = z
       .default('auto')
       .describe('json: pino JSON lines; pretty: readable lines (needs the pino-pretty package); auto: pretty when stdout is a terminal.'),
     events: eventsSchema,
+    tracing: tracingSchema,
     management: managementSchema,
     identityResources: z
       .array(z.strictObject({ name: nonEmpty, displayName: z.string().optional(), claims: z.array(nonEmpty).default([]) }))

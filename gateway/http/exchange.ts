@@ -1,3 +1,4 @@
+import type { Span } from '@opentelemetry/api';
 import type { HttpResponse } from 'uWebSockets.js';
 import type { OAuthErrorEntry } from '../../workers/protocol/oauth_errors.js';
 import { clientAddressOf } from './trusted_proxies.js';
@@ -60,6 +61,8 @@ export class Exchange {
   authFailure: 'failed' | 'blocked' | 'multiple_methods' | 'malformed' | undefined = undefined;
   /** What the worker learned answering it (workers/protocol/task_facts.ts). */
   facts: TaskFacts | undefined = undefined;
+  /** The request's trace span while it is open (gateway/tracing/request_tracing.ts); only when tracing is on. */
+  span: Span | undefined = undefined;
   /** The request's `Origin`, when CORS allows it (gateway/http/cors.ts): echoed on the answer. */
   allowOrigin: string | undefined = undefined;
   /** RFC 9110 §9.3.2: a HEAD answer has the headers GET would have, and no content. */

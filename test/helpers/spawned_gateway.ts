@@ -27,6 +27,8 @@ export interface SpawnedGateway {
   logLines(): LogLine[];
   /** Everything written to stdout and stderr so far. */
   output(): string;
+  /** Sends SIGTERM and resolves the exit code once the process has stopped. */
+  terminate(): Promise<number | null>;
   /** Waits until a log line matches, or fails after `timeoutMs`. */
   waitForLog(what: string, predicate: (line: LogLine) => boolean, timeoutMs?: number): Promise<LogLine>;
 }
@@ -38,7 +40,7 @@ export interface SpawnedGateway {
  */
 export async function startSpawnedGateway(
   t: Test,
-  options: { validators: readonly string[]; patch?: (raw: Record<string, unknown>) => void },
+  options: { validators: readonly string[]; patch?: (raw: Record<string, unknown>) => void; env?: Record<string, string> },
 ): Promise<SpawnedGateway> {
   const dir = t.testdir();
   mkdirSync(join(dir, 'validators'));
@@ -59,7 +61,10 @@ export async function startSpawnedGateway(
   writeFileSync(join(dir, 'tessera.json'), JSON.stringify(raw));
 
   // From the repository root, so that a validator's `tessera/validator` resolves as in the tests.
-  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TESSERA_')));
+  const env = {
+    ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TESSERA_'))),
+    ...options.env,
+  };
   const child = spawn(process.execPath, ['--import', 'tsx', mainScript, 'start', '-c', join(dir, 'tessera.json')], {
     cwd: repoRoot,
     env,
@@ -98,6 +103,12 @@ export async function startSpawnedGateway(
     managementUrl: `http://127.0.0.1:${managementPort}`,
     logLines,
     output: () => output,
+    terminate() {
+      if (child.exitCode !== null) return Promise.resolve(child.exitCode);
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      child.kill('SIGTERM');
+      return exited;
+    },
     async waitForLog(what, predicate, timeoutMs = 10_000) {
       const end = Date.now() + timeoutMs;
       for (;;) {

@@ -111,6 +111,8 @@ export interface TestGatewayOptions {
   logger?: Logger;
   /** The embedding API's audit-event hook. */
   onEvent?: StartOptions['onEvent'];
+  /** Where trace spans go when the config turns tracing on. */
+  spanProcessor?: StartOptions['spanProcessor'];
 }
 
 /** Starts a real gateway on a free port; stopped when the test ends. */
@@ -153,6 +155,7 @@ export async function startTestGateway(t: Test, options: TestGatewayOptions = {}
   if (options.watchValidators !== undefined) startOptions.watchValidators = options.watchValidators;
   if (options.logger !== undefined) startOptions.logger = options.logger;
   if (options.onEvent !== undefined) startOptions.onEvent = options.onEvent;
+  if (options.spanProcessor !== undefined) startOptions.spanProcessor = options.spanProcessor;
   const gateway = await startGateway(startOptions);
   t.teardown(() => gateway.stop());
   // Delegates rather than spreads: `grantTypes` is a getter that follows validator reloads.
