@@ -12,6 +12,7 @@ import { createStore } from '../workers/store/create_store.js';
 import type { Store } from '../workers/store/store.js';
 import { ClientAuthenticator } from './client_authentication/authenticator.js';
 import { ClientAuthThrottle } from './client_authentication/throttle.js';
+import { ClientKeys } from './client_authentication/client_keys.js';
 import type { ClientAuthenticationDeps } from './client_authentication/step.js';
 import type { LoadedConfig } from './config/load.js';
 import { buildDiscoveryDocument } from './discovery.js';
@@ -335,6 +336,9 @@ async function grantTypesOfModules(urls: readonly string[]): Promise<string[]> {
   return grantTypes;
 }
 
+/** The endpoints that authenticate clients, whose URLs a client assertion's `aud` may name. */
+const clientAuthenticatingPaths = ['/connect/token', '/connect/introspect', '/connect/revocation', '/connect/deviceauthorization'];
+
 /** One authenticator and one failure throttle for every endpoint that authenticates clients. */
 function clientAuthenticationOf(
   config: LoadedConfig,
@@ -342,11 +346,24 @@ function clientAuthenticationOf(
   store: Store,
   logger: Logger,
 ): ClientAuthenticationDeps {
+  const assertions = config.clientAssertions;
+  // RFC 7523 §3: `aud` names this server: its issuer or one of its endpoints that authenticate clients.
+  const audiences = new Set([config.issuer, ...clientAuthenticatingPaths.map((path) => `${config.issuer}${path}`)]);
   return {
     issuer: config.issuer,
-    authenticator: new ClientAuthenticator(clients),
+    authenticator: new ClientAuthenticator(clients, Date.now, {
+      audiences,
+      maxLifetimeSeconds: assertions.maxLifetimeSeconds,
+      now: Date.now,
+    }),
     // API resources authenticate at introspection and are throttled the same way.
     throttle: new ClientAuthThrottle(store, config.throttling.clientAuthentication, logger),
+    clientKeys: new ClientKeys(clients, {
+      cacheMs: assertions.jwksCacheSeconds * 1000,
+      cooldownMs: assertions.jwksRefreshCooldownSeconds * 1000,
+      timeoutMs: assertions.jwksTimeoutMs,
+      logger,
+    }),
   };
 }
 
