@@ -8,6 +8,9 @@ import { freePort } from '../../helpers/free_port.js';
 import { startRedisServer } from '../../helpers/redis_server.js';
 import { formPost, releaseAtOnce } from '../../helpers/release_at_once.js';
 import { startTestGateway, type TestGateway } from '../../helpers/test_gateway.js';
+import { laneOf } from '../../../gateway/worker_dispatcher.js';
+import { mayRunAgainAfterStart } from '../../../workers/protocol/rerun.js';
+import type { ClientAssertionCheck } from '../../../workers/protocol/client_assertion.js';
 
 // RFC 7523 §2.2 / OpenID Connect Core §9 private_key_jwt, over real HTTP against real gateways:
 // every refusal is 401 invalid_client with the fixed body, never a hint of which check failed.
@@ -340,4 +343,14 @@ t.test('a jti is single use across two gateways sharing Redis', async (t) => {
     t.equal(a.status, 401);
     t.same(JSON.parse(a.body), invalidClient);
   }
+});
+
+t.test('a client_credentials request with an assertion leaves the fast lane and is not run twice', async (t) => {
+  const clientAssertion: ClientAssertionCheck = { jwt: 'a.b.c', alg: 'ES256', keys: [], jti: 'j', exp: 0 };
+  const plain = { kind: 'token', grantType: 'client_credentials', clientId: 'm2m', params: {} } as const;
+  t.equal(laneOf(plain), 'fast', 'a secret client: unchanged');
+  t.equal(mayRunAgainAfterStart(plain), true);
+  t.equal(laneOf({ ...plain, clientAssertion }), 'store', 'its jti is spent in the store');
+  t.equal(mayRunAgainAfterStart({ ...plain, clientAssertion }), false, 'a second run would find its jti spent');
+  t.equal(laneOf({ kind: 'client_assertion', clientId: 'pk', params: {}, clientAssertion }), 'store');
 });
