@@ -54,7 +54,8 @@ export class RemoteJwks {
     if (fresh) {
       const picked = pick(this.keys);
       if (picked.length > 0 || !mayFetch) return picked;
-    } else if (!mayFetch) {
+    } else if (this.failed && !mayFetch) {
+      // Keys merely past `cacheMs` are fetched again at once; a failed URI waits for the cooldown.
       return [];
     }
     return this.refresh().then(() => (this.failed ? [] : pick(this.keys)));

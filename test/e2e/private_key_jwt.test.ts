@@ -21,7 +21,10 @@ t.test('openid-client authenticates with private_key_jwt: client_credentials, in
     res.end(JSON.stringify({ keys: [{ ...(await exportJWK(eddsa.publicKey)), kid: 'ed-1', use: 'sig' }] }));
   });
   await new Promise<void>((resolve) => jwksServer.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => jwksServer.close(() => resolve())));
+  t.teardown(() => {
+    jwksServer.closeAllConnections();
+    return new Promise<void>((resolve) => jwksServer.close(() => resolve()));
+  });
   const jwksUri = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}/jwks`;
 
   const gw = await startTestGateway(t, {

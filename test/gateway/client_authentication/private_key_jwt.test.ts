@@ -59,7 +59,10 @@ async function jwksServer(t: Test, keys: () => JWK[]): Promise<{ url: string; fe
     res.end(JSON.stringify({ keys: keys() }));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  t.teardown(() => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks`, fetches: () => fetches };
 }
 
