@@ -65,7 +65,14 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   const cors = allOrigins.empty ? undefined : allOrigins;
   app.any(
     '/connect/token',
-    createTokenEndpoint({ ...clientAuthentication, grantTypes: deps.grantTypes, dispatcher, observe: observers.token, cors }),
+    createTokenEndpoint({
+      ...clientAuthentication,
+      grantTypes: deps.grantTypes,
+      dispatcher,
+      observe: observers.token,
+      begin: observers.begin.token,
+      cors,
+    }),
   );
   app.any(
     '/connect/introspect',
@@ -74,9 +81,19 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
       apiResources: config.apiResources,
       dispatcher,
       observe: observers.introspection,
+      begin: observers.begin.introspection,
     }),
   );
-  app.any('/connect/revocation', createRevocationEndpoint({ ...clientAuthentication, dispatcher, observe: observers.revocation, cors }));
+  app.any(
+    '/connect/revocation',
+    createRevocationEndpoint({
+      ...clientAuthentication,
+      dispatcher,
+      observe: observers.revocation,
+      begin: observers.begin.revocation,
+      cors,
+    }),
+  );
   app.any(userInfoPath, createUserInfoEndpoint({ dispatcher, cors }));
 
   const scopes = new ScopeRules(config);
@@ -89,6 +106,7 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
       rate: config.throttling.deviceAuthorization,
       dispatcher,
       observe: observers.deviceAuthorization,
+      begin: observers.begin.deviceAuthorization,
     }),
   );
   const secrets = pageSecretsOf(config, deps.pageSecret);

@@ -21,6 +21,8 @@ export interface TokenEndpointDeps extends ClientAuthenticationDeps {
   dispatcher: WorkerDispatcher;
   /** Told about every answer (metrics, access log, audit events). */
   observe?: (exchange: Exchange, status: number, body: string) => void;
+  /** Starts each request's trace span (tracing on). */
+  begin?: FormRoute['begin'];
   cors?: CorsPolicy | undefined;
 }
 
@@ -39,6 +41,7 @@ export function createTokenEndpoint(deps: TokenEndpointDeps): (res: HttpResponse
   const route: TokenRoute = {
     postOnly: OAuthErrors.tokenPostOnly,
     observe: deps.observe,
+    begin: deps.begin,
     cors: deps.cors,
     clientAuthentication: createClientAuthentication(deps),
     grantTypes: deps.grantTypes,
