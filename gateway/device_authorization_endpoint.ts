@@ -16,12 +16,14 @@ import { newFamilyHandle, newFamilyId } from '../workers/tokens/refresh_token_ha
 import {
   authenticateClient,
   createClientAuthentication,
+  type AuthenticatedClient,
   type ClientAuthentication,
   type ClientAuthenticationDeps,
 } from './client_authentication/step.js';
 import type { Exchange } from './http/exchange.js';
 import { readForm, type FormRequest, type FormRoute } from './http/form_request.js';
 import { RequestRate, type RateLimits } from './request_rate.js';
+import { deliver, type WorkerDispatcher } from './worker_dispatcher.js';
 
 export const deviceAuthorizationPath = '/connect/deviceauthorization';
 export const devicePagePath = '/device';
@@ -35,6 +37,8 @@ export interface DeviceAuthorizationDeps extends ClientAuthenticationDeps {
   store: Store;
   /** Device authorizations per client and source address (`throttling.deviceAuthorization`). */
   rate: RateLimits;
+  /** Verifies `private_key_jwt` assertions in a worker; without it such clients are refused. */
+  dispatcher?: WorkerDispatcher | undefined;
   now?: () => number;
 }
 
@@ -44,6 +48,7 @@ interface DeviceAuthorizationRoute extends FormRoute {
   readonly scopes: ScopeRules;
   readonly store: Store;
   readonly rate: RequestRate;
+  readonly dispatcher: WorkerDispatcher | undefined;
   readonly now: () => number;
   readonly verificationUri: string;
 }
@@ -62,6 +67,7 @@ export function createDeviceAuthorizationEndpoint(deps: DeviceAuthorizationDeps)
     scopes: deps.scopes,
     store: deps.store,
     rate: new RequestRate(deps.store, 'devauth', deps.rate),
+    dispatcher: deps.dispatcher,
     now: deps.now ?? Date.now,
     verificationUri: `${deps.issuer}${devicePagePath}`,
   };
@@ -72,8 +78,31 @@ export function createDeviceAuthorizationEndpoint(deps: DeviceAuthorizationDeps)
 
 /** The device authorization request, step by step, once its form is read (RFC 8628 §3.1). */
 function answerDeviceAuthorizationRequest(route: DeviceAuthorizationRoute, request: FormRequest): void {
-  const client = authenticateClient(route.clientAuthentication, request);
-  if (client === undefined) return;
+  authenticateClient(route.clientAuthentication, request, (caller) => {
+    if (caller.assertion === undefined) answerAuthenticatedRequest(route, request, caller.client);
+    else verifyAssertionThenAnswer(route, request, caller);
+  });
+}
+
+/**
+ * This endpoint's work runs on the gateway, but a signature check does not (docs/architecture.md,
+ * "Client assertions"): a worker verifies the assertion on its own, then the request goes on here.
+ */
+function verifyAssertionThenAnswer(route: DeviceAuthorizationRoute, request: FormRequest, caller: AuthenticatedClient): void {
+  const { client, assertion } = caller;
+  if (route.dispatcher === undefined || assertion === undefined) {
+    request.exchange.sendError(OAuthErrors.invalidClient);
+    return;
+  }
+  void route.dispatcher
+    .call({ kind: 'client_assertion', clientId: client.clientId, params: {}, clientAssertion: assertion })
+    .then((result) => {
+      if (result[0] === 200) answerAuthenticatedRequest(route, request, client);
+      else deliver(caller.sink, result);
+    });
+}
+
+function answerAuthenticatedRequest(route: DeviceAuthorizationRoute, request: FormRequest, client: RegisteredClient): void {
   if (!checkDeviceGrantAllowed(request, client)) return;
   const scopes = checkScope(route, request, client);
   if (scopes === undefined) return;

@@ -1,6 +1,7 @@
 import type { LoadedConfig } from './config/load.js';
 import type { SigningKeyMaterial } from '../workers/protocol/signing_key.js';
 import { publicJwk } from '../workers/protocol/signing_key.js';
+import { clientAssertionAlgorithms } from '../workers/protocol/client_assertion.js';
 import { ScopeRules } from '../workers/grants/scope_rules.js';
 import { IdTokenBuilder } from '../workers/tokens/id_token.js';
 
@@ -35,10 +36,14 @@ export function buildDiscoveryDocument(config: LoadedConfig, grantTypes: readonl
     userinfo_endpoint: `${issuer}/connect/userinfo`,
     end_session_endpoint: `${issuer}/connect/endsession`,
     grant_types_supported: grantTypes,
-    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
+    // RFC 8414 §2: the algorithms a private_key_jwt assertion may be signed with (never none or HMAC).
+    token_endpoint_auth_signing_alg_values_supported: clientAssertionAlgorithms,
     // API resources authenticate with Basic only; confidential clients as at the token endpoint.
-    introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
-    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+    introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'],
+    introspection_endpoint_auth_signing_alg_values_supported: clientAssertionAlgorithms,
+    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
+    revocation_endpoint_auth_signing_alg_values_supported: clientAssertionAlgorithms,
     scopes_supported: new ScopeRules(config).supportedScopes(),
     response_types_supported: ['code'],
     response_modes_supported: ['query'],

@@ -7,6 +7,8 @@ import { decodeBasicAuthorization, type BasicCredentials } from './client_authen
 import {
   authenticateClient,
   createClientAuthentication,
+  withClientAssertion,
+  type AuthenticatedClient,
   type ClientAuthentication,
   type ClientAuthenticationDeps,
 } from './client_authentication/step.js';
@@ -32,8 +34,11 @@ interface IntrospectionRoute extends FormRoute {
   readonly now: () => number;
 }
 
-/** Who asks, as the worker that reads the token needs to know it. */
-type Caller = readonly ['resource' | 'client', string];
+/**
+ * Who asks, as the worker that reads the token needs to know it, and where its answer goes; a
+ * client with `private_key_jwt` also carries its assertion for the worker to verify first.
+ */
+type Caller = readonly ['resource' | 'client', string, AuthenticatedClient?];
 
 /**
  * `POST /connect/introspect` (RFC 7662). The caller is an API resource (Basic with its name and
@@ -59,18 +64,22 @@ export function createIntrospectionEndpoint(deps: IntrospectionEndpointDeps): (r
 
 /** The introspection request, step by step, once its form is read (RFC 7662 §2.1). */
 function answerIntrospectionRequest(route: IntrospectionRoute, request: FormRequest): void {
-  const caller = authenticateCaller(route, request);
-  if (caller === undefined) return;
-  if (requireParameter(request, 'token', OAuthErrors.missingToken) === undefined) return;
-  dispatchToWorker(route, request, caller);
+  authenticateCaller(route, request, (caller) => {
+    if (requireParameter(request, 'token', OAuthErrors.missingToken) === undefined) return;
+    dispatchToWorker(route, request, caller);
+  });
 }
 
 /** RFC 7662 §2.1: the caller must be authorized to introspect, as an API resource or a confidential client. */
-function authenticateCaller(route: IntrospectionRoute, request: FormRequest): Caller | undefined {
+function authenticateCaller(route: IntrospectionRoute, request: FormRequest, next: (caller: Caller) => void): void {
   const basic = request.authorization.length > 0 ? decodeBasicAuthorization(request.authorization) : undefined;
   const resourceSecrets = basic ? route.resources.get(basic.clientId) : undefined;
-  if (basic && resourceSecrets !== undefined) return authenticateApiResource(route, request, basic, resourceSecrets);
-  return authenticateConfidentialClient(route, request);
+  if (basic && resourceSecrets !== undefined) {
+    const resource = authenticateApiResource(route, request, basic, resourceSecrets);
+    if (resource !== undefined) next(resource);
+    return;
+  }
+  authenticateConfidentialClient(route, request, next);
 }
 
 /** Resource secrets are guessed like client secrets: the same per-id throttle and answers apply. */
@@ -82,26 +91,32 @@ function authenticateApiResource(
 ): Caller | undefined {
   const gate = route.clientAuthentication.gate;
   if (gate.refuseBlocked(exchange, basic.clientId)) return undefined;
-  if (params.client_secret !== undefined || !matchesStoredSecret(basic.clientSecret, secrets, route.now())) {
+  // One method per request (RFC 6749 §2.3): Basic, and nothing in the body.
+  const alsoInBody = params.client_secret !== undefined || params.client_assertion !== undefined;
+  if (alsoInBody || !matchesStoredSecret(basic.clientSecret, secrets, route.now())) {
     gate.refuseFailed(exchange, basic.clientId, true);
     return undefined;
   }
   return ['resource', basic.clientId];
 }
 
-function authenticateConfidentialClient(route: IntrospectionRoute, request: FormRequest): Caller | undefined {
-  const client = authenticateClient(route.clientAuthentication, request);
-  if (client === undefined) return undefined;
-  // RFC 7662 §2.1: a public client cannot be authorized to introspect.
-  if (!client.requireSecret) {
-    request.exchange.sendError(OAuthErrors.invalidClient);
-    return undefined;
-  }
-  return ['client', client.clientId];
+function authenticateConfidentialClient(route: IntrospectionRoute, request: FormRequest, next: (caller: Caller) => void): void {
+  authenticateClient(route.clientAuthentication, request, (authenticated) => {
+    const { client } = authenticated;
+    // RFC 7662 §2.1: a public client cannot be authorized to introspect.
+    if (!client.requireSecret) {
+      request.exchange.sendError(OAuthErrors.invalidClient);
+      return;
+    }
+    next(['client', client.clientId, authenticated]);
+  });
 }
 
 /** A worker reads the token and answers; secrets stay on this thread. */
 function dispatchToWorker(route: IntrospectionRoute, { exchange, params }: FormRequest, caller: Caller): void {
   delete params.client_secret;
-  route.dispatcher.submit(exchange, { kind: 'introspection', caller: caller[0], callerId: caller[1], params });
+  const item = { kind: 'introspection', caller: caller[0], callerId: caller[1], params } as const;
+  const client = caller[2];
+  if (client === undefined) route.dispatcher.submit(exchange, item);
+  else route.dispatcher.submit(client.sink, withClientAssertion(item, client));
 }

@@ -1,9 +1,10 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import type { RegisteredClient } from '../workers/protocol/client_model.js';
 import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import {
   authenticateClient,
   createClientAuthentication,
+  withClientAssertion,
+  type AuthenticatedClient,
   type ClientAuthentication,
   type ClientAuthenticationDeps,
 } from './client_authentication/step.js';
@@ -43,14 +44,17 @@ export function createRevocationEndpoint(deps: RevocationEndpointDeps): (res: Ht
 
 /** The revocation request, step by step, once its form is read (RFC 7009 §2.1). */
 function answerRevocationRequest(route: RevocationRoute, request: FormRequest): void {
-  const client = authenticateClient(route.clientAuthentication, request);
-  if (client === undefined) return;
-  if (requireParameter(request, 'token', OAuthErrors.missingToken) === undefined) return;
-  dispatchToWorker(route, request, client);
+  authenticateClient(route.clientAuthentication, request, (caller) => {
+    if (requireParameter(request, 'token', OAuthErrors.missingToken) === undefined) return;
+    dispatchToWorker(route, request, caller);
+  });
 }
 
 /** A worker revokes the token and answers; secrets stay on this thread. */
-function dispatchToWorker(route: RevocationRoute, { exchange, params }: FormRequest, client: RegisteredClient): void {
+function dispatchToWorker(route: RevocationRoute, { params }: FormRequest, caller: AuthenticatedClient): void {
   delete params.client_secret;
-  route.dispatcher.submit(exchange, { kind: 'revocation', clientId: client.clientId, params });
+  route.dispatcher.submit(
+    caller.sink,
+    withClientAssertion({ kind: 'revocation', clientId: caller.client.clientId, params } as const, caller),
+  );
 }

@@ -104,6 +104,7 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
       scopes,
       store,
       rate: config.throttling.deviceAuthorization,
+      dispatcher,
       observe: observers.deviceAuthorization,
       begin: observers.begin.deviceAuthorization,
     }),

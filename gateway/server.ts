@@ -4,13 +4,15 @@ import { pathToFileURL } from 'node:url';
 import type { Piscina } from 'piscina';
 import type { Logger } from 'pino';
 import { isGrantHandler } from '../workers/grants/registry.js';
-import { registerClients } from '../workers/protocol/client_model.js';
+import { registerClients, type RegisteredClient } from '../workers/protocol/client_model.js';
 import { builtInGrantTypes } from '../workers/protocol/grant_types.js';
 import { newStoreCommandBuffers, StoreCommandStats } from '../workers/protocol/store_command_stats.js';
 import { createStore } from '../workers/store/create_store.js';
 import type { Store } from '../workers/store/store.js';
 import { ClientAuthenticator } from './client_authentication/authenticator.js';
 import { ClientAuthThrottle } from './client_authentication/throttle.js';
+import { ClientKeys } from './client_authentication/client_keys.js';
+import type { ClientAuthenticationDeps } from './client_authentication/step.js';
 import { ConfigError, formatProblems, type ConfigProblem } from './config/config_error.js';
 import type { LoadedConfig } from './config/load.js';
 import { planReload } from './config/reload_plan.js';
@@ -262,7 +264,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
             pageSecret,
             store,
             clients,
-            clientAuthentication: { issuer: routeConfig.issuer, authenticator: new ClientAuthenticator(clients), throttle: routeThrottle },
+            clientAuthentication: clientAuthenticationOf(routeConfig, clients, routeThrottle, logger),
             dispatcher,
             metrics: gatewayMetrics,
             observers: createEndpointObservers({ metrics: gatewayMetrics, events: auditEvents, logger, storeOutage, tracing }),
@@ -464,6 +466,40 @@ async function grantTypesOfModules(urls: readonly string[]): Promise<string[]> {
     grantTypes.push(module.default.grantType);
   }
   return grantTypes;
+}
+
+/** The endpoints that authenticate clients, whose URLs a client assertion's `aud` may name. */
+const clientAuthenticatingPaths = ['/connect/token', '/connect/introspect', '/connect/revocation', '/connect/deviceauthorization'];
+
+/**
+ * One authenticator and one set of client keys for every endpoint that authenticates clients,
+ * with the failure throttle (which outlives a config reload when its limits stay).
+ */
+function clientAuthenticationOf(
+  config: LoadedConfig,
+  clients: ReadonlyMap<string, RegisteredClient>,
+  throttle: ClientAuthThrottle,
+  logger: Logger,
+): ClientAuthenticationDeps {
+  const assertions = config.clientAssertions;
+  // RFC 7523 §3: `aud` names this server: its issuer or one of its endpoints that authenticate clients.
+  const audiences = new Set([config.issuer, ...clientAuthenticatingPaths.map((path) => `${config.issuer}${path}`)]);
+  return {
+    issuer: config.issuer,
+    authenticator: new ClientAuthenticator(clients, Date.now, {
+      audiences,
+      maxLifetimeSeconds: assertions.maxLifetimeSeconds,
+      now: Date.now,
+    }),
+    // API resources authenticate at introspection and are throttled the same way.
+    throttle,
+    clientKeys: new ClientKeys(clients, {
+      cacheMs: assertions.jwksCacheSeconds * 1000,
+      cooldownMs: assertions.jwksRefreshCooldownSeconds * 1000,
+      timeoutMs: assertions.jwksTimeoutMs,
+      logger,
+    }),
+  };
 }
 
 function toModuleUrl(specifier: string): string {

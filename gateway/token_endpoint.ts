@@ -5,6 +5,8 @@ import type { TokenItem } from '../workers/protocol/token_task.js';
 import {
   authenticateClient,
   createClientAuthentication,
+  withClientAssertion,
+  type AuthenticatedClient,
   type ClientAuthentication,
   type ClientAuthenticationDeps,
 } from './client_authentication/step.js';
@@ -55,15 +57,18 @@ export function createTokenEndpoint(deps: TokenEndpointDeps): (res: HttpResponse
  * the request itself when it stops there.
  */
 function answerTokenRequest(route: TokenRoute, request: FormRequest): void {
-  const client = authenticateClient(route.clientAuthentication, request);
-  if (client === undefined) return;
+  authenticateClient(route.clientAuthentication, request, (caller) => answerAuthenticatedTokenRequest(route, request, caller));
+}
+
+function answerAuthenticatedTokenRequest(route: TokenRoute, request: FormRequest, caller: AuthenticatedClient): void {
+  const { client } = caller;
   const grantType = requireParameter(request, 'grant_type', OAuthErrors.missingGrantType);
   if (grantType === undefined) return;
   if (!checkGrantTypeSupported(route, request, grantType)) return;
   // Registered grant types only: a metrics label must not take any string a caller sends.
   request.exchange.grantType = grantType;
   if (!checkGrantTypeAllowed(request, client, grantType)) return;
-  dispatchToWorker(route, request, client, grantType);
+  dispatchToWorker(route, request, caller, grantType);
 }
 
 /** RFC 6749 §5.2 `unsupported_grant_type`: no grant of this type is registered. */
@@ -81,7 +86,8 @@ function checkGrantTypeAllowed(request: FormRequest, client: RegisteredClient, g
 }
 
 /** The grant runs in a worker, which answers the request; secrets stay on this thread. */
-function dispatchToWorker(route: TokenRoute, { exchange, params }: FormRequest, client: RegisteredClient, grantType: string): void {
+function dispatchToWorker(route: TokenRoute, { exchange, params }: FormRequest, caller: AuthenticatedClient, grantType: string): void {
+  const { client } = caller;
   delete params.client_secret;
   // A password check logs who tried from where (docs/operations.md, "Logs"); other grants need no
   // address, and reading it costs the hot path.
@@ -89,5 +95,5 @@ function dispatchToWorker(route: TokenRoute, { exchange, params }: FormRequest, 
     grantType === 'password'
       ? { kind: 'token', grantType, clientId: client.clientId, params, address: exchange.remoteAddress() }
       : { kind: 'token', grantType, clientId: client.clientId, params };
-  route.dispatcher.submit(exchange, item);
+  route.dispatcher.submit(caller.sink, withClientAssertion(item, caller));
 }

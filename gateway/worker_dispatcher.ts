@@ -60,7 +60,8 @@ export type Lane = 'fast' | 'password' | 'store';
 export function laneOf(item: TaskItem): Lane {
   if (item.kind === 'login') return 'password';
   if (item.kind !== 'token') return 'store';
-  if (item.grantType === 'client_credentials') return 'fast';
+  // A client assertion spends its jti in the store (docs/architecture.md, "Client assertions").
+  if (item.grantType === 'client_credentials') return item.clientAssertion === undefined ? 'fast' : 'store';
   return item.grantType === 'password' ? 'password' : 'store';
 }
 
@@ -91,9 +92,9 @@ interface LaneState {
 const maxHeldRefusals = 8192;
 
 /** Where a result goes: straight out as the HTTP answer, or to a caller that continues. */
-type Sink = Exchange | ((result: TokenTaskResult) => void);
+export type Sink = Exchange | ((result: TokenTaskResult) => void);
 
-function deliver(sink: Sink, result: TokenTaskResult): void {
+export function deliver(sink: Sink, result: TokenTaskResult): void {
   if (typeof sink === 'function') {
     sink(result);
     return;

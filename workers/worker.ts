@@ -42,6 +42,7 @@ import { ensureTypeScriptLoader, isTypeScriptModule } from './typescript_loader.
 import { noteStoreCommand, recordingFacts } from './task_facts_recorder.js';
 import { StoreCommandStats } from './protocol/store_command_stats.js';
 import type { TaskFacts } from './protocol/task_facts.js';
+import { ClientAssertionVerifier } from './client_authentication/client_assertion_verifier.js';
 
 const boot = workerData as WorkerBootData;
 // pid and thread id on every line: an operator can tell which process and thread logged it.
@@ -137,6 +138,9 @@ const storeUnavailable: TokenTaskResult = [
   storeFailed,
 ];
 
+// private_key_jwt: the gateway checked the claims; the signature and the jti are checked here.
+const clientAssertions = new ClientAssertionVerifier(store);
+
 const endpointServices = {
   tokenValidator,
   store,
@@ -158,7 +162,13 @@ async function answerItem(item: TaskItem): Promise<TokenTaskResult> {
 
 async function handleItem(item: TaskItem): Promise<TokenTaskResult> {
   try {
+    // Client authentication comes before anything else the request does (RFC 6749 §3.2.1).
+    if (item.kind !== 'login' && item.kind !== 'userinfo' && item.clientAssertion !== undefined) {
+      await clientAssertions.verify(item.kind === 'introspection' ? item.callerId : item.clientId, item.clientAssertion);
+    }
     switch (item.kind) {
+      case 'client_assertion':
+        return [200, '', null];
       case 'token':
         return await handleTokenRequest(item);
       case 'introspection':

@@ -5,6 +5,7 @@
 import { authorizationCode } from './authorization_code.js';
 import { ceiling } from './ceiling.js';
 import { clientCredentials } from './client_credentials.js';
+import { clientCredentialsPrivateKeyJwt } from './client_credentials_private_key_jwt.js';
 import { clientCredentialsRs256 } from './client_credentials_rs256.js';
 import { clientCredentialsSigninFlood } from './client_credentials_signin_flood.js';
 import { delegation } from './delegation.js';
@@ -21,6 +22,7 @@ import { tokenExchange } from './token_exchange.js';
 export const scenarios: readonly Scenario[] = [
   clientCredentials,
   clientCredentialsRs256,
+  clientCredentialsPrivateKeyJwt,
   jwks,
   discovery,
   ceiling,

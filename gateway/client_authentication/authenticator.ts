@@ -1,6 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { RegisteredClient, StoredSecret } from '../../workers/protocol/client_model.js';
 import type { FormParams } from '../../workers/protocol/token_task.js';
+import { carriesClientAssertion, readClientAssertion, type AssertionRules, type ReadAssertion } from './client_assertion.js';
+import { ClientKeys } from './client_keys.js';
 import { decodeBasicAuthorization, type ClientAuthMethod } from './credentials.js';
 
 export type ClientAuthFailure =
@@ -12,9 +14,17 @@ export type ClientAuthFailure =
   | 'malformed_basic';
 
 export type ClientAuthResult =
-  | { ok: true; client: RegisteredClient; method: ClientAuthMethod }
+  | {
+      ok: true;
+      client: RegisteredClient;
+      method: ClientAuthMethod;
+      /** `private_key_jwt`: the assertion whose claims passed; its signature and `jti` are checked in a worker. */
+      assertion?: ReadAssertion;
+    }
   | {
       ok: false;
+      /** Why, for the log line of the failure (never a secret); absent for the plain cases. */
+      reason?: string;
       failure: ClientAuthFailure;
       /** The client tried the Authorization header: RFC 6749 §5.2 wants 401 + WWW-Authenticate. */
       usedAuthorizationHeader: boolean;
@@ -45,9 +55,12 @@ export class ClientAuthenticator {
   constructor(
     private readonly clients: ReadonlyMap<string, RegisteredClient>,
     private readonly now: () => number = Date.now,
+    /** `private_key_jwt` claim checks; without them every assertion is refused. */
+    private readonly assertionRules: AssertionRules = { audiences: new Set(), maxLifetimeSeconds: 0, now },
   ) {}
 
   authenticate(authorization: string, params: FormParams): ClientAuthResult {
+    if (carriesClientAssertion(params)) return this.readAssertion(authorization, params);
     if (authorization.length > 0) {
       const known = this.verifiedHeaders.get(authorization);
       if (
@@ -74,8 +87,26 @@ export class ClientAuthenticator {
     const secret = params.client_secret;
     if (secret !== undefined) return this.verifySecret(clientId, secret, 'client_secret_post', false);
     const client = this.clients.get(clientId);
-    if (client === undefined || !client.enabled || client.requireSecret) return fail('invalid_client', false, clientId);
+    if (client === undefined || !client.enabled || client.requireSecret || ClientKeys.usesKeys(client)) {
+      return fail('invalid_client', false, clientId);
+    }
     return { ok: true, client, method: 'none' };
+  }
+
+  /**
+   * RFC 7523 §2.2: `client_assertion_type` + `client_assertion`, and no other method in the same
+   * request (RFC 6749 §2.3). Only a client with keys may use it, and such a client nothing else.
+   */
+  private readAssertion(authorization: string, params: FormParams): ClientAuthResult {
+    const header = authorization.length > 0;
+    if (header || params.client_secret !== undefined) return fail('multiple_methods', header, params.client_id);
+    const read = readClientAssertion(params, this.assertionRules);
+    if (!read.ok) return fail('invalid_client', false, read.clientId, read.reason);
+    const client = this.clients.get(read.assertion.clientId);
+    if (client === undefined || !client.enabled || !ClientKeys.usesKeys(client)) {
+      return fail('invalid_client', false, read.assertion.clientId, 'client assertion: unknown client or client without keys');
+    }
+    return { ok: true, client, method: 'private_key_jwt', assertion: read.assertion };
   }
 
   private remember(authorization: string, result: ClientAuthResult & { ok: true }): void {
@@ -89,7 +120,7 @@ export class ClientAuthenticator {
   private verifySecret(clientId: string, secret: string, method: ClientAuthMethod, header: boolean): ClientAuthResult {
     const client = this.clients.get(clientId);
     const matched = matchesStoredSecret(secret, client?.secrets, this.now());
-    if (client === undefined || !client.enabled || !matched) return fail('invalid_client', header, clientId);
+    if (client === undefined || !client.enabled || !matched || ClientKeys.usesKeys(client)) return fail('invalid_client', header, clientId);
     return { ok: true, client, method };
   }
 }
@@ -110,6 +141,13 @@ export function matchesStoredSecret(secret: string, stored: readonly StoredSecre
   return matched && secrets !== dummySecrets;
 }
 
-function fail(failure: ClientAuthFailure, usedAuthorizationHeader: boolean, clientId: string | undefined): ClientAuthResult {
-  return { ok: false, failure, usedAuthorizationHeader, clientId };
+function fail(
+  failure: ClientAuthFailure,
+  usedAuthorizationHeader: boolean,
+  clientId: string | undefined,
+  reason?: string,
+): ClientAuthResult {
+  return reason === undefined
+    ? { ok: false, failure, usedAuthorizationHeader, clientId }
+    : { ok: false, failure, usedAuthorizationHeader, clientId, reason };
 }

@@ -29,9 +29,19 @@ export class CallerGate {
   }
 
   /** Counts a failed authentication of `id` and answers 401, with a Basic challenge when the Authorization header was used (RFC 6749 §5.2). */
-  refuseFailed(exchange: Exchange, id: string | undefined, usedAuthorizationHeader: boolean): void {
-    this.throttle.recordFailure(id, exchange, 'unknown client, wrong or expired secret, or disabled client');
+  refuseFailed(
+    exchange: Exchange,
+    id: string | undefined,
+    usedAuthorizationHeader: boolean,
+    reason = 'unknown client, wrong or expired secret, or disabled client',
+  ): void {
+    this.throttle.recordFailure(id, exchange, reason);
     exchange.sendError(OAuthErrors.invalidClient, usedAuthorizationHeader ? this.challenge : undefined);
+  }
+
+  /** Counts a failure a worker found (a client assertion's signature or `jti`) and answered itself. */
+  countFailure(exchange: Exchange, id: string, reason: string): void {
+    this.throttle.recordFailure(id, exchange, reason);
   }
 
   /**

@@ -1,8 +1,9 @@
 /**
  * How a client presents its credentials (RFC 6749 §2.3.1): HTTP Basic, or `client_id` and
- * `client_secret` in the form body; a public client sends its `client_id` alone (§2.1).
+ * `client_secret` in the form body; a public client sends its `client_id` alone (§2.1); a client
+ * with keys sends a signed JWT (`private_key_jwt`, RFC 7523 §2.2).
  */
-export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none';
+export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none' | 'private_key_jwt';
 
 /** Credentials from an `Authorization: Basic` header, already form-decoded. */
 export interface BasicCredentials {

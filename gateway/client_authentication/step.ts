@@ -1,7 +1,14 @@
+import type { ClientAssertionCheck } from '../../workers/protocol/client_assertion.js';
 import type { RegisteredClient } from '../../workers/protocol/client_model.js';
+import { OAuthErrors } from '../../workers/protocol/oauth_errors.js';
+import type { FormParams, TokenTaskResult } from '../../workers/protocol/token_task.js';
+import type { Exchange } from '../http/exchange.js';
 import type { FormRequest } from '../http/form_request.js';
+import { deliver, type Sink } from '../worker_dispatcher.js';
 import type { ClientAuthenticator } from './authenticator.js';
 import { CallerGate } from './caller_gate.js';
+import type { ReadAssertion } from './client_assertion.js';
+import type { ClientKeys } from './client_keys.js';
 import type { ClientAuthThrottle } from './throttle.js';
 
 /** What client authentication is built from, at start. */
@@ -9,28 +16,46 @@ export interface ClientAuthenticationDeps {
   issuer: string;
   authenticator: ClientAuthenticator;
   throttle: ClientAuthThrottle;
+  /** `private_key_jwt` clients' keys; without it, no client has any. */
+  clientKeys?: ClientKeys | undefined;
 }
 
 /** Client authentication as an endpoint holds it, built once per endpoint at start. */
 export interface ClientAuthentication {
   readonly authenticator: ClientAuthenticator;
   readonly gate: CallerGate;
+  readonly clientKeys: ClientKeys | undefined;
+}
+
+/** A client that passed the gateway's share of authentication. */
+export interface AuthenticatedClient {
+  readonly client: RegisteredClient;
+  /**
+   * `private_key_jwt`: the worker that runs the request verifies this first and answers
+   * `invalid_client` when it fails (docs/architecture.md, "Client assertions"). The task item
+   * carries it; a request without a worker step sends it on its own (`client_assertion` item).
+   */
+  readonly assertion: ClientAssertionCheck | undefined;
+  /** Where the worker's answer goes: the exchange, or, with an assertion, through the failure count first. */
+  readonly sink: Sink;
 }
 
 export function createClientAuthentication(deps: ClientAuthenticationDeps): ClientAuthentication {
-  return { authenticator: deps.authenticator, gate: new CallerGate(deps.throttle, deps.issuer) };
+  return { authenticator: deps.authenticator, gate: new CallerGate(deps.throttle, deps.issuer), clientKeys: deps.clientKeys };
 }
 
 /**
  * The client authentication step of every endpoint that needs it (RFC 6749 §2.3, §3.2.1): one
  * method only, throttled per client, 401 with a Basic challenge when the Authorization header
- * was used (RFC 6749 §5.2), 400 without one when that header is malformed Basic. Answers the request itself and returns `undefined` when
- * authentication fails.
+ * was used (RFC 6749 §5.2), 400 without one when that header is malformed Basic. Answers the
+ * request itself when authentication fails; otherwise calls `next`, synchronously for secrets
+ * and inline keys, after a fetch for a `jwksUri` whose keys are not cached.
  */
 export function authenticateClient(
   authentication: ClientAuthentication,
   { exchange, params, authorization }: FormRequest,
-): RegisteredClient | undefined {
+  next: (caller: AuthenticatedClient) => void,
+): void {
   const { authenticator, gate } = authentication;
   const auth = authenticator.authenticate(authorization, params);
   const clientId = auth.ok ? auth.client.clientId : auth.clientId;
@@ -38,9 +63,13 @@ export function authenticateClient(
   exchange.clientId = clientId;
   if (gate.refuseBlocked(exchange, clientId)) {
     exchange.authFailure = 'blocked';
-    return undefined;
+    return;
   }
-  if (auth.ok) return auth.client;
+  if (auth.ok) {
+    if (auth.assertion === undefined) next({ client: auth.client, assertion: undefined, sink: exchange });
+    else withAssertionKeys(authentication, exchange, auth.client, auth.assertion, next);
+    return;
+  }
   if (auth.failure === 'multiple_methods') {
     exchange.authFailure = 'multiple_methods';
     gate.refuseMultipleMethods(exchange, auth.clientId);
@@ -49,7 +78,56 @@ export function authenticateClient(
     gate.refuseMalformed(exchange);
   } else {
     exchange.authFailure = 'failed';
-    gate.refuseFailed(exchange, auth.clientId, auth.usedAuthorizationHeader);
+    gate.refuseFailed(exchange, auth.clientId, auth.usedAuthorizationHeader, auth.reason);
   }
-  return undefined;
+}
+
+/** Finds the keys that may have signed the assertion, then hands the request on with them. */
+function withAssertionKeys(
+  authentication: ClientAuthentication,
+  exchange: Exchange,
+  client: RegisteredClient,
+  assertion: ReadAssertion,
+  next: (caller: AuthenticatedClient) => void,
+): void {
+  const go = (keys: PublicKeys): void => {
+    if (exchange.aborted) return;
+    if (keys.length === 0) {
+      exchange.authFailure = 'failed';
+      authentication.gate.refuseFailed(exchange, client.clientId, false, 'client assertion: no key of the client fits its kid and alg');
+      return;
+    }
+    const { jwt, alg, jti, exp } = assertion;
+    next({ client, assertion: { jwt, alg, keys, jti, exp }, sink: assertionSink(authentication.gate, exchange, client.clientId) });
+  };
+  const keys = authentication.clientKeys?.candidates(client, assertion.alg, assertion.kid) ?? [];
+  if (Array.isArray(keys)) go(keys);
+  else void keys.then(go);
+}
+
+type PublicKeys = ClientAssertionCheck['keys'];
+
+/**
+ * A worker that refuses the assertion answers 401 `invalid_client` itself; the failure counts
+ * against the client and address like a wrong secret (docs/security.md, "Throttles").
+ */
+function assertionSink(gate: CallerGate, exchange: Exchange, clientId: string): Sink {
+  return (result: TokenTaskResult) => {
+    if (result[0] === OAuthErrors.invalidClient.status) {
+      exchange.authFailure = 'failed';
+      gate.countFailure(exchange, clientId, 'client assertion: refused by the worker (signature or replayed jti)');
+    }
+    deliver(exchange, result);
+  };
+}
+
+/**
+ * The task item with the caller's assertion for the worker to verify first (and without the
+ * assertion among its parameters), or the item as it was for a client that used a secret.
+ */
+export function withClientAssertion<T extends { readonly params: FormParams }>(item: T, caller: AuthenticatedClient): T {
+  if (caller.assertion === undefined) return item;
+  delete item.params.client_assertion;
+  delete item.params.client_assertion_type;
+  return { ...item, clientAssertion: caller.assertion };
 }

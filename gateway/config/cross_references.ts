@@ -51,7 +51,16 @@ export function checkCrossReferences(config: TesseraConfig, extraGrantTypes: rea
     if (first !== undefined) report(`${at}.clientId`, `duplicate client id "${client.clientId}" (also ${first})`);
     else clientIds.set(client.clientId, `${at}.clientId`);
 
-    if (client.requireClientSecret && client.clientSecrets.length === 0) {
+    // A client with keys authenticates with private_key_jwt only (docs/endpoints.md, "Client authentication").
+    const hasKeys = client.jwks !== undefined || client.jwksUri !== undefined;
+    if (client.jwks !== undefined && client.jwksUri !== undefined) report(`${at}.jwksUri`, 'must not be set together with jwks');
+    if (hasKeys && client.clientSecrets.length > 0) {
+      report(`${at}.clientSecrets`, 'must be empty for a client with jwks or jwksUri (it authenticates with private_key_jwt only)');
+    }
+    if (hasKeys && !client.requireClientSecret) {
+      report(`${at}.requireClientSecret`, 'must not be false for a client with jwks or jwksUri (it is a confidential client)');
+    }
+    if (!hasKeys && client.requireClientSecret && client.clientSecrets.length === 0) {
       report(`${at}.clientSecrets`, 'must list at least one secret when requireClientSecret is true');
     }
     client.allowedGrantTypes.forEach((grantType, j) => {

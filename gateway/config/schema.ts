@@ -2,6 +2,7 @@
  * The config file's schema (README, "Configuration reference"). Validated once at start; `config/tessera.schema.json` is
  * generated from it (`npm run schema`) so editors can check config files too.
  */
+import { createPublicKey, type JsonWebKey } from 'node:crypto';
 import { z } from 'zod';
 import { signingAlgorithms } from '../../workers/protocol/signing_key.js';
 import { parseCidr } from '../http/trusted_proxies.js';
@@ -25,6 +26,37 @@ const secretSchema = z.strictObject({
 
 const claimSchema = z.strictObject({ type: nonEmpty, value: z.string() });
 
+// RFC 7517 §4, RFC 7518 §6: the public members of an EC, RSA or OKP key. Strict, so a private
+// member (`d`, `p`, …) or a symmetric key is refused by name; public keys only.
+const publicJwkSchema = z
+  .strictObject({
+    kty: z.enum(['EC', 'RSA', 'OKP'], { error: 'must be "EC", "RSA" or "OKP" (public keys only)' }),
+    kid: z.string().optional(),
+    alg: z.string().optional(),
+    use: z.string().optional(),
+    key_ops: z.array(z.string()).optional(),
+    crv: z.string().optional(),
+    x: z.string().optional(),
+    y: z.string().optional(),
+    n: z.string().optional(),
+    e: z.string().optional(),
+    x5c: z.array(z.string()).optional(),
+    x5t: z.string().optional(),
+    'x5t#S256': z.string().optional(),
+    ext: z.boolean().optional(),
+  })
+  .refine((jwk) => importsAsPublicKey(jwk), { error: 'is not a usable public key' });
+
+function importsAsPublicKey(jwk: Record<string, unknown>): boolean {
+  try {
+    const key = createPublicKey({ key: jwk as JsonWebKey, format: 'jwk' });
+    // RFC 7518 §3.3: RSA keys of 2048 bits or more.
+    return key.asymmetricKeyType !== 'rsa' || (key.asymmetricKeyDetails?.modulusLength ?? 0) >= 2048;
+  } catch {
+    return false;
+  }
+}
+
 export const clientSchema = z.strictObject({
   clientId: nonEmpty.describe('Unique client identifier (the client_id parameter).'),
   clientName: z.string().optional().describe('Human-readable name shown on consent and device pages.'),
@@ -37,6 +69,14 @@ export const clientSchema = z.strictObject({
     .boolean()
     .default(true)
     .describe('false makes this a public client (no secret; authorization_code then relies on PKCE).'),
+  jwks: z
+    .strictObject({ keys: z.array(publicJwkSchema).min(1, { error: 'must list at least one key' }) })
+    .optional()
+    .describe('Public keys (a JWK Set) for private_key_jwt client authentication (RFC 7523); the client then has no secret.'),
+  jwksUri: z
+    .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
+    .optional()
+    .describe('Where the client publishes its private_key_jwt keys (a JWK Set), fetched and cached by the gateway; instead of jwks.'),
   // Grant names are checked in load.ts against the built-in, shipped and validator-registered
   // grants (the last are only known once validators load); here they must be non-empty.
   allowedGrantTypes: z
@@ -403,6 +443,31 @@ export const configSchema = z
         introspectionInactive: { maxFailures: 300, windowSeconds: 60 },
       }),
     validatorTimeoutMs: z.number().int().positive().default(5000),
+    clientAssertions: z
+      .strictObject({
+        maxLifetimeSeconds: z
+          .number()
+          .int()
+          .positive()
+          .max(3600)
+          .default(300)
+          .describe('Latest exp a private_key_jwt assertion may carry, in seconds from now (its jti is kept until then).'),
+        jwksCacheSeconds: z
+          .number()
+          .int()
+          .positive()
+          .default(300)
+          .describe("How long a client's jwksUri keys are used before they are fetched again."),
+        jwksRefreshCooldownSeconds: z
+          .number()
+          .int()
+          .min(0)
+          .default(30)
+          .describe('Least time between two fetches of one jwksUri caused by an unknown kid.'),
+        jwksTimeoutMs: z.number().int().positive().max(30_000).default(3000).describe('Time limit of one jwksUri fetch.'),
+      })
+      .default({ maxLifetimeSeconds: 300, jwksCacheSeconds: 300, jwksRefreshCooldownSeconds: 30, jwksTimeoutMs: 3000 })
+      .describe('private_key_jwt client authentication (RFC 7523): assertion lifetime and jwksUri fetching.'),
     sessionLifetimeSeconds: z
       .number()
       .int()

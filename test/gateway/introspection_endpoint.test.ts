@@ -301,8 +301,8 @@ t.test('introspection endpoint', async (t) => {
     const document = (await (await fetch(`${gw.url}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
     t.equal(document.introspection_endpoint, `${gw.config.issuer}/connect/introspect`);
     t.equal(document.revocation_endpoint, `${gw.config.issuer}/connect/revocation`);
-    t.same(document.introspection_endpoint_auth_methods_supported, ['client_secret_basic', 'client_secret_post']);
-    t.same(document.revocation_endpoint_auth_methods_supported, ['client_secret_basic', 'client_secret_post', 'none']);
+    t.same(document.introspection_endpoint_auth_methods_supported, ['client_secret_basic', 'client_secret_post', 'private_key_jwt']);
+    t.same(document.revocation_endpoint_auth_methods_supported, ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none']);
     t.ok((document.grant_types_supported as string[]).includes('refresh_token'));
     t.ok((document.scopes_supported as string[]).includes('offline_access'));
   });

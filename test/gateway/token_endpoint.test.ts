@@ -289,7 +289,7 @@ t.test('token endpoint', async (t) => {
     ]);
     t.equal(doc.introspection_endpoint, `${gw.config.issuer}/connect/introspect`);
     t.equal(doc.revocation_endpoint, `${gw.config.issuer}/connect/revocation`);
-    t.same(doc.token_endpoint_auth_methods_supported, ['client_secret_basic', 'client_secret_post', 'none']);
+    t.same(doc.token_endpoint_auth_methods_supported, ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none']);
     t.same(doc.scopes_supported, ['openid', 'profile', 'api1', 'api2', 'offline_access']);
     t.same(doc.code_challenge_methods_supported, ['S256']);
     t.same(doc.id_token_signing_alg_values_supported, ['ES256']);

@@ -12,5 +12,6 @@
 import type { TaskItem } from './token_task.js';
 
 export function mayRunAgainAfterStart(item: TaskItem): boolean {
-  return item.kind === 'token' && item.grantType === 'client_credentials';
+  // A client assertion's jti may already be spent: a second run would be refused as a replay.
+  return item.kind === 'token' && item.grantType === 'client_credentials' && item.clientAssertion === undefined;
 }

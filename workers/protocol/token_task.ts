@@ -8,6 +8,7 @@
  * {@link TokenTaskResult}s in the same order.
  */
 import { Packr } from 'msgpackr';
+import type { ClientAssertionCheck } from './client_assertion.js';
 import type { TaskFacts } from './task_facts.js';
 
 /** Parsed `application/x-www-form-urlencoded` parameters; a null-prototype record. */
@@ -21,6 +22,8 @@ export interface TokenItem {
   readonly params: FormParams;
   /** The caller's address, for the security events of a password check; only the password grant carries it. */
   readonly address?: string;
+  /** `private_key_jwt`: verified by the worker before the grant runs (workers/protocol/client_assertion.ts). */
+  readonly clientAssertion?: ClientAssertionCheck;
 }
 
 /** An introspection request (RFC 7662 §2.1) from an API resource or a confidential client. */
@@ -30,6 +33,8 @@ export interface IntrospectionItem {
   /** The client id or the API resource's name. */
   readonly callerId: string;
   readonly params: FormParams;
+  /** `private_key_jwt`: verified by the worker first. */
+  readonly clientAssertion?: ClientAssertionCheck;
 }
 
 /** A revocation request (RFC 7009 §2.1) from an authenticated client. */
@@ -37,6 +42,20 @@ export interface RevocationItem {
   readonly kind: 'revocation';
   readonly clientId: string;
   readonly params: FormParams;
+  /** `private_key_jwt`: verified by the worker first. */
+  readonly clientAssertion?: ClientAssertionCheck;
+}
+
+/**
+ * A `private_key_jwt` assertion to verify on its own, for an endpoint whose work runs on the
+ * gateway (device authorization): answered `[200, '', null]` or 401 `invalid_client`.
+ */
+export interface ClientAssertionItem {
+  readonly kind: 'client_assertion';
+  readonly clientId: string;
+  /** Always empty: every item has parameters. */
+  readonly params: FormParams;
+  readonly clientAssertion: ClientAssertionCheck;
 }
 
 /** A sign-in on the login pages: `params` carries username, password, scope and acr_values. */
@@ -63,7 +82,7 @@ export interface UserInfoItem {
  * against the earlier positional tuples), under 1% of a client_credentials request's CPU.
  * `params` never contains `client_secret`.
  */
-export type TaskItem = TokenItem | IntrospectionItem | RevocationItem | LoginItem | UserInfoItem;
+export type TaskItem = TokenItem | IntrospectionItem | RevocationItem | LoginItem | UserInfoItem | ClientAssertionItem;
 
 /**
  * `[status, jsonBody, retryAfterSeconds, facts?]`. `facts` is what the request's audit events

@@ -20,6 +20,27 @@ export interface ClientClaimConfig {
   readonly value: string;
 }
 
+/**
+ * A client's public key (RFC 7517 §4), for `private_key_jwt` (`clients[].jwks`): the public
+ * members only; a private or symmetric key is refused by the schema.
+ */
+export interface PublicJwkConfig {
+  readonly kty: 'EC' | 'RSA' | 'OKP';
+  readonly kid?: string | undefined;
+  readonly alg?: string | undefined;
+  readonly use?: string | undefined;
+  readonly key_ops?: readonly string[] | undefined;
+  readonly crv?: string | undefined;
+  readonly x?: string | undefined;
+  readonly y?: string | undefined;
+  readonly n?: string | undefined;
+  readonly e?: string | undefined;
+  readonly x5c?: readonly string[] | undefined;
+  readonly x5t?: string | undefined;
+  readonly 'x5t#S256'?: string | undefined;
+  readonly ext?: boolean | undefined;
+}
+
 /** One entry of `clients`, with the schema's defaults applied. */
 export interface ClientConfig {
   readonly clientId: string;
@@ -27,6 +48,10 @@ export interface ClientConfig {
   readonly enabled: boolean;
   readonly clientSecrets: readonly SecretConfig[];
   readonly requireClientSecret: boolean;
+  /** Public keys for `private_key_jwt` (RFC 7523 §2.2), inline; the gateway's. */
+  readonly jwks?: { readonly keys: readonly PublicJwkConfig[] } | undefined;
+  /** Where the client publishes its `private_key_jwt` keys; fetched by the gateway. */
+  readonly jwksUri?: string | undefined;
   readonly allowedGrantTypes: readonly string[];
   readonly allowedScopes: readonly string[];
   readonly allowOfflineAccess: boolean;

@@ -312,6 +312,43 @@ t.test('cross-reference rules', async (t) => {
     ]);
   });
 
+  t.test('a private_key_jwt client has public keys, inline or by URI, and no secret', async (t) => {
+    // An EC P-256 public key (RFC 7517 Appendix A.1).
+    const jwk = {
+      kty: 'EC',
+      crv: 'P-256',
+      x: 'MKBCTNIcKUSDii11ySs3526iDZ8AiTo7Tu6KPAqv7D4',
+      y: '4Etl6SRW2YiLUrN5vfvVHuhp7x8PxltmWWlbbM4IFyM',
+      kid: '1',
+    };
+    const keyClient = (extra: Json) => (c: Json) => {
+      const client = clients(c)[0]!;
+      delete client.clientSecrets;
+      Object.assign(client, extra);
+    };
+    t.same(problemsOf(withChange(keyClient({ jwks: { keys: [jwk] } }))), []);
+    t.same(problemsOf(withChange(keyClient({ jwksUri: 'https://client.example/jwks' }))), []);
+    t.same(problemsOf(withChange(keyClient({ jwks: { keys: [jwk] }, jwksUri: 'https://client.example/jwks' }))), [
+      'clients[0].jwksUri: must not be set together with jwks',
+    ]);
+    t.same(problemsOf(withChange(keyClient({ jwks: { keys: [jwk] }, clientSecrets: [{ value: secretValue }] }))), [
+      'clients[0].clientSecrets: must be empty for a client with jwks or jwksUri (it authenticates with private_key_jwt only)',
+    ]);
+    t.same(problemsOf(withChange(keyClient({ jwks: { keys: [jwk] }, requireClientSecret: false }))), [
+      'clients[0].requireClientSecret: must not be false for a client with jwks or jwksUri (it is a confidential client)',
+    ]);
+    const privateKey = problemsOf(
+      withChange(keyClient({ jwks: { keys: [{ ...jwk, d: '870MB6gfuTJ4HtUnUvYMyJpr5eUZNP4Bk43bVdj3eAE' }] } })),
+    );
+    t.match(privateKey.join('\n'), /clients\[0\]\.jwks\.keys\[0\]/, 'a private key is refused by path');
+    t.match(
+      problemsOf(withChange(keyClient({ jwks: { keys: [{ kty: 'oct', k: 'c2VjcmV0' }] } }))).join('\n'),
+      /clients\[0\]\.jwks\.keys\[0\]/,
+      'a symmetric key too',
+    );
+    t.match(problemsOf(withChange(keyClient({ jwks: { keys: [{ ...jwk, x: 'AAAA' }] } }))).join('\n'), /not a usable public key/);
+  });
+
   t.test('a public client needs no secret', async (t) => {
     t.same(problemsOf(withChange((c) => delete clients(c)[2]!.clientSecrets)), []);
   });

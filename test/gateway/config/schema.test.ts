@@ -30,6 +30,8 @@ t.test('a client given only its required members has every member the workers re
     allowClientTokenExchange: true,
     allowedCorsOrigins: true,
     postLogoutRedirectUris: true,
+    jwks: true,
+    jwksUri: true,
     redirectUris: true,
     requirePkce: true,
     allowPlainTextPkce: true,
@@ -48,7 +50,7 @@ t.test('a client given only its required members has every member the workers re
     alwaysSendClientClaims: true,
   };
   const parsed: ClientConfig = clientSchema.parse({ clientId: 'c', allowedGrantTypes: ['client_credentials'] });
-  const optional = new Set<string>(['clientName']);
+  const optional = new Set<string>(['clientName', 'jwks', 'jwksUri']);
   t.same(
     Object.keys(parsed).sort(),
     Object.keys(members)

@@ -1,0 +1,109 @@
+import {
+  isClientAssertionAlgorithm,
+  jwtBearerAssertionType,
+  type ClientAssertionAlgorithm,
+} from '../../workers/protocol/client_assertion.js';
+import type { FormParams } from '../../workers/protocol/token_task.js';
+
+/** Clock skew allowed on `exp`, `nbf` and `iat`, in seconds (as the token validator allows). */
+export const assertionClockSkewSeconds = 5;
+
+/** Longer assertions are refused unread: no client key makes a signed JWT this long. */
+const maxAssertionLength = 16_384;
+const maxJtiLength = 256;
+
+/** What the claim checks need, built once at start. */
+export interface AssertionRules {
+  /** Values of `aud` that name this server: the issuer and its endpoint URLs (RFC 7523 §3, item 3). */
+  readonly audiences: ReadonlySet<string>;
+  /** `exp` may be at most this far ahead (`clientAssertions.maxLifetimeSeconds`). */
+  readonly maxLifetimeSeconds: number;
+  readonly now: () => number;
+}
+
+/** A client assertion whose claims passed, not yet its signature: the worker verifies that. */
+export interface ReadAssertion {
+  readonly clientId: string;
+  readonly jwt: string;
+  readonly alg: ClientAssertionAlgorithm;
+  readonly kid: string | undefined;
+  readonly jti: string;
+  readonly exp: number;
+}
+
+export type AssertionReading =
+  | { readonly ok: true; readonly assertion: ReadAssertion }
+  /** `reason` is for the log only; `clientId` the id the assertion or the form claimed, if any. */
+  | { readonly ok: false; readonly reason: string; readonly clientId: string | undefined };
+
+/** Whether the request tries `private_key_jwt` at all (either parameter counts). */
+export function carriesClientAssertion(params: FormParams): boolean {
+  return params.client_assertion !== undefined || params.client_assertion_type !== undefined;
+}
+
+/**
+ * Reads a `private_key_jwt` assertion (RFC 7523 §2.2, §3; OpenID Connect Core §9) and checks
+ * everything but its signature and the single use of its `jti`: those need the key and the
+ * store, and run in the worker (docs/architecture.md, "Client assertions"). The claims checked
+ * here are those of the exact bytes the worker verifies, so a forged payload fails there.
+ *
+ * Checks: the assertion type; a compact JWS with an allowed asymmetric `alg` and no `crit`;
+ * `iss` = `sub` = the client id (and = `client_id` when the form sends it); `aud` naming this
+ * server; `exp` present, not past and at most `maxLifetimeSeconds` ahead; `nbf` and `iat` not in
+ * the future; `jti` present.
+ */
+export function readClientAssertion(params: FormParams, rules: AssertionRules): AssertionReading {
+  const formClientId = params.client_id;
+  const refuse = (reason: string, clientId: string | undefined = formClientId): AssertionReading => ({ ok: false, reason, clientId });
+  if (params.client_assertion_type !== jwtBearerAssertionType) return refuse('client assertion: unsupported client_assertion_type');
+  const jwt = params.client_assertion;
+  if (jwt === undefined || jwt.length === 0 || jwt.length > maxAssertionLength) return refuse('client assertion: missing or oversized');
+  const parts = jwt.split('.');
+  if (parts.length !== 3) return refuse('client assertion: not a compact JWS');
+  const header = decodeSegment(parts[0] as string);
+  const claims = decodeSegment(parts[1] as string);
+  if (header === undefined || claims === undefined) return refuse('client assertion: header or claims are not a JSON object');
+
+  const iss = claims.iss;
+  const clientId = typeof iss === 'string' && iss.length > 0 ? iss : formClientId;
+  if (typeof iss !== 'string' || iss.length === 0 || claims.sub !== iss)
+    return refuse('client assertion: iss and sub must both be the client id', clientId);
+  if (formClientId !== undefined && formClientId !== iss) return refuse('client assertion: iss differs from client_id', clientId);
+  const alg = header.alg;
+  if (!isClientAssertionAlgorithm(alg)) return refuse('client assertion: algorithm not allowed', clientId);
+  // RFC 7515 §4.1.11: an extension we do not understand must not be ignored.
+  if (header.crit !== undefined) return refuse('client assertion: crit header not supported', clientId);
+  const kid = header.kid;
+  if (kid !== undefined && typeof kid !== 'string') return refuse('client assertion: kid is not a string', clientId);
+  if (!namesAudience(claims.aud, rules.audiences)) return refuse('client assertion: aud does not name this server', clientId);
+
+  const now = rules.now() / 1000;
+  const exp = claims.exp;
+  if (typeof exp !== 'number' || !Number.isFinite(exp)) return refuse('client assertion: exp missing', clientId);
+  if (exp <= now - assertionClockSkewSeconds) return refuse('client assertion: expired', clientId);
+  if (exp - now > rules.maxLifetimeSeconds + assertionClockSkewSeconds) return refuse('client assertion: exp too far ahead', clientId);
+  if (!notInFuture(claims.nbf, now) || !notInFuture(claims.iat, now)) return refuse('client assertion: nbf or iat in the future', clientId);
+  const jti = claims.jti;
+  if (typeof jti !== 'string' || jti.length === 0 || jti.length > maxJtiLength) return refuse('client assertion: jti missing', clientId);
+  return { ok: true, assertion: { clientId: iss, jwt, alg, kid, jti, exp } };
+}
+
+function decodeSegment(segment: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(segment, 'base64url').toString('utf8'));
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+// RFC 7519 §4.1.3: `aud` is a string or an array; one value naming us is enough.
+function namesAudience(aud: unknown, audiences: ReadonlySet<string>): boolean {
+  if (typeof aud === 'string') return audiences.has(aud);
+  return Array.isArray(aud) && aud.some((value) => typeof value === 'string' && audiences.has(value));
+}
+
+function notInFuture(time: unknown, now: number): boolean {
+  if (time === undefined) return true;
+  return typeof time === 'number' && time <= now + assertionClockSkewSeconds;
+}

@@ -1,0 +1,53 @@
+import type { RegisteredClient } from '../../workers/protocol/client_model.js';
+import { keyFitsAlgorithm, type ClientAssertionAlgorithm } from '../../workers/protocol/client_assertion.js';
+import type { PublicJwkConfig } from '../../workers/protocol/worker_config.js';
+import { RemoteJwks, type RemoteJwksOptions } from './remote_jwks.js';
+
+/** At most this many candidate keys go to the worker: each one it tries is a signature check. */
+const maxCandidates = 4;
+
+/**
+ * The public keys each `private_key_jwt` client verifies with: its inline `jwks`, or its
+ * `jwksUri` (gateway/client_authentication/remote_jwks.ts). Picks the keys that may have signed
+ * an assertion: the header's `kid` when it names one, and always a key whose `kty`, `crv`,
+ * `alg` and `use` suit the header's `alg` (RFC 8725 §3.1: the key decides the algorithm family,
+ * never the token alone).
+ */
+export class ClientKeys {
+  private readonly remote = new Map<string, RemoteJwks>();
+
+  constructor(clients: ReadonlyMap<string, RegisteredClient>, options: RemoteJwksOptions) {
+    for (const client of clients.values()) {
+      const uri = client.config.jwksUri;
+      if (uri !== undefined) this.remote.set(client.clientId, new RemoteJwks(uri, client.clientId, options));
+    }
+  }
+
+  /** Whether the client authenticates with `private_key_jwt` (and with nothing else). */
+  static usesKeys(client: RegisteredClient): boolean {
+    return client.config.jwks !== undefined || client.config.jwksUri !== undefined;
+  }
+
+  /** The candidate keys; synchronous unless a `jwksUri` must be fetched first. Never rejects. */
+  candidates(
+    client: RegisteredClient,
+    alg: ClientAssertionAlgorithm,
+    kid: string | undefined,
+  ): PublicJwkConfig[] | Promise<PublicJwkConfig[]> {
+    const pick = (keys: readonly PublicJwkConfig[]): PublicJwkConfig[] => pickKeys(keys, alg, kid);
+    const inline = client.config.jwks;
+    if (inline !== undefined) return pick(inline.keys);
+    return this.remote.get(client.clientId)?.select(pick) ?? [];
+  }
+}
+
+function pickKeys(keys: readonly PublicJwkConfig[], alg: ClientAssertionAlgorithm, kid: string | undefined): PublicJwkConfig[] {
+  const picked: PublicJwkConfig[] = [];
+  for (const key of keys) {
+    if (kid !== undefined && key.kid !== kid) continue;
+    if (!keyFitsAlgorithm(key, alg)) continue;
+    picked.push(key);
+    if (picked.length === maxCandidates) break;
+  }
+  return picked;
+}
