@@ -17,6 +17,7 @@ import type { LoadedConfig } from './config/load.js';
 import { buildDiscoveryDocument } from './discovery.js';
 import { KeyRing, type KeyReloadResult } from './keys/key_ring.js';
 import { loadPageSecret } from './keys/page_secret.js';
+import { deriveDPoPNonceKey } from './keys/dpop_nonce_key.js';
 import { createEndpointObservers } from './endpoint_outcomes.js';
 import type { AuditEventHook, AuditEvents } from './events/audit_events.js';
 import { openAuditEvents } from './events/open_audit_events.js';
@@ -147,6 +148,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
         storeHost,
         recordFacts: auditEvents.enabled,
         storeStats: storeStatsBuffers,
+        dpopNonceKey: deriveDPoPNonceKey(pageSecret),
       });
     const validators = await loadValidatorModules(sources, reservedGrantTypes);
     pool = await startPool(validators);
