@@ -2,6 +2,7 @@
 // workers/dpop/dpop_proof.ts) over real HTTP: a bound token, every rejection with its exact body,
 // server nonces, refresh tokens of public clients bound to the key, introspection and discovery.
 // openid-client end to end and two gateways on one Redis: test/e2e/dpop.test.ts.
+import { generateKeyPairSync, sign } from 'node:crypto';
 import t from 'tap';
 import { decodeJwt, SignJWT } from 'jose';
 import { basicAuthorization } from '../helpers/basic_authorization.js';
@@ -71,6 +72,15 @@ t.test('a valid proof binds the access token: cnf.jkt is the key thumbprint, tok
   t.equal(answer.headers.get('dpop-nonce'), null, 'no nonce for a client that needs none');
 });
 
+t.test('every allowed algorithm binds the token to its key', async (t) => {
+  for (const alg of ['ES256', 'ES384', 'EdDSA', 'RS256', 'PS256']) {
+    const algKey = await dpopKey(alg);
+    const answer = await token(cc, { proof: await dpopProof(algKey, { htu }) });
+    t.equal(answer.status, 200, `${alg}: ${answer.text}`);
+    t.same(decodeJwt(answer.body.access_token as string).cnf, { jkt: algKey.jkt }, alg);
+  }
+});
+
 t.test('htu is compared without query and fragment, after normalization (RFC 9449 §4.3)', async (t) => {
   const url = new URL(htu);
   for (const variant of [`${htu}?x=1`, `${htu}#f`, `HTTP://${url.host}${url.pathname}`]) {
@@ -82,6 +92,12 @@ t.test('htu is compared without query and fragment, after normalization (RFC 944
 t.test('every rejected proof: 400 invalid_dpop_proof, and no token', async (t) => {
   const now = Math.floor(Date.now() / 1000);
   const privateHeader = { jwk: key.privateJwk };
+  const edKey = await dpopKey('EdDSA');
+  // jose will not sign with a short key: this proof is signed with node:crypto.
+  const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 });
+  const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const shortInput = `${part({ alg: 'RS256', typ: 'dpop+jwt', jwk: rsa.publicKey.export({ format: 'jwk' }) })}.${part({ htm: 'POST', htu, iat: now, jti: crypto.randomUUID() })}`;
+  const shortRsaProof = `${shortInput}.${sign('sha256', Buffer.from(shortInput), rsa.privateKey).toString('base64url')}`;
   const hmac = await new SignJWT({ htm: 'POST', htu, iat: now, jti: crypto.randomUUID() })
     .setProtectedHeader({ alg: 'HS256', typ: 'dpop+jwt', jwk: key.publicJwk } as never)
     .sign(new TextEncoder().encode('a shared secret of 32 bytes......'));
@@ -97,6 +113,10 @@ t.test('every rejected proof: 400 invalid_dpop_proof, and no token', async (t) =
     ['a private key in the header', await dpopProof(key, { htu, header: privateHeader })],
     ['typ JWT', await dpopProof(key, { htu, header: { typ: 'JWT' } })],
     ['no jwk', await dpopProof(key, { htu, header: { jwk: undefined } })],
+    ['ES256 named for an Ed25519 key', await dpopProof({ ...edKey, alg: 'ES256' }, { htu, header: { alg: 'EdDSA', jwk: key.publicJwk } })],
+    ['a crit extension', await dpopProof(key, { htu, header: { crit: ['b64'], b64: true } })],
+    ['an RSA key under 2048 bits', shortRsaProof],
+    ['iat as a string', await dpopProof(key, { htu, iat: String(now) as unknown as number })],
     ['not a JWT', 'not-a-jwt'],
     ['a signature of another key', await dpopProof({ ...key, privateKey: (await dpopKey()).privateKey }, { htu })],
   ];

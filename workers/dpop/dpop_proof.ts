@@ -3,9 +3,9 @@
  * verification, which must not run on the uWS thread. The steps are the RFC's list, in its order;
  * the replay check comes last so that invalid proofs never fill the replay cache.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { calculateJwkThumbprint, decodeProtectedHeader, EmbeddedJWK, jwtVerify, type JWK, type JWTPayload } from 'jose';
-import { dpopSigningAlgorithms } from '../protocol/dpop_algorithms.js';
+import { createHash, randomUUID } from 'node:crypto';
+import type { JWK } from 'jose';
+import { verifyProofJws } from './proof_jws.js';
 import type { DPoPNonces } from '../protocol/dpop_nonce.js';
 import type { Store, StoreKey } from '../store/store.js';
 
@@ -28,9 +28,6 @@ export type ProofOutcome =
 // A proof is a JWT with a public key in its header: a few hundred bytes (an RSA 4096 key, 1 KiB).
 const maxProofLength = 8 * 1024;
 const maxJtiLength = 256;
-// Members of a private or symmetric JWK (RFC 7518 §6.2.2, §6.3.2, §6.4): never in a proof.
-const privateMembers = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'] as const;
-const algorithms: string[] = [...dpopSigningAlgorithms];
 
 export interface DPoPProofServices {
   readonly store: Store;
@@ -47,26 +44,11 @@ export interface DPoPProofServices {
  * @throws StoreUnavailableError when the replay cache cannot be written: the caller answers 503.
  */
 export async function verifyDPoPProof(proof: string, expected: ProofExpectation, services: DPoPProofServices): Promise<ProofOutcome> {
-  // Check 2: one well-formed JWT.
+  // Checks 2 and 4-7: one well-formed JWS, `typ`, an allowed algorithm, its own public key, the signature.
   if (proof.length > maxProofLength) return refused('proof too long');
-  let jwk: JWK;
-  try {
-    const header = decodeProtectedHeader(proof);
-    // Check 7: the key in the header is a public key. jose refuses an importable private key too;
-    // this also refuses the private members on a key it would import as public.
-    if (typeof header.jwk !== 'object' || header.jwk === null) return refused('no jwk in the header');
-    jwk = header.jwk;
-    if (privateMembers.some((member) => member in jwk)) return refused('private key in the header');
-  } catch {
-    return refused('not a JWT');
-  }
-  let payload: JWTPayload;
-  try {
-    // Checks 4-6: `typ: dpop+jwt`, an allowed asymmetric algorithm, the signature by the header's key.
-    ({ payload } = await jwtVerify(proof, EmbeddedJWK, { typ: 'dpop+jwt', algorithms }));
-  } catch (err) {
-    return refused((err as { code?: string }).code ?? 'signature');
-  }
+  const decoded = verifyProofJws(proof);
+  if (typeof decoded === 'string') return refused(decoded);
+  const { payload, jwk } = decoded;
   // Check 3: the required claims, of the right types.
   const { jti, htm, htu, iat } = payload;
   if (typeof jti !== 'string' || jti.length === 0 || jti.length > maxJtiLength) return refused('jti');
@@ -82,7 +64,7 @@ export async function verifyDPoPProof(proof: string, expected: ProofExpectation,
   if (Math.abs(now / 1000 - iat) > window) return refused('iat outside the window');
   // Check 12: the access token it accompanies.
   if (expected.accessToken !== undefined && payload.ath !== accessTokenHash(expected.accessToken)) return refused('ath');
-  const jkt = await calculateJwkThumbprint(jwk, 'sha256');
+  const jkt = jwkThumbprint(jwk);
   // The replay check (RFC 9449 §11.1): one atomic write, shared by every gateway on the store.
   if (!(await recordJti(services, jkt, jti, (iat + window) * 1000 - now))) return refused('jti replayed');
   return { ok: true, jkt };
@@ -97,7 +79,7 @@ function refused(reason: string): ProofOutcome {
  * the proof is refused by its time anyway.
  */
 async function recordJti(services: DPoPProofServices, jkt: string, jti: string, remainingMs: number): Promise<boolean> {
-  const marker = randomBytes(12).toString('base64url');
+  const marker = randomUUID();
   const stored = await services.store.putIfAbsent(dpopJtiKey(jkt, jti), marker, Math.max(1000, remainingMs + 1000));
   return stored === marker;
 }
@@ -105,6 +87,20 @@ async function recordJti(services: DPoPProofServices, jkt: string, jti: string, 
 /** The replay-cache record of one proof (docs/storage.md, "Records"). */
 export function dpopJtiKey(jkt: string, jti: string): StoreKey {
   return { kind: 'misc', id: `dpop:${createHash('sha256').update(`${jkt}\u0000${jti}`).digest('base64url')}` };
+}
+
+/**
+ * RFC 7638 SHA-256 thumbprint: the key's required members, in lexicographic order, as JSON without
+ * whitespace. `jwk` has the `kty` proof_jws.ts accepted for its algorithm.
+ */
+export function jwkThumbprint(jwk: JWK): string {
+  const canonical =
+    jwk.kty === 'RSA'
+      ? { e: jwk.e, kty: jwk.kty, n: jwk.n }
+      : jwk.kty === 'EC'
+        ? { crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y }
+        : { crv: jwk.crv, kty: jwk.kty, x: jwk.x };
+  return createHash('sha256').update(JSON.stringify(canonical)).digest('base64url');
 }
 
 /** RFC 9449 §4.2 `ath`: base64url(SHA-256(ASCII access token)). */
