@@ -2,15 +2,17 @@
 // openid-client with its DPoP handle (client credentials, the code flow, refresh, UserInfo, a
 // server nonce it retries on by itself) against two gateways sharing a private redis-server; a
 // resource server written with jose that checks the binding as an API would; and the replay
-// cache and the nonces shared by both gateways. The single-gateway rejections are in
+// cache and the nonces shared by both gateways; delegation and token exchange of a bound user token.
+// The single-gateway rejections are in
 // test/gateway/dpop_token_endpoint.test.ts and test/gateway/userinfo_endpoint_dpop.test.ts.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import * as oidc from 'openid-client';
-import { calculateJwkThumbprint, createRemoteJWKSet, EmbeddedJWK, jwtVerify, type JWK } from 'jose';
+import { calculateJwkThumbprint, createRemoteJWKSet, decodeJwt, EmbeddedJWK, exportJWK, jwtVerify, type JWK } from 'jose';
+import { fileURLToPath } from 'node:url';
 import { createHash } from 'node:crypto';
-import { startTestGateway } from '../helpers/test_gateway.js';
+import { sha256Secret, startTestGateway } from '../helpers/test_gateway.js';
 import { addPasswordFixtures, passwordFixtures } from '../helpers/password_users.js';
 import { startRedisServer } from '../helpers/redis_server.js';
 import { BrowserSession } from '../helpers/browser_session.js';
@@ -193,4 +195,60 @@ t.test('a proof sent to both gateways at once is accepted once: the jti cache is
   const [first] = await releaseAtOnce([gw.port], request(proof));
   const [second] = await releaseAtOnce([gw2.port], request(proof));
   t.same([first?.status, second?.status], [200, 400], 'used at one gateway, refused at the other');
+});
+
+t.test('delegation and token exchange take a bound user token; the new token is bound to the caller’s own proof', async (t) => {
+  const validatorsDir = fileURLToPath(new URL('../../validators', import.meta.url));
+  const gateway = await startTestGateway(t, {
+    validatorsDir,
+    watchValidators: false,
+    patch: (raw) => {
+      addPasswordFixtures(raw, fixtures);
+      const client = (clientId: string, allowedGrantTypes: string[], allowedScopes: string[], extra: Record<string, unknown> = {}) => ({
+        clientId,
+        clientSecrets: [{ value: sha256Secret('secret') }],
+        allowedGrantTypes,
+        allowedScopes,
+        ...extra,
+      });
+      (raw.clients as unknown[]).push(
+        client('frontend', ['password'], ['openid', 'api1']),
+        client('api1', ['delegation', 'urn:ietf:params:oauth:grant-type:token-exchange'], ['api2'], { audiences: ['urn:api1'] }),
+      );
+    },
+  });
+  const discoverAs = (clientId: string) => discover(gateway, clientId, oidc.ClientSecretBasic('secret'));
+  const [frontend, api1] = await Promise.all([discoverAs('frontend'), discoverAs('api1')]);
+  const userKey = oidc.getDPoPHandle(frontend, await oidc.randomDPoPKeyPair('ES256'));
+  const apiKeyPair = await oidc.randomDPoPKeyPair('ES256');
+  const apiJkt = await calculateJwkThumbprint(await exportJWK(apiKeyPair.publicKey), 'sha256');
+  const apiKey = oidc.getDPoPHandle(api1, apiKeyPair);
+  const userToken = async () =>
+    (
+      await oidc.genericGrantRequest(
+        frontend,
+        'password',
+        { username: 'alice', password: 'alice-pw', scope: 'openid api1' },
+        { DPoP: userKey },
+      )
+    ).access_token;
+  const subject = await userToken();
+  const userJkt = (decodeJwt(subject).cnf as { jkt: string }).jkt;
+
+  const delegated = await oidc.genericGrantRequest(api1, 'delegation', { token: subject, scope: 'api2' }, { DPoP: apiKey });
+  const claims = decodeJwt(delegated.access_token);
+  t.equal(claims.sub, 'sub-alice');
+  t.same(claims.cnf, { jkt: apiJkt }, "bound to the calling API's key, not the user's");
+  t.not(apiJkt, userJkt);
+  const plain = await oidc.genericGrantRequest(api1, 'delegation', { token: await userToken(), scope: 'api2' });
+  t.equal(plain.token_type.toLowerCase(), 'bearer', 'without a proof of its own, the API gets a bearer token');
+  t.notOk('cnf' in decodeJwt(plain.access_token), 'the subject token’s cnf is not carried over');
+
+  const exchanged = await oidc.genericGrantRequest(
+    api1,
+    'urn:ietf:params:oauth:grant-type:token-exchange',
+    { subject_token: await userToken(), subject_token_type: 'urn:ietf:params:oauth:token-type:access_token', scope: 'api2' },
+    { DPoP: apiKey },
+  );
+  t.same(decodeJwt(exchanged.access_token).cnf, { jkt: apiJkt }, 'token exchange alike');
 });
