@@ -29,6 +29,8 @@ export const devicePagePath = '/device';
 export interface DeviceAuthorizationDeps extends ClientAuthenticationDeps {
   /** Told about every answer (metrics, access log, audit events). */
   observe?: FormRoute['observe'];
+  /** Starts each request's trace span (tracing on). */
+  begin?: FormRoute['begin'];
   scopes: ScopeRules;
   store: Store;
   /** Device authorizations per client and source address (`throttling.deviceAuthorization`). */
@@ -55,6 +57,7 @@ export function createDeviceAuthorizationEndpoint(deps: DeviceAuthorizationDeps)
   const route: DeviceAuthorizationRoute = {
     postOnly: OAuthErrors.deviceAuthorizationPostOnly,
     observe: deps.observe,
+    begin: deps.begin,
     clientAuthentication: createClientAuthentication(deps),
     scopes: deps.scopes,
     store: deps.store,

@@ -4,6 +4,7 @@ import type { AuditEvents } from './events/audit_events.js';
 import type { Exchange } from './http/exchange.js';
 import type { GatewayMetrics, MetricsEndpoint, ThrottleName } from './metrics.js';
 import type { StoreOutageLog } from './store_outage_log.js';
+import type { RequestTracing, SpanStarter } from './tracing/request_tracing.js';
 
 type Observer = (exchange: Exchange, status: number, body: string) => void;
 
@@ -13,6 +14,8 @@ export interface EndpointObservers {
   readonly introspection: Observer;
   readonly revocation: Observer;
   readonly deviceAuthorization: Observer;
+  /** Each endpoint's span starter; all `undefined` when tracing is off. */
+  readonly begin: Readonly<Record<'token' | 'introspection' | 'revocation' | 'deviceAuthorization', SpanStarter | undefined>>;
 }
 
 export interface EndpointOutcomeDeps {
@@ -20,6 +23,8 @@ export interface EndpointOutcomeDeps {
   readonly events: AuditEvents;
   readonly logger: Logger;
   readonly storeOutage: StoreOutageLog;
+  /** Trace spans, when tracing is on (docs/operations.md, "Tracing"). */
+  readonly tracing?: RequestTracing | undefined;
 }
 
 const reuseEvents: Readonly<Record<string, AuditEventName>> = {
@@ -57,11 +62,17 @@ export function createEndpointObservers(deps: EndpointOutcomeDeps): EndpointObse
     introspection: observerFor('introspection', deps),
     revocation: observerFor('revocation', deps),
     deviceAuthorization: observerFor('device_authorization', deps),
+    begin: {
+      token: deps.tracing?.starter(paths.token),
+      introspection: deps.tracing?.starter(paths.introspection),
+      revocation: deps.tracing?.starter(paths.revocation),
+      deviceAuthorization: deps.tracing?.starter(paths.device_authorization),
+    },
   };
 }
 
 function observerFor(endpoint: MetricsEndpoint, deps: EndpointOutcomeDeps): Observer {
-  const { metrics, events, logger, storeOutage } = deps;
+  const { metrics, events, logger, storeOutage, tracing } = deps;
   const path = paths[endpoint];
   const isToken = endpoint === 'token';
   return (exchange, status, body) => {
@@ -73,6 +84,8 @@ function observerFor(endpoint: MetricsEndpoint, deps: EndpointOutcomeDeps): Obse
       metrics.countThrottleHit(exchange.authFailure === 'blocked' ? 'client_authentication' : endpointThrottles[endpoint]);
     if (facts?.storeUnavailable === true) storeOutage.failed();
     if (facts?.reuse !== undefined) metrics.countReuse(facts.reuse);
+
+    if (exchange.span !== undefined) tracing?.finish(exchange, status, status >= 400 ? errorCodeOf(body) : undefined);
 
     const authFailed = exchange.authFailure !== undefined;
     // One line per token request and per refused client authentication, at info (docs/operations.md, "Logs").

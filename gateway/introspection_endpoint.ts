@@ -16,6 +16,8 @@ import type { WorkerDispatcher } from './worker_dispatcher.js';
 export interface IntrospectionEndpointDeps extends ClientAuthenticationDeps {
   /** Told about every answer (metrics, access log, audit events). */
   observe?: FormRoute['observe'];
+  /** Starts each request's trace span (tracing on). */
+  begin?: FormRoute['begin'];
   apiResources: TesseraConfig['apiResources'];
   dispatcher: WorkerDispatcher;
   now?: () => number;
@@ -44,6 +46,7 @@ export function createIntrospectionEndpoint(deps: IntrospectionEndpointDeps): (r
   const route: IntrospectionRoute = {
     postOnly: OAuthErrors.introspectionPostOnly,
     observe: deps.observe,
+    begin: deps.begin,
     clientAuthentication: createClientAuthentication(deps),
     resources,
     dispatcher: deps.dispatcher,

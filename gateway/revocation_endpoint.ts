@@ -14,6 +14,8 @@ import type { WorkerDispatcher } from './worker_dispatcher.js';
 export interface RevocationEndpointDeps extends ClientAuthenticationDeps {
   /** Told about every answer (metrics, access log, audit events). */
   observe?: FormRoute['observe'];
+  /** Starts each request's trace span (tracing on). */
+  begin?: FormRoute['begin'];
   dispatcher: WorkerDispatcher;
   cors?: CorsPolicy | undefined;
 }
@@ -29,6 +31,7 @@ export function createRevocationEndpoint(deps: RevocationEndpointDeps): (res: Ht
   const route: RevocationRoute = {
     postOnly: OAuthErrors.revocationPostOnly,
     observe: deps.observe,
+    begin: deps.begin,
     cors: deps.cors,
     clientAuthentication: createClientAuthentication(deps),
     dispatcher: deps.dispatcher,

@@ -72,6 +72,7 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
       grantTypes: deps.grantTypes,
       dispatcher,
       observe: observers.token,
+      begin: observers.begin.token,
       cors,
       dpopNonceFor: dpopNonceProvider(config, deps.pageSecret),
     }),
@@ -83,9 +84,19 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
       apiResources: config.apiResources,
       dispatcher,
       observe: observers.introspection,
+      begin: observers.begin.introspection,
     }),
   );
-  app.any('/connect/revocation', createRevocationEndpoint({ ...clientAuthentication, dispatcher, observe: observers.revocation, cors }));
+  app.any(
+    '/connect/revocation',
+    createRevocationEndpoint({
+      ...clientAuthentication,
+      dispatcher,
+      observe: observers.revocation,
+      begin: observers.begin.revocation,
+      cors,
+    }),
+  );
   app.any(userInfoPath, createUserInfoEndpoint({ dispatcher, cors }));
 
   const scopes = new ScopeRules(config);
@@ -97,6 +108,7 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
       store,
       rate: config.throttling.deviceAuthorization,
       observe: observers.deviceAuthorization,
+      begin: observers.begin.deviceAuthorization,
     }),
   );
   const secrets = pageSecretsOf(config, deps.pageSecret);

@@ -3,27 +3,32 @@ import { statSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import type { Piscina } from 'piscina';
 import type { Logger } from 'pino';
-import * as uWS from 'uWebSockets.js';
 import { isGrantHandler } from '../workers/grants/registry.js';
-import { registerClients, type RegisteredClient } from '../workers/protocol/client_model.js';
+import { registerClients } from '../workers/protocol/client_model.js';
 import { builtInGrantTypes } from '../workers/protocol/grant_types.js';
 import { newStoreCommandBuffers, StoreCommandStats } from '../workers/protocol/store_command_stats.js';
 import { createStore } from '../workers/store/create_store.js';
 import type { Store } from '../workers/store/store.js';
 import { ClientAuthenticator } from './client_authentication/authenticator.js';
 import { ClientAuthThrottle } from './client_authentication/throttle.js';
-import type { ClientAuthenticationDeps } from './client_authentication/step.js';
+import { ConfigError, formatProblems, type ConfigProblem } from './config/config_error.js';
 import type { LoadedConfig } from './config/load.js';
+import { planReload } from './config/reload_plan.js';
 import { buildDiscoveryDocument } from './discovery.js';
 import { KeyRing, type KeyReloadResult } from './keys/key_ring.js';
 import { loadPageSecret } from './keys/page_secret.js';
 import { deriveDPoPNonceKey } from './keys/dpop_nonce_key.js';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace';
 import { createEndpointObservers } from './endpoint_outcomes.js';
+import { openTracing } from './tracing/open_tracing.js';
 import type { AuditEventHook, AuditEvents } from './events/audit_events.js';
 import { openAuditEvents } from './events/open_audit_events.js';
 import { createLogger } from './logger.js';
 import { startManagementListener, type ManagementListener } from './management_listener.js';
 import { GatewayMetrics } from './metrics.js';
+import { Listener } from './http/listener.js';
+import { recordRoutes, RouteTable } from './http/route_table.js';
+import { TrustedProxies } from './http/trusted_proxies.js';
 import { StoreOutageLog } from './store_outage_log.js';
 import { registerRoutes } from './routes.js';
 import { MemoryStoreHost } from './store/memory_store_host.js';
@@ -55,6 +60,26 @@ export interface StartOptions {
    * was answered; besides the sinks of `events` in the config. Must not throw (a throw is logged).
    */
   onEvent?: AuditEventHook;
+  /**
+   * Where trace spans go when tracing is on (`tracing.enabled` or `OTEL_TRACES_EXPORTER=otlp`),
+   * instead of the OTLP exporter the `OTEL_*` variables configure (docs/operations.md, "Tracing").
+   */
+  spanProcessor?: SpanProcessor;
+  /**
+   * Reads and validates the config again for {@link RunningGateway.reload}, knowing the grant
+   * types the validators serve now (the builder passes one that re-reads the config file).
+   */
+  reloadConfig?: (extraGrantTypes: readonly string[]) => Promise<LoadedConfig>;
+}
+
+/** What {@link RunningGateway.reload} did. */
+export interface ReloadResult {
+  /** The new config is in service (perhaps with some fields waiting for a restart). */
+  readonly applied: boolean;
+  /** Why nothing was applied: the same problems `tessera start` would report. */
+  readonly problems: readonly ConfigProblem[];
+  /** Changed fields that only a restart applies (dotted paths); the rest was applied. */
+  readonly needsRestart: readonly string[];
 }
 
 export interface RunningGateway {
@@ -71,6 +96,15 @@ export interface RunningGateway {
   readonly grantTypes: readonly string[];
   /** Resolves after the next validator reload attempt: `true` when it took effect. */
   nextValidatorReload(): Promise<boolean>;
+  /** The config in service (changes on {@link RunningGateway.reload}). */
+  readonly config: LoadedConfig;
+  /**
+   * Reads the config again and applies it without a restart (docs/operations.md, "Reload"):
+   * clients, scopes, resources, users, throttles and proxies change, state (sessions, refresh
+   * tokens, counters) stays, the TLS files are read again. A config that does not validate is
+   * refused and the running one stays. `tessera start` calls it on SIGHUP.
+   */
+  reload(): Promise<ReloadResult>;
   /**
    * Reads the signing keys again (docs/operations.md, "Signing keys and rotation"): the key files,
    * or with `config` the key files it lists; or the store for store-kept keys. A key file that
@@ -97,7 +131,9 @@ export interface StopOptions {
  * routes, then the listener (docs/architecture.md, docs/operations.md "Running").
  */
 export async function startGateway(options: StartOptions): Promise<RunningGateway> {
-  const { config } = options;
+  const { config: initialConfig } = options;
+  // Replaced by a config reload; read through `config` wherever a later pool or route set is built.
+  let config = initialConfig;
   const logger = options.logger ?? createLogger(config);
 
   // Store command latency, counted by this thread and every worker into shared memory.
@@ -108,12 +144,14 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   const storeHost = config.store.type === 'memory' ? new MemoryStoreHost(store) : null;
 
   let pool: Piscina | undefined;
+  let listener: Listener | undefined;
   let stopWatching = (): void => {};
   let keyRing: KeyRing | undefined;
   // Declared before the key ring, whose activations count into it, is opened.
   let metrics: GatewayMetrics | undefined;
   let events: AuditEvents | undefined;
   let management: ManagementListener | undefined;
+  const tracing = openTracing(config, process.env, options.spanProcessor);
   try {
     const devKeyDir = options.devKeyDir ?? path.resolve('.tessera');
     events = await openAuditEvents(config, options.onEvent === undefined ? [] : [options.onEvent], logger);
@@ -138,18 +176,20 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
 
     // Validators are checked here once (exit 2 on a bad module) before every worker loads them.
     const sources = { dir: config.validatorsDir, modules: (options.validatorModules ?? []).map(toModuleUrl) };
-    const startPool = (modules: readonly ValidatorModule[]): Promise<Piscina> =>
+    const startPoolWith = (poolConfig: LoadedConfig, modules: readonly ValidatorModule[]): Promise<Piscina> =>
       startWorkerPool({
-        config,
+        config: poolConfig,
         keySet: keys.cell,
         grantModules,
         validatorModules: modules.filter((m) => m.kind === 'extension_grant').map((m) => m.url),
         passwordValidatorModule: modules.find((m) => m.kind === 'resource_owner_password')?.url ?? null,
         storeHost,
         recordFacts: auditEvents.enabled,
+        recordTiming: tracing !== undefined,
         storeStats: storeStatsBuffers,
         dpopNonceKey: deriveDPoPNonceKey(pageSecret),
       });
+    const startPool = (modules: readonly ValidatorModule[]): Promise<Piscina> => startPoolWith(config, modules);
     const validators = await loadValidatorModules(sources, reservedGrantTypes);
     pool = await startPool(validators);
 
@@ -184,6 +224,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
         storeCommands: () => storeStats.read(),
       },
     );
+    const gatewayMetrics = metrics;
     const storeOutage = new StoreOutageLog(logger);
 
     let discoveryBody = '';
@@ -210,36 +251,119 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     );
     discoveryBody = buildDiscoveryDocument(config, [...reload.grantTypes], keys.set.keys);
 
-    const clients = registerClients(config.clients);
-    const app = uWS.App();
-    registerRoutes(app, {
-      config,
-      keys,
-      pageSecret,
-      store,
-      clients,
-      clientAuthentication: clientAuthenticationOf(config, clients, store, logger),
-      dispatcher,
-      metrics,
-      observers: createEndpointObservers({ metrics, events: auditEvents, logger, storeOutage }),
-      events: auditEvents,
-      publicMetricsToken: config.management.onPublicPort ? config.management.token : undefined,
-      grantTypes: () => reload.grantTypes,
-      discoveryBody: () => discoveryBody,
-      draining: () => draining,
-      logger,
-    });
-    if (options.watchValidators !== false) stopWatching = watchValidators(config.validatorsDir, reload.reload, logger);
+    // Every route built from one config; a reload builds a new set and swaps it in. The failure
+    // throttle keeps its counts across reloads unless its limits change.
+    let throttle = new ClientAuthThrottle(store, config.throttling.clientAuthentication, logger);
+    const buildRoutes = (routeConfig: LoadedConfig, routeThrottle: ClientAuthThrottle) => {
+      const clients = registerClients(routeConfig.clients);
+      return recordRoutes(
+        (app) =>
+          registerRoutes(app, {
+            config: routeConfig,
+            keys,
+            pageSecret,
+            store,
+            clients,
+            clientAuthentication: { issuer: routeConfig.issuer, authenticator: new ClientAuthenticator(clients), throttle: routeThrottle },
+            dispatcher,
+            metrics: gatewayMetrics,
+            observers: createEndpointObservers({ metrics: gatewayMetrics, events: auditEvents, logger, storeOutage, tracing }),
+            events: auditEvents,
+            publicMetricsToken: routeConfig.management.onPublicPort ? routeConfig.management.token : undefined,
+            grantTypes: () => reload.grantTypes,
+            discoveryBody: () => discoveryBody,
+            draining: () => draining,
+            logger,
+          }),
+        new TrustedProxies(routeConfig.trustedProxies, routeConfig.forwardedHeader),
+      );
+    };
+    const routes = new RouteTable(buildRoutes(config, throttle));
+    // Config reloads and validator reloads both start pools: one at a time.
+    let reloading: Promise<unknown> = Promise.resolve();
+    const serially = <T>(step: () => Promise<T>): Promise<T> => {
+      const run = reloading.then(step, step);
+      reloading = run.catch(() => {});
+      return run;
+    };
+    if (options.watchValidators !== false) {
+      stopWatching = watchValidators(
+        config.validatorsDir,
+        () => serially(reload.reload),
+        logger,
+        () => reload.modules.flatMap((module) => module.dataFiles),
+      );
+    }
 
     // Before the public listener: a management port that is taken fails the start with nothing
     // listening yet.
     if (!config.management.onPublicPort) management = await startManagementListener(metrics, config.management);
     // The memory store is one process's state: a second gateway sharing the port (SO_REUSEPORT,
     // uWS's default) would split clients between two stores, so the port is taken exclusively.
-    const listenSocket = await listen(app, config.listen.host, config.listen.port, config.store.type === 'memory');
-    const port = uWS.us_socket_local_port(listenSocket as unknown as uWS.us_socket);
+    listener = await Listener.open({
+      host: config.listen.host,
+      port: config.listen.port,
+      exclusive: config.store.type === 'memory',
+      tls: config.tls,
+      mount: (app) => routes.mount(app),
+    });
+    const running = listener;
+
+    /** A config reload (SIGHUP): checked in full, then applied at once, or not at all. */
+    const reloadConfig = async (): Promise<ReloadResult> => {
+      const refuse = (problems: readonly ConfigProblem[]): ReloadResult => {
+        logger.error({ problems }, `config reload refused; the running config stays in service:\n${formatProblems(problems)}`);
+        return { applied: false, problems, needsRestart: [] };
+      };
+      if (draining) return refuse([{ path: '(root)', message: 'the gateway is stopping' }]);
+      if (options.reloadConfig === undefined) {
+        return refuse([{ path: '(root)', message: 'the gateway was not started from a config file: there is nothing to read again' }]);
+      }
+      let next: LoadedConfig;
+      try {
+        next = await options.reloadConfig([...reload.grantTypes]);
+      } catch (err) {
+        if (err instanceof ConfigError) return refuse(err.problems);
+        return refuse([{ path: '(root)', message: String(err) }]);
+      }
+      const plan = planReload(config, next);
+      const nextConfig = plan.config;
+      if (nextConfig.tls !== undefined && running.secure) {
+        try {
+          await running.reloadTls(nextConfig.tls);
+        } catch (err) {
+          return refuse([{ path: 'tls', message: (err as Error).message }]);
+        }
+      }
+      // The workers read clients, users, scopes and resources from their boot data: a new pool
+      // takes over as on a validator reload; the store, and with it every session and token, stays.
+      let nextPool: Piscina;
+      try {
+        nextPool = await startPoolWith(nextConfig, reload.modules);
+      } catch (err) {
+        return refuse([{ path: '(root)', message: `the worker threads did not start with the new config (${(err as Error).message})` }]);
+      }
+      const limits = nextConfig.throttling.clientAuthentication;
+      const sameLimits = JSON.stringify(limits) === JSON.stringify(config.throttling.clientAuthentication);
+      const nextThrottle = sameLimits ? throttle : new ClientAuthThrottle(store, limits, logger);
+      if (!routes.replace(buildRoutes(nextConfig, nextThrottle))) {
+        await nextPool.destroy();
+        return refuse([{ path: '(root)', message: 'the new config registers other routes: it needs a restart' }]);
+      }
+      config = nextConfig;
+      throttle = nextThrottle;
+      const replaced = dispatcher.replacePool(nextPool);
+      discoveryBody = buildDiscoveryDocument(config, [...reload.grantTypes], keys.set.keys);
+      logger.level = config.logLevel;
+      if (plan.needsRestart.length > 0) {
+        logger.warn({ needsRestart: plan.needsRestart }, `config reloaded; changes to ${plan.needsRestart.join(', ')} need a restart`);
+      } else logger.info({ clients: config.clients.length, users: config.users.length }, 'config reloaded');
+      await replaced;
+      return { applied: true, problems: [], needsRestart: plan.needsRestart };
+    };
+    const port = listener.port;
     const host = config.listen.host;
-    const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    const url = `${listener.secure ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
     const managementUrl = management?.url;
     logger.info(
       {
@@ -268,6 +392,10 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       nextValidatorReload() {
         return reload.next();
       },
+      get config() {
+        return config;
+      },
+      reload: () => serially(() => reloadConfig()),
       reloadKeys(next) {
         return keys.reload(next);
       },
@@ -282,12 +410,13 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
           stopWatching();
           keys.stop();
           reload.cancel();
-          uWS.us_listen_socket_close(listenSocket);
+          running.stopListening();
           await Promise.race([dispatcher.drain(), delay(config.shutdown.requestTimeoutSeconds * 1000)]);
-          app.close();
+          running.close();
           runningManagement?.close();
           storeOutage.close();
           await auditEvents.close();
+          await tracing?.close();
           await dispatcher.currentPool.destroy();
           storeHost?.close();
           await store.close();
@@ -298,9 +427,11 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     };
   } catch (err) {
     stopWatching();
+    listener?.close();
     keyRing?.stop();
     management?.close();
     await events?.close();
+    await tracing?.close();
     await pool?.destroy().catch(() => {});
     storeHost?.close();
     await store.close().catch(() => {});
@@ -335,49 +466,6 @@ async function grantTypesOfModules(urls: readonly string[]): Promise<string[]> {
     grantTypes.push(module.default.grantType);
   }
   return grantTypes;
-}
-
-/** One authenticator and one failure throttle for every endpoint that authenticates clients. */
-function clientAuthenticationOf(
-  config: LoadedConfig,
-  clients: ReadonlyMap<string, RegisteredClient>,
-  store: Store,
-  logger: Logger,
-): ClientAuthenticationDeps {
-  return {
-    issuer: config.issuer,
-    authenticator: new ClientAuthenticator(clients),
-    // API resources authenticate at introspection and are throttled the same way.
-    throttle: new ClientAuthThrottle(store, config.throttling.clientAuthentication, logger),
-  };
-}
-
-const listenExclusivePort = (uWS as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT: number }).LIBUS_LISTEN_EXCLUSIVE_PORT;
-
-function listen(app: uWS.TemplatedApp, host: string, port: number, exclusive: boolean): Promise<uWS.us_listen_socket> {
-  return new Promise<uWS.us_listen_socket>((resolve, reject) => {
-    const done = (socket: uWS.us_listen_socket | false): void => {
-      if (socket !== false) resolve(socket);
-      else if (exclusive) {
-        reject(
-          new Error(
-            `cannot listen on ${host}:${port}: the port is in use. With the memory store a gateway needs the port to ` +
-              'itself (its state lives in this one process); run one gateway per memory store, or share Redis',
-          ),
-        );
-      } else reject(new Error(`cannot listen on ${host}:${port}`));
-    };
-    // uWS.js has the (host, port, options, cb) form and the option's constant at run time, but
-    // its types declare neither.
-    const listenWithOptions = app.listen as unknown as (
-      host: string,
-      port: number,
-      options: number,
-      cb: (socket: uWS.us_listen_socket | false) => void,
-    ) => uWS.TemplatedApp;
-    if (exclusive) listenWithOptions.call(app, host, port, listenExclusivePort, done);
-    else app.listen(host, port, done);
-  });
 }
 
 function toModuleUrl(specifier: string): string {

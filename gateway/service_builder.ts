@@ -83,10 +83,13 @@ export class TesseraBuilder {
     // Loaded on start only: the builder also validates configs for `tessera check-config`, and
     // every CLI command loads it; none but `start` needs the HTTP server and the worker pool.
     const { startGateway } = await import('./server.js');
+    const source = this.source;
     return startGateway({
       config,
       validatorModules: this.validatorModules,
       watchValidators: this.watch,
+      // SIGHUP reads the file again, with the same environment overrides.
+      ...(typeof source === 'string' ? { reloadConfig: (served) => this.reloadConfigFile(source, served) } : {}),
       ...(this.logger !== undefined ? { logger: this.logger } : {}),
       ...(this.eventHook !== undefined ? { onEvent: this.eventHook } : {}),
     });
@@ -108,6 +111,11 @@ export class TesseraBuilder {
     return validateConfig(this.source, { configDir: process.cwd(), ...env });
   }
 
+  private async reloadConfigFile(configPath: string, served: readonly string[]): Promise<LoadedConfig> {
+    const extraGrantTypes = [...new Set([...served, ...(await this.peekValidatorGrantTypes(configPath))])];
+    return loadConfigFile(configPath, { extraGrantTypes, ...(this.env === undefined ? {} : { env: this.env }) });
+  }
+
   // Config validation checks clients' grant types against what is registered, and validators
   // register theirs: read their names first. Problems are reported by the full load in start.
   private async peekValidatorGrantTypes(configPath: string): Promise<string[]> {
@@ -118,8 +126,9 @@ export class TesseraBuilder {
     } catch {
       return []; // loadConfigFile reports the unreadable file
     }
-    const files = await listValidatorFiles(path.resolve(path.dirname(configPath), dir));
-    return peekGrantTypes([...files.map((f) => pathToFileURL(f).href), ...this.validatorModules]);
+    const folder = path.resolve(path.dirname(configPath), dir);
+    const files = await listValidatorFiles(folder);
+    return peekGrantTypes([...files.map((f) => pathToFileURL(f).href), ...this.validatorModules], folder);
   }
 }
 

@@ -19,6 +19,8 @@ export interface TokenEndpointDeps extends ClientAuthenticationDeps {
   dispatcher: WorkerDispatcher;
   /** Told about every answer (metrics, access log, audit events). */
   observe?: (exchange: Exchange, status: number, body: string) => void;
+  /** Starts each request's trace span (tracing on). */
+  begin?: FormRoute['begin'];
   cors?: CorsPolicy | undefined;
   /** The DPoP nonce to hand a client that must use one (RFC 9449 §8), `undefined` for the others. */
   dpopNonceFor?: ((client: RegisteredClient) => string | undefined) | undefined;
@@ -40,6 +42,7 @@ export function createTokenEndpoint(deps: TokenEndpointDeps): (res: HttpResponse
   const route: TokenRoute = {
     postOnly: OAuthErrors.tokenPostOnly,
     observe: deps.observe,
+    begin: deps.begin,
     cors: deps.cors,
     clientAuthentication: createClientAuthentication(deps),
     grantTypes: deps.grantTypes,

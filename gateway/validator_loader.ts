@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -15,8 +17,13 @@ export interface ValidatorModule {
   readonly kind: 'extension_grant' | 'resource_owner_password';
   /** The grant type it serves (`password` for a password validator). */
   readonly grantType: string;
-  /** Modification time, so a reload can tell what changed. */
+  /**
+   * Modification times of the module, of the other files in its folder (helper modules, data) and
+   * of the data files it declares, so a reload can tell what changed.
+   */
   readonly version: string;
+  /** Absolute paths of the data files the module declares (`export const dataFiles`), watched too. */
+  readonly dataFiles: readonly string[];
 }
 
 const moduleExtensions = /\.(ts|mts|js|mjs)$/;
@@ -50,47 +57,65 @@ export async function loadValidatorModules(
   const specs: string[] = [];
   if (sources.dir !== undefined) specs.push(...(await listValidatorFiles(sources.dir)));
   specs.push(...(sources.modules ?? []));
+  const support = await supportVersions(sources.dir);
 
   const problems: { path: string; message: string }[] = [];
-  const loaded: ValidatorModule[] = [];
-  const owners = new Map<string, string>();
-  let passwordOwner: string | undefined;
-  for (const grantType of reservedGrantTypes) owners.set(grantType, 'a built-in grant');
-
+  const inspected: ValidatorModule[] = [];
   for (const spec of specs) {
     const url = spec.startsWith('file:') ? spec : pathToFileURL(spec).href;
     const file = url.startsWith('file:') ? fileURLToPath(url) : url;
     try {
-      const version = await versionOf(file);
-      const { kind, grantType } = await inspectValidator(url, file, version);
-      if (kind === 'resource_owner_password') {
-        if (passwordOwner !== undefined) throw new Error(`a password validator is already registered by ${passwordOwner}`);
-        passwordOwner = file;
-        loaded.push({ file, url, kind, grantType, version });
-        continue;
-      }
-      const owner = owners.get(grantType);
-      if (owner !== undefined) throw new Error(`grant type "${grantType}" is already registered by ${owner}`);
-      owners.set(grantType, file);
-      loaded.push({ file, url, kind, grantType, version });
+      const importVersion = await importVersionOf(file, support);
+      const { kind, grantType, dataFiles } = await inspectValidator(url, file, importVersion);
+      const dataVersions = await Promise.all(dataFiles.map(versionOf));
+      inspected.push({ file, url, kind, grantType, version: [importVersion, ...dataVersions].join('+'), dataFiles });
     } catch (err) {
       problems.push({ path: file, message: (err as Error).message });
     }
   }
+  problems.push(...collisionsOf(inspected, new Set(reservedGrantTypes)));
   if (problems.length > 0) throw new ConfigError(problems);
-  return loaded;
+  return inspected;
+}
+
+/**
+ * Two modules that claim one grant type (or the password check) are both at fault, whichever
+ * sorts first: each is named with the other(s), so the file just added is among those named.
+ */
+function collisionsOf(modules: readonly ValidatorModule[], reserved: ReadonlySet<string>): { path: string; message: string }[] {
+  const claims = new Map<string, ValidatorModule[]>();
+  for (const module of modules) {
+    const key = module.kind === 'resource_owner_password' ? '' : module.grantType;
+    claims.set(key, [...(claims.get(key) ?? []), module]);
+  }
+  const problems: { path: string; message: string }[] = [];
+  for (const [grantType, claimants] of claims) {
+    if (grantType !== '' && reserved.has(grantType)) {
+      for (const { file } of claimants)
+        problems.push({ path: file, message: `grant type "${grantType}" is already registered by a built-in grant` });
+      continue;
+    }
+    if (claimants.length < 2) continue;
+    for (const { file } of claimants) {
+      const others = claimants.filter((other) => other.file !== file).map((other) => other.file);
+      const what = grantType === '' ? 'a password validator' : `grant type "${grantType}"`;
+      problems.push({ path: file, message: `${what} is also registered by ${others.join(', ')}` });
+    }
+  }
+  return problems.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
 /**
  * The grant types of validator modules, read before the config is validated (which needs them).
  * Modules that fail here are skipped: {@link loadValidatorModules} reports them properly later.
  */
-export async function peekGrantTypes(urls: readonly string[]): Promise<string[]> {
+export async function peekGrantTypes(urls: readonly string[], dir?: string): Promise<string[]> {
   const names: string[] = [];
+  const support = await supportVersions(dir);
   for (const url of urls) {
     try {
       const file = url.startsWith('file:') ? fileURLToPath(url) : url;
-      const inspection = await inspectValidator(url, file, await versionOf(file));
+      const inspection = await inspectValidator(url, file, await importVersionOf(file, support));
       if (inspection.kind === 'extension_grant') names.push(inspection.grantType);
     } catch {
       // reported by loadValidatorModules
@@ -103,6 +128,7 @@ export async function peekGrantTypes(urls: readonly string[]): Promise<string[]>
 interface ValidatorInspection {
   readonly kind: ValidatorModule['kind'];
   readonly grantType: string;
+  readonly dataFiles: readonly string[];
 }
 
 /**
@@ -137,11 +163,11 @@ async function inspectValidator(url: string, file: string, version: string): Pro
   const known = inspections.get(versionedUrl);
   if (known !== undefined) return known;
   if (isTypeScriptModule(file)) ensureTypeScriptLoader();
-  let module: { default?: unknown };
+  let module: { default?: unknown; dataFiles?: unknown };
   try {
-    module = (await import(versionedUrl)) as { default?: unknown };
+    module = (await import(versionedUrl)) as { default?: unknown; dataFiles?: unknown };
   } catch (err) {
-    throw new Error(`cannot be imported: ${(err as Error).message.split('\n')[0]}`);
+    throw new Error(`cannot be imported: ${describeImportFailure(err, file)}`);
   }
   const Validator = module.default;
   // An arrow function has no prototype and cannot be constructed: not a class either.
@@ -154,16 +180,102 @@ async function inspectValidator(url: string, file: string, version: string): Pro
     throw new Error(`its constructor threw: ${(err as Error).message.split('\n')[0]}`);
   }
   if (typeof instance.validate !== 'function') throw new Error('its validator has no validate(context) method');
+  const dataFiles = declaredDataFiles(module.dataFiles, file);
   let inspection: ValidatorInspection;
   if ('kind' in instance && instance.kind === 'resource_owner_password') {
-    inspection = { kind: 'resource_owner_password', grantType: 'password' };
+    inspection = { kind: 'resource_owner_password', grantType: 'password', dataFiles };
   } else {
     const grantType = (instance as ExtensionGrantValidator).grantType;
     if (typeof grantType !== 'string' || grantType.length === 0) throw new Error('its validator has no grantType');
-    inspection = { kind: 'extension_grant', grantType };
+    inspection = { kind: 'extension_grant', grantType, dataFiles };
   }
   inspections.set(versionedUrl, inspection);
   return inspection;
+}
+
+/**
+ * The first line of what went wrong, and where, for a module that does not compile. tsx (esbuild)
+ * reports `Transform failed with 1 error:` and the file, line and column on the next line; Node
+ * reports a JavaScript syntax error of an ES module without its line, which `node --check` prints
+ * (run only on this failure path).
+ */
+function describeImportFailure(err: unknown, file: string): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const lines = message.split('\n');
+  if (lines[0]?.startsWith('Transform failed')) {
+    const located = /:(\d+):(\d+): ERROR: (.*)$/.exec(lines[1] ?? '');
+    if (located !== null) return `line ${located[1]}, column ${located[2]}: ${located[3]}`;
+  }
+  if (err instanceof SyntaxError && path.isAbsolute(file)) {
+    const check = spawnSync(process.execPath, ['--check', file], { encoding: 'utf8', timeout: 10_000 });
+    const where = /^.*:(\d+)$/m.exec(check.stderr ?? '');
+    if (where !== null) return `line ${where[1]}: ${lines[0]}`;
+  }
+  return lines[0] ?? '';
+}
+
+/**
+ * `export const dataFiles = ['./partners.json']`: files the validator reads, relative to the module
+ * (validators/README.md, "Hot reload"); a change to one reloads the validators as a change to the
+ * module would.
+ */
+function declaredDataFiles(declared: unknown, file: string): string[] {
+  if (declared === undefined) return [];
+  if (!Array.isArray(declared) || !declared.every((entry) => typeof entry === 'string' && entry.length > 0)) {
+    throw new Error('its dataFiles export is not a list of file paths');
+  }
+  const base = path.isAbsolute(file) ? path.dirname(file) : process.cwd();
+  return declared.map((entry: string) => path.resolve(base, entry));
+}
+
+/** The version a module is imported with: its own, and for a module of `validatorsDir` its folder's. */
+async function importVersionOf(file: string, support: SupportVersions): Promise<string> {
+  const own = await versionOf(file);
+  return support.modules.has(file) ? `${own}${support.version}` : own;
+}
+
+interface SupportVersions {
+  /** The validator modules of the folder. */
+  readonly modules: ReadonlySet<string>;
+  /** The version of everything else in it, `''` when there is nothing else. */
+  readonly version: string;
+}
+
+/**
+ * A helper module or data file in `validatorsDir` may change while the validator files do not: its
+ * version is part of every validator's there (which validator imports which helper is not worth
+ * parsing for). Without a folder there is nothing to add.
+ */
+async function supportVersions(dir: string | undefined): Promise<SupportVersions> {
+  if (dir === undefined) return { modules: new Set(), version: '' };
+  const modules = new Set(await listValidatorFiles(dir));
+  return { modules, version: await supportFilesVersion(dir, modules) };
+}
+
+/**
+ * The versions of every file under `dir` but the validator modules themselves: helper modules
+ * (in subfolders too) and data. Dot files and `node_modules` are left out.
+ */
+async function supportFilesVersion(dir: string, modules: ReadonlySet<string>): Promise<string> {
+  let entries: string[];
+  try {
+    entries = (await readdir(dir, { recursive: true })).sort();
+  } catch {
+    return '';
+  }
+  const files = entries.filter((entry) => !entry.split(path.sep).some((part) => part.startsWith('.') || part === 'node_modules'));
+  const versions: string[] = [];
+  for (const entry of files) {
+    const full = path.join(dir, entry);
+    if (modules.has(full)) continue;
+    try {
+      const info = await stat(full);
+      if (info.isFile()) versions.push(`${entry}:${Math.floor(info.mtimeMs)}-${info.size}`);
+    } catch {
+      // removed while listing: the next change event reloads again
+    }
+  }
+  return versions.length === 0 ? '' : `.${createHash('sha256').update(versions.join('\n')).digest('base64url').slice(0, 16)}`;
 }
 
 async function versionOf(file: string): Promise<string> {

@@ -45,6 +45,11 @@ export class ValidatorReload {
     this.served = grantTypesOf(deps.internalGrantTypes, initial);
   }
 
+  /** The validator modules served right now. */
+  get modules(): readonly ValidatorModule[] {
+    return this.validators;
+  }
+
   /** The grant types served right now. */
   get grantTypes(): ReadonlySet<string> {
     return this.served;

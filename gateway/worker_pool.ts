@@ -42,6 +42,8 @@ export interface PoolInputs {
   storeHost: MemoryStoreHost | null;
   /** Workers send back what audit events need (workers/protocol/task_facts.ts). */
   recordFacts: boolean;
+  /** Workers send back when they ran each request and its store commands (tracing). */
+  recordTiming: boolean;
   /** Shared counters of store command latency (workers/protocol/store_command_stats.ts). */
   storeStats: WorkerBootData['storeStats'];
   /** The DPoP nonce key every gateway derives alike (gateway/keys/dpop_nonce_key.ts). */
@@ -59,7 +61,8 @@ export async function startWorkerPool(inputs: PoolInputs): Promise<Piscina> {
     validatorModules: inputs.validatorModules,
     passwordValidatorModule: inputs.passwordValidatorModule,
     logLevel: config.logLevel,
-    recordFacts: inputs.recordFacts,
+    recordFacts: inputs.recordFacts || inputs.recordTiming,
+    recordTiming: inputs.recordTiming,
     storeStats: inputs.storeStats,
     dpopNonceKey: inputs.dpopNonceKey,
   };

@@ -5,15 +5,33 @@
  * boot: then `note*` find no store and cost one lookup.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { LoginFact, ReusedItem, TaskFacts } from './protocol/task_facts.js';
+import { maxTimedStoreCommands, type LoginFact, type ReusedItem, type TaskFacts } from './protocol/task_facts.js';
 
 const current = new AsyncLocalStorage<TaskFacts>();
 
-/** Runs `answer` with a fresh record of facts; resolves the answer and what was noted. */
-export async function recordingFacts<T>(answer: () => Promise<T>): Promise<[T, TaskFacts]> {
+/**
+ * Runs `answer` with a fresh record of facts; resolves the answer and what was noted. With
+ * `timed`, also when it ran and its store commands (for trace spans).
+ */
+export async function recordingFacts<T>(answer: () => Promise<T>, timed = false): Promise<[T, TaskFacts]> {
   const facts: TaskFacts = {};
+  if (timed) facts.timing = { start: epochNow(), end: 0, store: [] };
   const result = await current.run(facts, answer);
+  if (facts.timing !== undefined) facts.timing.end = epochNow();
   return [result, facts];
+}
+
+/** Epoch milliseconds with this thread's sub-millisecond clock. */
+function epochNow(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/** A store command of the request running now ended after `seconds` (the store's observer). */
+export function noteStoreCommand(command: string, seconds: number, failed: boolean): void {
+  const timing = current.getStore()?.timing;
+  if (timing === undefined || timing.store.length >= maxTimedStoreCommands) return;
+  const end = epochNow();
+  timing.store.push([command, end - seconds * 1000, end, failed]);
 }
 
 /** The facts of the request running now, to add to from a `catch` (a store failure). */

@@ -39,7 +39,7 @@ import { FailureThrottle } from './grants/failure_throttle.js';
 import { createPasswordGrant, createResourceOwnerAuthenticator } from './grants/password.js';
 import { hashPassword } from './crypto/password_hash.js';
 import { ensureTypeScriptLoader, isTypeScriptModule } from './typescript_loader.js';
-import { recordingFacts } from './task_facts_recorder.js';
+import { noteStoreCommand, recordingFacts } from './task_facts_recorder.js';
 import { StoreCommandStats } from './protocol/store_command_stats.js';
 import type { TaskFacts } from './protocol/task_facts.js';
 import { DPoPNonces } from './protocol/dpop_nonce.js';
@@ -51,7 +51,15 @@ const boot = workerData as WorkerBootData;
 const logger = pino({ level: boot.logLevel, base: { pid: process.pid, thread: 'worker', threadId } });
 
 // With the memory store: this thread's bridge to the main thread's one.
-const store: Store = createStore(boot.config.store, { observe: new StoreCommandStats(boot.storeStats).record });
+const storeStats = new StoreCommandStats(boot.storeStats);
+const store: Store = createStore(boot.config.store, {
+  observe: boot.recordTiming
+    ? (command, seconds, failed) => {
+        storeStats.record(command, seconds, failed);
+        noteStoreCommand(command, seconds, failed);
+      }
+    : storeStats.record,
+});
 
 const tokenValidator = new AccessTokenValidator({ issuer: boot.config.issuer, keys: [], store, now: Date.now });
 // Fills the validator's keys at once, and again whenever the gateway publishes a new set.
@@ -155,7 +163,7 @@ const endpointServices = {
 /** One request's answer, with what its audit events need when the gateway asked for it. */
 async function answerItem(item: TaskItem): Promise<TokenTaskResult> {
   if (!boot.recordFacts) return handleItem(item);
-  const [result, facts] = await recordingFacts(() => handleItem(item));
+  const [result, facts] = await recordingFacts(() => handleItem(item), boot.recordTiming);
   // A store failure's answer carries its own (shared) facts: keep what was learned before it.
   if (result.length === 4)
     return result[3] === storeFailed ? [result[0], result[1], result[2], { ...facts, storeUnavailable: true }] : result;

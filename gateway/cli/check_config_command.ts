@@ -4,7 +4,9 @@ import { parseArgs } from 'node:util';
 import { ConfigError } from '../config/config_error.js';
 import type { LoadedConfig } from '../config/load.js';
 import { checkSigningKeyFiles } from '../config/signing_key_files.js';
+import { builtInGrantTypes } from '../../workers/protocol/grant_types.js';
 import { createTessera } from '../service_builder.js';
+import { loadValidatorModules } from '../validator_loader.js';
 import { ExitCode, UsageError, type CliCommand } from './command.js';
 
 export const checkConfigCommand: CliCommand = {
@@ -23,6 +25,14 @@ export const checkConfigCommand: CliCommand = {
     const config = await createTessera(file).withEnv(io.env).loadConfig();
     const keyProblems = await checkSigningKeyFiles(config);
     if (keyProblems.length > 0) throw new ConfigError(keyProblems, { source: file });
+    // The validator modules as start loads them: a module that does not compile, or two that
+    // claim one grant type, stop start-up and must stop the check too.
+    try {
+      await loadValidatorModules({ dir: config.validatorsDir }, builtInGrantTypes);
+    } catch (error) {
+      if (error instanceof ConfigError) throw new ConfigError(error.problems, { source: file });
+      throw error;
+    }
     io.stdout.write(explainConfig(config, file));
     return ExitCode.Ok;
   },

@@ -14,6 +14,7 @@ export function formatHelp(commands: readonly CliCommand[]): string {
     'Commands:',
     ...commands.map((command, i) => `  ${(names[i] ?? '').padEnd(width)}${command.summary}`),
     `  ${'help'.padEnd(width)}Show this help, or a command's options: tessera help <command>`,
+    `  ${'--version'.padEnd(width)}Print the version`,
     '',
     'Environment variables override the config file:',
     `  ${envOverrideNames.join(', ')}`,

@@ -9,6 +9,7 @@ import { keysGenerateCommand } from './keys_generate_command.js';
 import { keysListCommand } from './keys_list_command.js';
 import { keysRotateCommand } from './keys_rotate_command.js';
 import { startCommand } from './start_command.js';
+import { packageVersion } from './version.js';
 import { ConfigError } from '../config/config_error.js';
 
 const commands: readonly CliCommand[] = [
@@ -26,6 +27,10 @@ async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   const [first, ...rest] = argv;
   if (first === undefined || first === '--help' || first === '-h' || (first === 'help' && rest.length === 0)) {
     io.stdout.write(formatHelp(commands));
+    return ExitCode.Ok;
+  }
+  if (first === '--version' && rest.length === 0) {
+    io.stdout.write(`tessera ${packageVersion()}\n`);
     return ExitCode.Ok;
   }
   if (first === 'help') {

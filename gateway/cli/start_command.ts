@@ -21,7 +21,8 @@ export const startCommand: CliCommand = {
     `-c, --config FILE   config file to serve (default: ${defaultConfigFile}, relative to the current folder)`,
     '',
     'Stops gracefully: on SIGTERM after shutdown.drainSeconds of /readyz answering 503 (requests still served),',
-    'on SIGINT (Ctrl-C) at once; a second signal exits at once. SIGHUP is logged and ignored.',
+    'on SIGINT (Ctrl-C) at once; a second signal exits at once. SIGHUP reloads the config file, the TLS files and the signing keys',
+    '(docs/operations.md, "Reload"): a config that does not validate is refused and the running one stays.',
   ],
   async run(args, io) {
     const { values } = parseArgs({
@@ -80,11 +81,30 @@ function serveUntilSignal(gateway: RunningGateway, drainSeconds: number, logger:
     };
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
-    // Node's default for SIGHUP ends the process; a closed terminal or a stray `kill -HUP` must not.
-    process.on('SIGHUP', () => logger.info({ signal: 'SIGHUP' }, 'SIGHUP ignored: nothing is reloaded on a signal'));
-    // Signing keys: re-read the key files, or poll the store now (docs/operations.md, "Signing keys and rotation").
-    process.on('SIGHUP', () => void gateway.reloadKeys());
+    // Node's default for SIGHUP ends the process; here it reloads, and never stops anything.
+    let reloading: Promise<void> = Promise.resolve();
+    process.on('SIGHUP', () => {
+      if (stopping) return;
+      reloading = reloading.then(() => reloadOnHangup(gateway, logger));
+    });
   });
+}
+
+/**
+ * Everything SIGHUP reloads, in one place (docs/operations.md, "Reload"). Each step logs its own
+ * outcome; a refused step leaves what runs as it was.
+ */
+async function reloadOnHangup(gateway: RunningGateway, logger: Logger): Promise<void> {
+  logger.info({ signal: 'SIGHUP' }, 'SIGHUP: reloading the config');
+  try {
+    // The config file, and with it the TLS certificate and key.
+    await gateway.reload();
+    // Then the signing keys: the key files the config now lists, read again, or the store polled
+    // now (docs/operations.md, "Signing keys and rotation"). Each logs its own failure.
+    await gateway.reloadKeys(gateway.config);
+  } catch (error) {
+    logger.error({ err: error }, 'reload failed; the running config stays in service');
+  }
 }
 
 /**

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { signingAlgorithms } from '../../workers/protocol/signing_key.js';
+import { parseCidr } from '../http/trusted_proxies.js';
 import { durationSchema } from './duration.js';
 import type {
   ClientConfig,
@@ -236,6 +237,17 @@ const managementSchema = z
   })
   .default({ host: '127.0.0.1', port: 9464, onPublicPort: false });
 
+const tracingSchema = z
+  .strictObject({
+    enabled: z
+      .boolean()
+      .default(false)
+      .describe(
+        'OpenTelemetry trace spans for each OAuth form request, exported over OTLP/HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, OTEL_TRACES_SAMPLER, ...).',
+      ),
+  })
+  .default({ enabled: false });
+
 export const configSchema = z
   .strictObject({
     $schema: z.string().optional(),
@@ -255,6 +267,25 @@ export const configSchema = z
         port: z.number().int().min(0).max(65535).default(5000),
       })
       .default({ host: '127.0.0.1', port: 5000 }),
+    tls: z
+      .strictObject({
+        certFile: nonEmpty.describe('PEM certificate chain, relative to this file. Re-read on SIGHUP.'),
+        keyFile: nonEmpty.describe('PEM private key of the certificate, relative to this file. Re-read on SIGHUP.'),
+      })
+      .optional()
+      .describe('Serve HTTPS on the listener (leave out behind a TLS-terminating proxy).'),
+    trustedProxies: z
+      .array(
+        nonEmpty.refine((cidr) => parseCidr(cidr) !== undefined, { error: 'must be an IPv4 or IPv6 address or CIDR, e.g. 10.0.0.0/8' }),
+      )
+      .default([])
+      .describe(
+        'Proxies (CIDRs) whose forwarded client address is taken for throttles and logs; from any other peer the forwarding header is ignored.',
+      ),
+    forwardedHeader: z
+      .enum(['x-forwarded-for', 'forwarded'])
+      .default('x-forwarded-for')
+      .describe('The header the trusted proxies write the client address into; the other one is never read.'),
     store: storeSchema,
     workers: z
       .strictObject({
@@ -424,6 +455,7 @@ export const configSchema = z
       .default('auto')
       .describe('json: pino JSON lines; pretty: readable lines (needs the pino-pretty package); auto: pretty when stdout is a terminal.'),
     events: eventsSchema,
+    tracing: tracingSchema,
     management: managementSchema,
     identityResources: z
       .array(z.strictObject({ name: nonEmpty, displayName: z.string().optional(), claims: z.array(nonEmpty).default([]) }))

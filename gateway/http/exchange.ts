@@ -1,5 +1,7 @@
+import type { Span } from '@opentelemetry/api';
 import type { HttpResponse } from 'uWebSockets.js';
 import type { OAuthErrorEntry } from '../../workers/protocol/oauth_errors.js';
+import { clientAddressOf } from './trusted_proxies.js';
 import type { TaskFacts } from '../../workers/protocol/task_facts.js';
 
 const statusLines: Record<number, string> = {
@@ -59,6 +61,8 @@ export class Exchange {
   authFailure: 'failed' | 'blocked' | 'multiple_methods' | 'malformed' | undefined = undefined;
   /** What the worker learned answering it (workers/protocol/task_facts.ts). */
   facts: TaskFacts | undefined = undefined;
+  /** The request's trace span while it is open (gateway/tracing/request_tracing.ts); only when tracing is on. */
+  span: Span | undefined = undefined;
   /** The request's `Origin`, when CORS allows it (gateway/http/cors.ts): echoed on the answer. */
   allowOrigin: string | undefined = undefined;
   /** The DPoP server nonce this answer hands out (`DPoP-Nonce`, RFC 9449 §8), when the client needs one. */
@@ -78,9 +82,13 @@ export class Exchange {
     });
   }
 
-  /** The peer's address as text (for per-address throttles); read only when needed. */
+  /**
+   * The client's address as text, for throttles, security logs and events; read only when needed.
+   * The peer's own address, or the one forwarded by a trusted proxy (config `trustedProxies`,
+   * gateway/http/trusted_proxies.ts).
+   */
   remoteAddress(): string {
-    return Buffer.from(this.res.getRemoteAddressAsText()).toString();
+    return clientAddressOf(this.res);
   }
 
   get open(): boolean {

@@ -2,6 +2,7 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { OAuthErrors, type OAuthErrorEntry } from '../../workers/protocol/oauth_errors.js';
 import type { FormParams } from '../../workers/protocol/token_task.js';
 import { maxBodyBytes, readBody, type BodyReceiver } from './body_reader.js';
+import type { SpanStarter } from '../tracing/request_tracing.js';
 import type { CorsPolicy } from './cors.js';
 import { Exchange } from './exchange.js';
 import { parseForm, type FormParseFailure } from './form_parser.js';
@@ -25,6 +26,8 @@ export interface FormRoute {
   readonly observe?: ((exchange: Exchange, status: number, body: string) => void) | undefined;
   /** Browser origins allowed to call the endpoint; `undefined` when no client lists one. */
   readonly cors?: CorsPolicy | undefined;
+  /** Starts the request's trace span; `undefined` when tracing is off. */
+  readonly begin?: SpanStarter | undefined;
 }
 
 /** An endpoint's own steps, run synchronously with the form {@link readForm} read. */
@@ -54,6 +57,7 @@ export function readForm<R extends FormRoute>(route: R, res: HttpResponse, req: 
     exchange.observer = route.observe;
     exchange.startedAt = performance.now();
   }
+  route.begin?.(exchange, req);
   if (method !== 'post') {
     exchange.sendError(route.postOnly, { allow: 'POST' });
     return;

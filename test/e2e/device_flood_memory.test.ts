@@ -13,7 +13,7 @@ const floodSeconds = 30;
 const connections = 8;
 
 async function gauge(gw: SpawnedGateway, name: string): Promise<number> {
-  const text = await (await fetch(`${gw.url}/metrics`)).text();
+  const text = await (await fetch(`${gw.managementUrl}/metrics`)).text();
   const value = new RegExp(`^${name} ([0-9.e+]+)$`, 'm').exec(text)?.[1];
   if (value === undefined) throw new Error(`no ${name} in /metrics`);
   return Number(value);

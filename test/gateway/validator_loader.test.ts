@@ -97,10 +97,16 @@ t.test('loading validators', async (t) => {
     t.same(await loadValidatorModules({ dir: path.join(dir, 'nope') }, builtInGrantTypes), []);
   });
 
-  t.test('refuses a grant type registered by two files, naming the second', async (t) => {
-    const dir = t.testdir({ 'a.ts': tsValidator('dup_grant'), 'b.mjs': jsValidator('dup_grant') });
+  t.test('refuses a grant type registered by two files, naming each with the other', async (t) => {
+    // The shipped name taken by a copy that sorts first: the copy is blamed too, not only the original.
+    const dir = t.testdir({
+      'a_copy.ts': tsValidator('dup_grant'),
+      'delegation.mjs': jsValidator('dup_grant'),
+      'other.ts': tsValidator('other'),
+    });
     t.same(await problemsOf(dir), [
-      { path: path.join(dir, 'b.mjs'), message: `grant type "dup_grant" is already registered by ${path.join(dir, 'a.ts')}` },
+      { path: path.join(dir, 'a_copy.ts'), message: `grant type "dup_grant" is also registered by ${path.join(dir, 'delegation.mjs')}` },
+      { path: path.join(dir, 'delegation.mjs'), message: `grant type "dup_grant" is also registered by ${path.join(dir, 'a_copy.ts')}` },
     ]);
   });
 
@@ -116,12 +122,16 @@ t.test('loading validators', async (t) => {
     t.same(await problemsOf(dir), [{ path: path.join(dir, 'boom.ts'), message: 'cannot be imported: no database configured' }]);
   });
 
-  t.test('refuses a module that does not compile', async (t) => {
+  t.test('refuses a TypeScript module that does not compile, with the compiler message and its line', async (t) => {
     const dir = t.testdir({ 'broken.ts': 'export default class {\n  grantType = ;\n}\n' });
-    const problems = await problemsOf(dir);
-    t.equal(problems.length, 1);
-    t.equal(problems[0]?.path, path.join(dir, 'broken.ts'));
-    t.match(problems[0]?.message, /^cannot be imported: /);
+    t.same(await problemsOf(dir), [
+      { path: path.join(dir, 'broken.ts'), message: 'cannot be imported: line 2, column 14: Unexpected ";"' },
+    ]);
+  });
+
+  t.test('refuses a JavaScript module with a syntax error, with the message and its line', async (t) => {
+    const dir = t.testdir({ 'broken.mjs': "export default class {\n  grantType = 'x';\n  async validate() { foo( ; }\n}\n" });
+    t.same(await problemsOf(dir), [{ path: path.join(dir, 'broken.mjs'), message: "cannot be imported: line 3: Unexpected token ';'" }]);
   });
 
   t.test('refuses a module without a default export', async (t) => {

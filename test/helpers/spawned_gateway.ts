@@ -21,10 +21,14 @@ export interface LogLine {
 export interface SpawnedGateway {
   readonly url: string;
   readonly tokenUrl: string;
+  /** Where `/metrics` is served: the management listener, on a port of its own. */
+  readonly managementUrl: string;
   /** Every JSON log line written so far, worker threads' included. */
   logLines(): LogLine[];
   /** Everything written to stdout and stderr so far. */
   output(): string;
+  /** Sends SIGTERM and resolves the exit code once the process has stopped. */
+  terminate(): Promise<number | null>;
   /** Waits until a log line matches, or fails after `timeoutMs`. */
   waitForLog(what: string, predicate: (line: LogLine) => boolean, timeoutMs?: number): Promise<LogLine>;
 }
@@ -36,7 +40,7 @@ export interface SpawnedGateway {
  */
 export async function startSpawnedGateway(
   t: Test,
-  options: { validators: readonly string[]; patch?: (raw: Record<string, unknown>) => void },
+  options: { validators: readonly string[]; patch?: (raw: Record<string, unknown>) => void; env?: Record<string, string> },
 ): Promise<SpawnedGateway> {
   const dir = t.testdir();
   mkdirSync(join(dir, 'validators'));
@@ -45,6 +49,8 @@ export async function startSpawnedGateway(
   const raw = baseTestConfig();
   raw.issuer = `http://127.0.0.1:${port}`;
   raw.listen = { host: '127.0.0.1', port };
+  const managementPort = await freePort();
+  raw.management = { host: '127.0.0.1', port: managementPort };
   raw.logLevel = 'info';
   raw.validatorsDir = join(dir, 'validators');
   // A configured key: the development key would be written beside the working directory.
@@ -55,7 +61,10 @@ export async function startSpawnedGateway(
   writeFileSync(join(dir, 'tessera.json'), JSON.stringify(raw));
 
   // From the repository root, so that a validator's `tessera/validator` resolves as in the tests.
-  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TESSERA_')));
+  const env = {
+    ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TESSERA_'))),
+    ...options.env,
+  };
   const child = spawn(process.execPath, ['--import', 'tsx', mainScript, 'start', '-c', join(dir, 'tessera.json')], {
     cwd: repoRoot,
     env,
@@ -91,8 +100,15 @@ export async function startSpawnedGateway(
   return {
     url,
     tokenUrl: `${url}/connect/token`,
+    managementUrl: `http://127.0.0.1:${managementPort}`,
     logLines,
     output: () => output,
+    terminate() {
+      if (child.exitCode !== null) return Promise.resolve(child.exitCode);
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      child.kill('SIGTERM');
+      return exited;
+    },
     async waitForLog(what, predicate, timeoutMs = 10_000) {
       const end = Date.now() + timeoutMs;
       for (;;) {

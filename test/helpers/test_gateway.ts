@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
 import type { Test } from 'tap';
 import { validateConfig, type LoadedConfig } from '../../gateway/config/load.js';
-import { startGateway, type RunningGateway, type StartOptions } from '../../gateway/server.js';
+import { startGateway, type ReloadResult, type RunningGateway, type StartOptions } from '../../gateway/server.js';
 import { listValidatorFiles, peekGrantTypes } from '../../gateway/validator_loader.js';
 import { freePort } from './free_port.js';
 import { generateSigningKey } from '../../gateway/key_loader.js';
@@ -90,6 +90,8 @@ export interface TestGateway extends RunningGateway {
   readonly config: LoadedConfig;
   /** `${url}/connect/token` */
   readonly tokenUrl: string;
+  /** Reloads the config as SIGHUP would, built again with `patch` applied after the start patch. */
+  reloadWith(patch: (raw: Record<string, unknown>) => void): Promise<ReloadResult>;
 }
 
 export interface TestGatewayOptions {
@@ -109,6 +111,8 @@ export interface TestGatewayOptions {
   logger?: Logger;
   /** The embedding API's audit-event hook. */
   onEvent?: StartOptions['onEvent'];
+  /** Where trace spans go when the config turns tracing on. */
+  spanProcessor?: StartOptions['spanProcessor'];
 }
 
 /** Starts a real gateway on a free port; stopped when the test ends. */
@@ -128,18 +132,30 @@ export async function startTestGateway(t: Test, options: TestGatewayOptions = {}
     ...(options.validatorsDir !== undefined ? await listValidatorFiles(options.validatorsDir) : []),
     ...(options.validatorModules ?? []),
   ].map((m) => (m.startsWith('file:') ? m : pathToFileURL(m).href));
-  const validatorGrantTypes = validatorUrls.length > 0 ? await peekGrantTypes(validatorUrls) : [];
-  const config = validateConfig(raw, {
-    configDir: devKeyDir,
-    env: {},
-    extraGrantTypes: [...(options.extraGrantTypes ?? []), ...validatorGrantTypes],
-  });
-  const startOptions: StartOptions = { config, devKeyDir };
+  const validatorGrantTypes = validatorUrls.length > 0 ? await peekGrantTypes(validatorUrls, options.validatorsDir) : [];
+  const validate = (document: Record<string, unknown>, served: readonly string[] = []) =>
+    validateConfig(document, {
+      configDir: devKeyDir,
+      env: {},
+      extraGrantTypes: [...(options.extraGrantTypes ?? []), ...validatorGrantTypes, ...served],
+    });
+  const config = validate(raw);
+  let reloadPatch: (raw: Record<string, unknown>) => void = () => {};
+  const startOptions: StartOptions = {
+    config,
+    devKeyDir,
+    reloadConfig: async (served) => {
+      const next = structuredClone(raw);
+      reloadPatch(next);
+      return validate(next, served);
+    },
+  };
   if (options.grantModules) startOptions.grantModules = options.grantModules;
   if (options.validatorModules) startOptions.validatorModules = options.validatorModules;
   if (options.watchValidators !== undefined) startOptions.watchValidators = options.watchValidators;
   if (options.logger !== undefined) startOptions.logger = options.logger;
   if (options.onEvent !== undefined) startOptions.onEvent = options.onEvent;
+  if (options.spanProcessor !== undefined) startOptions.spanProcessor = options.spanProcessor;
   const gateway = await startGateway(startOptions);
   t.teardown(() => gateway.stop());
   // Delegates rather than spreads: `grantTypes` is a getter that follows validator reloads.
@@ -155,7 +171,14 @@ export async function startTestGateway(t: Test, options: TestGatewayOptions = {}
     nextValidatorReload: () => gateway.nextValidatorReload(),
     reloadKeys: (next) => gateway.reloadKeys(next),
     stop: (stopOptions) => gateway.stop(stopOptions),
-    config,
+    get config() {
+      return gateway.config;
+    },
+    reload: () => gateway.reload(),
+    reloadWith(patch) {
+      reloadPatch = patch;
+      return gateway.reload();
+    },
     tokenUrl: `${gateway.url}/connect/token`,
   };
 }

@@ -18,7 +18,23 @@ export interface TaskFacts {
   revoked?: 'access_token' | 'refresh_token';
   /** The request was answered 503 because the store failed (the gateway logs an outage once). */
   storeUnavailable?: true;
+  /** When the worker ran the request, and its store commands: for trace spans, when tracing is on. */
+  timing?: TaskTiming;
 }
+
+/**
+ * Epoch milliseconds (fractional) as this worker thread's clock gives them
+ * (`performance.timeOrigin + performance.now()`), so the gateway thread can place them on its own.
+ */
+export interface TaskTiming {
+  start: number;
+  end: number;
+  /** `[command, start, end, failed]` of each store command, the first {@link maxTimedStoreCommands}. */
+  store: [command: string, start: number, end: number, failed: boolean][];
+}
+
+/** A request's store commands recorded for its trace; a grant makes a handful, a loop no more than these. */
+export const maxTimedStoreCommands = 32;
 
 /** Which single-use item was presented twice. */
 export type ReusedItem = 'refresh_token' | 'authorization_code' | 'device_code';

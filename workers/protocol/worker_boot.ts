@@ -17,6 +17,11 @@ export interface WorkerBootData {
   readonly logLevel: string;
   /** Record the facts of each request (task_facts.ts) for audit events (the gateway has an event sink or hook). */
   readonly recordFacts: boolean;
+  /**
+   * Record when each request ran in the worker and its store commands (task_facts.ts `timing`),
+   * for the gateway's trace spans (docs/operations.md, "Tracing"); implies `recordFacts`.
+   */
+  readonly recordTiming: boolean;
   /** Where store command latency and failures are counted (store_command_stats.ts). */
   readonly storeStats: { readonly counts: SharedArrayBuffer; readonly sums: SharedArrayBuffer };
   /** The key of the DPoP server nonces every gateway shares (dpop_nonce.ts). */

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfigFile, validateConfig } from '../../../gateway/config/load.js';
 import { formatBanner } from '../../../gateway/cli/start_command.js';
+import { startTestGateway } from '../../helpers/test_gateway.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -31,6 +32,7 @@ t.test('the banner shows the issuer, the endpoints and the demo credentials', as
   t.match(banner, /^  client +spa +\(none\) +public client/m);
   t.match(banner, /^  user +alice +alice +subject 818727$/m);
   t.match(banner, /^  user +bob +bob +subject 88421113$/m);
+  t.match(banner, /^  apiResource +urn:api2 +secret +introspection; in Basic send the id as urn%3Aapi2$/m);
   t.match(banner, /Press Ctrl-C to stop\.\n$/);
 });
 
@@ -42,4 +44,15 @@ t.test('the banner has no credentials section without demoCredentials', async (t
   t.match(banner, /^  overrides  TESSERA_PORT$/m);
   t.match(banner, /^  token       https:\/\/auth\.example\.com\/connect\/token$/m);
   t.match(banner, /^  metrics     https:\/\/auth\.example\.com\/metrics \(bearer token\)$/m);
+});
+
+t.test('every endpoint the banner lists is served', async (t) => {
+  const gw = await startTestGateway(t);
+  const urls = [...formatBanner(gw.config, gw).matchAll(/^  [a-z ]{11} (http:\/\/127\.0\.0\.1:\d+\/\S*)$/gm)].map((m) => m[1] as string);
+  t.equal(urls.length, 11, 'ten endpoints and the metrics');
+  for (const url of urls) {
+    const res = await fetch(url);
+    await res.arrayBuffer();
+    t.not(res.status, 404, `${url} is served`);
+  }
 });
