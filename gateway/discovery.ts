@@ -2,6 +2,7 @@ import type { LoadedConfig } from './config/load.js';
 import type { SigningKeyMaterial } from '../workers/protocol/signing_key.js';
 import { publicJwk } from '../workers/protocol/signing_key.js';
 import { clientAssertionAlgorithms } from '../workers/protocol/client_assertion.js';
+import { dpopSigningAlgorithms } from '../workers/protocol/dpop_algorithms.js';
 import { ScopeRules } from '../workers/grants/scope_rules.js';
 import { IdTokenBuilder } from '../workers/tokens/id_token.js';
 
@@ -53,6 +54,7 @@ export function buildDiscoveryDocument(config: LoadedConfig, grantTypes: readonl
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: [...new Set(keys.map((k) => k.alg))],
     code_challenge_methods_supported: ['S256'],
+    dpop_signing_alg_values_supported: dpopSigningAlgorithms,
   };
   return JSON.stringify(document);
 }

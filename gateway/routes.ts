@@ -25,6 +25,8 @@ import { createTokenEndpoint } from './token_endpoint.js';
 import { createUserInfoEndpoint, userInfoPath } from './userinfo_endpoint.js';
 import type { WorkerDispatcher } from './worker_dispatcher.js';
 import type { KeyRing } from './keys/key_ring.js';
+import { deriveDPoPNonceKey } from './keys/dpop_nonce_key.js';
+import { DPoPNonces, requiresDPoPNonce } from '../workers/protocol/dpop_nonce.js';
 
 /** What the routes are built from; everything here is made once at start. */
 export interface RouteDeps {
@@ -72,6 +74,7 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
       observe: observers.token,
       begin: observers.begin.token,
       cors,
+      dpopNonceFor: dpopNonceProvider(config, deps.pageSecret),
     }),
   );
   app.any(
@@ -154,6 +157,12 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
  * one issuer shares (docs/operations.md, "Several gateways"), never from a signing key: a
  * rotation must not end sign-ins or break forms.
  */
+/** The DPoP nonce a client that must use one gets on each token answer (RFC 9449 §8); the workers check it. */
+function dpopNonceProvider(config: LoadedConfig, pageSecret: string): (client: RegisteredClient) => string | undefined {
+  const nonces = new DPoPNonces(deriveDPoPNonceKey(pageSecret), config.dpop.nonceLifetimeSeconds);
+  return (client) => (requiresDPoPNonce(client, config.dpop) ? nonces.current(Date.now()) : undefined);
+}
+
 function pageSecretsOf(config: LoadedConfig, secret: string): PageSecrets {
   return new PageSecrets(secret, new URL(config.issuer).origin, config.issuer.startsWith('https:'), config.sessionLifetimeSeconds * 1000);
 }

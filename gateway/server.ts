@@ -19,6 +19,7 @@ import { planReload } from './config/reload_plan.js';
 import { buildDiscoveryDocument } from './discovery.js';
 import { KeyRing, type KeyReloadResult } from './keys/key_ring.js';
 import { loadPageSecret } from './keys/page_secret.js';
+import { deriveDPoPNonceKey } from './keys/dpop_nonce_key.js';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace';
 import { createEndpointObservers } from './endpoint_outcomes.js';
 import { openTracing } from './tracing/open_tracing.js';
@@ -188,6 +189,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
         recordFacts: auditEvents.enabled,
         recordTiming: tracing !== undefined,
         storeStats: storeStatsBuffers,
+        dpopNonceKey: deriveDPoPNonceKey(pageSecret),
       });
     const startPool = (modules: readonly ValidatorModule[]): Promise<Piscina> => startPoolWith(config, modules);
     const validators = await loadValidatorModules(sources, reservedGrantTypes);

@@ -24,6 +24,8 @@ export interface TokenEndpointDeps extends ClientAuthenticationDeps {
   /** Starts each request's trace span (tracing on). */
   begin?: FormRoute['begin'];
   cors?: CorsPolicy | undefined;
+  /** The DPoP nonce to hand a client that must use one (RFC 9449 §8), `undefined` for the others. */
+  dpopNonceFor?: ((client: RegisteredClient) => string | undefined) | undefined;
 }
 
 /** What the token endpoint's steps share, built once at start. */
@@ -31,6 +33,7 @@ interface TokenRoute extends FormRoute {
   readonly clientAuthentication: ClientAuthentication;
   readonly grantTypes: () => ReadonlySet<string>;
   readonly dispatcher: WorkerDispatcher;
+  readonly dpopNonceFor: (client: RegisteredClient) => string | undefined;
 }
 
 /**
@@ -46,6 +49,7 @@ export function createTokenEndpoint(deps: TokenEndpointDeps): (res: HttpResponse
     clientAuthentication: createClientAuthentication(deps),
     grantTypes: deps.grantTypes,
     dispatcher: deps.dispatcher,
+    dpopNonceFor: deps.dpopNonceFor ?? (() => undefined),
   };
   return function tokenEndpoint(res, req) {
     readForm(route, res, req, answerTokenRequest);
@@ -68,6 +72,7 @@ function answerAuthenticatedTokenRequest(route: TokenRoute, request: FormRequest
   // Registered grant types only: a metrics label must not take any string a caller sends.
   request.exchange.grantType = grantType;
   if (!checkGrantTypeAllowed(request, client, grantType)) return;
+  if (!checkDPoPHeader(route, request, client)) return;
   dispatchToWorker(route, request, caller, grantType);
 }
 
@@ -85,15 +90,35 @@ function checkGrantTypeAllowed(request: FormRequest, client: RegisteredClient, g
   return false;
 }
 
+/**
+ * RFC 9449 §4.3 check 1 and §5: at most one DPoP header, and one for a client that requires DPoP.
+ * The proof itself is verified in the worker (a signature check has no place on this thread);
+ * a client that must use nonces gets the current one on every answer (RFC 9449 §8).
+ */
+function checkDPoPHeader(route: TokenRoute, { exchange, dpop }: FormRequest, client: RegisteredClient): boolean {
+  if (dpop === '' && !client.config.requireDPoP) return true;
+  exchange.dpopNonce = route.dpopNonceFor(client);
+  if (dpop === null) exchange.sendError(OAuthErrors.dpopHeaderRepeated);
+  else if (dpop === '') exchange.sendError(OAuthErrors.dpopProofRequired);
+  else return true;
+  return false;
+}
+
 /** The grant runs in a worker, which answers the request; secrets stay on this thread. */
-function dispatchToWorker(route: TokenRoute, { exchange, params }: FormRequest, caller: AuthenticatedClient, grantType: string): void {
+function dispatchToWorker(
+  route: TokenRoute,
+  { exchange, params, dpop }: FormRequest,
+  caller: AuthenticatedClient,
+  grantType: string,
+): void {
   const { client } = caller;
   delete params.client_secret;
   // A password check logs who tried from where (docs/operations.md, "Logs"); other grants need no
   // address, and reading it costs the hot path.
-  const item: TokenItem =
+  let item: TokenItem =
     grantType === 'password'
       ? { kind: 'token', grantType, clientId: client.clientId, params, address: exchange.remoteAddress() }
       : { kind: 'token', grantType, clientId: client.clientId, params };
+  if (dpop) item = { ...item, dpop };
   route.dispatcher.submit(caller.sink, withClientAssertion(item, caller));
 }

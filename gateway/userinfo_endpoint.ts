@@ -1,10 +1,11 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { BearerErrors, type BearerErrorEntry } from '../workers/protocol/oauth_errors.js';
-import type { FormParams, TokenTaskResult } from '../workers/protocol/token_task.js';
+import { BearerErrors, DPoPErrors, dpopChallenge, type BearerErrorEntry } from '../workers/protocol/oauth_errors.js';
+import type { FormParams, TokenTaskResult, UserInfoItem } from '../workers/protocol/token_task.js';
 import { maxBodyBytes, readBody, type BodyReceiver } from './http/body_reader.js';
 import type { CorsPolicy } from './http/cors.js';
 import { Exchange } from './http/exchange.js';
 import { isFormContentType } from './http/form_request.js';
+import { readDPoPHeader } from './http/dpop_header.js';
 import { parseForm } from './http/form_parser.js';
 import type { WorkerDispatcher } from './worker_dispatcher.js';
 
@@ -15,22 +16,44 @@ export interface UserInfoEndpointDeps {
   readonly cors?: CorsPolicy | undefined;
 }
 
-// RFC 6750 §2.1: `Bearer` (case-insensitive, RFC 9110 §11.1), one space, a b64token.
+// RFC 6750 §2.1: `Bearer` (case-insensitive, RFC 9110 §11.1), one space, a b64token; RFC 9449 §7.1
+// the same with `DPoP`.
 const bearerHeader = /^bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
+const dpopHeader = /^dpop +([A-Za-z0-9\-._~+/]+=*)$/i;
 
-/** The token of an `Authorization` header: absent, a Bearer token, or malformed. */
-type HeaderToken = { readonly kind: 'none' } | { readonly kind: 'bearer'; readonly token: string } | { readonly kind: 'malformed' };
+/**
+ * The token of an `Authorization` header: absent, a Bearer token, a DPoP-bound token with the
+ * `DPoP` header's proof ('' when none, `null` when repeated), or malformed.
+ */
+type HeaderToken =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'bearer'; readonly token: string }
+  | { readonly kind: 'dpop'; readonly token: string; readonly proof: string | null }
+  | { readonly kind: 'malformed' };
 
-function readHeaderToken(authorization: string): HeaderToken {
+function readHeaderToken(req: HttpRequest): HeaderToken {
+  const authorization = req.getHeader('authorization');
   if (authorization.length === 0) return { kind: 'none' };
   const match = bearerHeader.exec(authorization);
   if (match !== null) return { kind: 'bearer', token: match[1] as string };
+  const dpop = dpopHeader.exec(authorization);
+  if (dpop !== null) return { kind: 'dpop', token: dpop[1] as string, proof: readDPoPHeader(req) };
   // Another scheme (Basic, say) is no bearer token at all; `Bearer` with a bad token is malformed.
-  return /^bearer(?: |$)/i.test(authorization) ? { kind: 'malformed' } : { kind: 'none' };
+  return /^(?:bearer|dpop)(?: |$)/i.test(authorization) ? { kind: 'malformed' } : { kind: 'none' };
 }
 
 // Worker answers are matched to their challenge by body: the bodies are the catalogue's own.
-const challengeOfBody = new Map<string, BearerErrorEntry>(Object.values(BearerErrors).map((e) => [e.body, e]));
+const challengeOfBody = new Map<string, string | undefined>(
+  [...Object.values(BearerErrors), ...Object.values(DPoPErrors)].map((e) => [e.body, e.wwwAuthenticate]),
+);
+// A request that used the DPoP scheme gets DPoP challenges (RFC 9449 §7.1), for the same bodies.
+const dpopChallengeOfBody = new Map<string, string | undefined>(
+  Object.values(BearerErrors).map((e) => {
+    if (e.wwwAuthenticate === undefined) return [e.body, undefined];
+    const { error, error_description } = JSON.parse(e.body) as { error: string; error_description: string };
+    return [e.body, dpopChallenge(error, error_description, /scope="([^"]*)"/.exec(e.wwwAuthenticate)?.[1])];
+  }),
+);
 
 /**
  * `GET` and `POST /connect/userinfo` (OIDC Core §5.3): the access token as a Bearer header or, on
@@ -40,10 +63,11 @@ const challengeOfBody = new Map<string, BearerErrorEntry>(Object.values(BearerEr
 export function createUserInfoEndpoint(deps: UserInfoEndpointDeps): (res: HttpResponse, req: HttpRequest) => void {
   const { dispatcher, cors } = deps;
 
-  const dispatch = (exchange: Exchange, token: string): void => {
+  const dispatch = (exchange: Exchange, token: string, dpop?: UserInfoItem['dpop']): void => {
     const params: FormParams = Object.create(null) as FormParams;
     params.access_token = token;
-    dispatcher.submit((result) => answer(exchange, result), { kind: 'userinfo', params });
+    const item: UserInfoItem = dpop === undefined ? { kind: 'userinfo', params } : { kind: 'userinfo', params, dpop };
+    dispatcher.submit((result) => answer(exchange, result, dpop !== undefined), item);
   };
 
   return function userInfoEndpoint(res, req) {
@@ -57,13 +81,18 @@ export function createUserInfoEndpoint(deps: UserInfoEndpointDeps): (res: HttpRe
       sendBearerError(exchange, BearerErrors.methodNotAllowed, 'GET, POST');
       return;
     }
-    const header = readHeaderToken(req.getHeader('authorization'));
+    const header = readHeaderToken(req);
     if (header.kind === 'malformed') {
       sendBearerError(exchange, BearerErrors.malformed);
       return;
     }
+    // RFC 9449 §4.3 check 1: not more than one proof.
+    if (header.kind === 'dpop' && header.proof === null) {
+      sendBearerError(exchange, DPoPErrors.proofInvalid);
+      return;
+    }
     if (method === 'post' && isFormContentType(req.getHeader('content-type'))) {
-      readBody(exchange, maxBodyBytes, new UserInfoForm(exchange, header, dispatch));
+      readBody(exchange, maxBodyBytes, new UserInfoForm(exchange, header, method, dispatch));
       return;
     }
     if (method === 'post' && Number(req.getHeader('content-length') || '0') > 0) {
@@ -72,7 +101,7 @@ export function createUserInfoEndpoint(deps: UserInfoEndpointDeps): (res: HttpRe
       return;
     }
     if (header.kind === 'none') sendBearerError(exchange, BearerErrors.noToken);
-    else dispatch(exchange, header.token);
+    else dispatchHeaderToken(exchange, header, method, dispatch);
   };
 }
 
@@ -81,7 +110,8 @@ class UserInfoForm implements BodyReceiver {
   constructor(
     private readonly exchange: Exchange,
     private readonly header: HeaderToken,
-    private readonly dispatch: (exchange: Exchange, token: string) => void,
+    private readonly method: string,
+    private readonly dispatch: (exchange: Exchange, token: string, dpop?: UserInfoItem['dpop']) => void,
   ) {}
 
   onBody(body: Uint8Array): void {
@@ -91,9 +121,11 @@ class UserInfoForm implements BodyReceiver {
       return;
     }
     const fromForm = parsed.params.access_token;
-    if (fromForm !== undefined && this.header.kind === 'bearer') sendBearerError(this.exchange, BearerErrors.twoMethods);
+    const header = this.header;
+    if (fromForm !== undefined && (header.kind === 'bearer' || header.kind === 'dpop'))
+      sendBearerError(this.exchange, BearerErrors.twoMethods);
     else if (fromForm !== undefined) this.dispatch(this.exchange, fromForm);
-    else if (this.header.kind === 'bearer') this.dispatch(this.exchange, this.header.token);
+    else if (header.kind === 'bearer' || header.kind === 'dpop') dispatchHeaderToken(this.exchange, header, this.method, this.dispatch);
     else sendBearerError(this.exchange, BearerErrors.noToken);
   }
 
@@ -102,15 +134,26 @@ class UserInfoForm implements BodyReceiver {
   }
 }
 
-function answer(exchange: Exchange, [status, body, retryAfter]: TokenTaskResult): void {
+/** A token from the `Authorization` header: a DPoP one goes with its proof and the method it must name. */
+function dispatchHeaderToken(
+  exchange: Exchange,
+  header: Extract<HeaderToken, { kind: 'bearer' | 'dpop' }>,
+  method: string,
+  dispatch: (exchange: Exchange, token: string, dpop?: UserInfoItem['dpop']) => void,
+): void {
+  if (header.kind === 'bearer') dispatch(exchange, header.token);
+  else dispatch(exchange, header.token, { proof: header.proof ?? '', htm: method === 'post' ? 'POST' : 'GET' });
+}
+
+function answer(exchange: Exchange, [status, body, retryAfter]: TokenTaskResult, dpopScheme: boolean): void {
   if (status === 200) {
     exchange.sendJson(200, body);
     return;
   }
-  const challenge = challengeOfBody.get(body);
+  const challenge = (dpopScheme ? dpopChallengeOfBody.get(body) : undefined) ?? challengeOfBody.get(body);
   exchange.sendJson(status, body, {
     retryAfter: retryAfter ?? undefined,
-    wwwAuthenticate: challenge?.wwwAuthenticate,
+    wwwAuthenticate: challenge,
   });
 }
 

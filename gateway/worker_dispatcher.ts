@@ -60,8 +60,9 @@ export type Lane = 'fast' | 'password' | 'store';
 export function laneOf(item: TaskItem): Lane {
   if (item.kind === 'login') return 'password';
   if (item.kind !== 'token') return 'store';
-  // A client assertion spends its jti in the store (docs/architecture.md, "Client assertions").
-  if (item.grantType === 'client_credentials') return item.clientAssertion === undefined ? 'fast' : 'store';
+  // A client assertion and a DPoP proof spend their jti in the store (docs/architecture.md,
+  // "Client assertions"; RFC 9449 §11.1): such a request waits for Redis like any store-bound one.
+  if (item.grantType === 'client_credentials') return item.clientAssertion === undefined && item.dpop === undefined ? 'fast' : 'store';
   return item.grantType === 'password' ? 'password' : 'store';
 }
 

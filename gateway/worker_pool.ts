@@ -46,6 +46,8 @@ export interface PoolInputs {
   recordTiming: boolean;
   /** Shared counters of store command latency (workers/protocol/store_command_stats.ts). */
   storeStats: WorkerBootData['storeStats'];
+  /** The DPoP nonce key every gateway derives alike (gateway/keys/dpop_nonce_key.ts). */
+  dpopNonceKey: Uint8Array;
 }
 
 /** A worker pool that has booted: a worker that cannot start fails here, not on a request. */
@@ -62,6 +64,7 @@ export async function startWorkerPool(inputs: PoolInputs): Promise<Piscina> {
     recordFacts: inputs.recordFacts || inputs.recordTiming,
     recordTiming: inputs.recordTiming,
     storeStats: inputs.storeStats,
+    dpopNonceKey: inputs.dpopNonceKey,
   };
   const pool = new Piscina({
     filename: workerFile.href,

@@ -43,6 +43,9 @@ import { noteStoreCommand, recordingFacts } from './task_facts_recorder.js';
 import { StoreCommandStats } from './protocol/store_command_stats.js';
 import type { TaskFacts } from './protocol/task_facts.js';
 import { ClientAssertionVerifier } from './client_authentication/client_assertion_verifier.js';
+import { DPoPNonces } from './protocol/dpop_nonce.js';
+import { TokenRequestProofs } from './dpop/token_request_proof.js';
+import { normalizeHtu } from './dpop/dpop_proof.js';
 
 const boot = workerData as WorkerBootData;
 // pid and thread id on every line: an operator can tell which process and thread logged it.
@@ -110,6 +113,15 @@ for (const url of boot.validatorModules) {
   );
 }
 
+// DPoP proofs (RFC 9449): checked here, never on the uWS thread; the nonce key is every gateway's.
+const dpopProofServices = {
+  store,
+  nonces: new DPoPNonces(boot.dpopNonceKey, boot.config.dpop.nonceLifetimeSeconds),
+  windowSeconds: boot.config.dpop.proofWindowSeconds,
+  now: Date.now,
+};
+const tokenRequestProofs = new TokenRequestProofs(boot.config.issuer, boot.config.dpop, dpopProofServices);
+
 const services: GrantServices = {
   issuer: boot.config.issuer,
   clients: registerClients(boot.config.clients),
@@ -148,6 +160,8 @@ const endpointServices = {
   introspectionThrottle: new IntrospectionThrottle(store, boot.config.throttling.introspectionInactive),
   resourceScopes: new Map(boot.config.apiResources.map((r) => [r.name, new Set(r.scopes)])),
   identityClaims: new IdentityClaims(boot.config),
+  dpopProofs: dpopProofServices,
+  userInfoHtu: normalizeHtu(`${boot.config.issuer}/connect/userinfo`),
 };
 
 /** One request's answer, with what its audit events need when the gateway asked for it. */
@@ -179,7 +193,7 @@ async function handleItem(item: TaskItem): Promise<TokenTaskResult> {
       case 'login':
         return await handleLogin(item);
       case 'userinfo':
-        return await userInfo(item.params.access_token ?? '', endpointServices);
+        return await userInfo(item, endpointServices);
       default: {
         const unknown: never = item;
         logger.error({ kind: (unknown as { kind?: unknown }).kind }, 'task for an unknown endpoint');
@@ -226,14 +240,16 @@ async function handleLogin({ clientId, params, address }: LoginItem): Promise<To
   return [200, JSON.stringify(user), null];
 }
 
-async function handleTokenRequest({ grantType, clientId, params, address }: TokenItem): Promise<TokenTaskResult> {
+async function handleTokenRequest({ grantType, clientId, params, address, dpop }: TokenItem): Promise<TokenTaskResult> {
   const handler = registry.get(grantType);
   const client = services.clients.get(clientId);
   if (handler === undefined || client === undefined) {
     logger.error({ grantType }, 'token task for an unknown grant type or client');
     return serverError;
   }
-  const response = await handler.handle({ grantType, client, params, address }, services);
+  // RFC 9449 §5: the proof first; the grant then binds its tokens to the proof's key.
+  const jkt = dpop === undefined ? undefined : await tokenRequestProofs.keyOf(dpop, client);
+  const response = await handler.handle({ grantType, client, params, address, jkt }, services);
   return [200, JSON.stringify(response), null];
 }
 

@@ -7,7 +7,14 @@ import { z } from 'zod';
 import { signingAlgorithms } from '../../workers/protocol/signing_key.js';
 import { parseCidr } from '../http/trusted_proxies.js';
 import { durationSchema } from './duration.js';
-import type { ClientConfig, SecretConfig, StoreConfig, UserConfig, WorkerConfig } from '../../workers/protocol/worker_config.js';
+import type {
+  ClientConfig,
+  DPoPConfig,
+  SecretConfig,
+  StoreConfig,
+  UserConfig,
+  WorkerConfig,
+} from '../../workers/protocol/worker_config.js';
 
 /** Grant types shipped as validators in `validators/`; known to config validation by name. */
 export const shippedExtensionGrantTypes = ['delegation', 'urn:ietf:params:oauth:grant-type:token-exchange'] as const;
@@ -128,6 +135,14 @@ export const clientSchema = z.strictObject({
     ),
   requirePkce: z.boolean().default(true).describe('Requires PKCE (S256) on the authorization code flow.'),
   allowPlainTextPkce: z.literal(false, { error: 'plain PKCE is not supported; S256 only' }).default(false),
+  requireDPoP: z
+    .boolean()
+    .default(false)
+    .describe('Token requests must carry a DPoP proof (RFC 9449): every access token of this client is sender-constrained.'),
+  requireDPoPNonce: z
+    .boolean()
+    .optional()
+    .describe('DPoP proofs at the token endpoint must carry a server nonce (RFC 9449 §8); absent: dpop.requireNonce.'),
   accessTokenLifetime: positiveSeconds.default(3600).describe('Access token lifetime in seconds.'),
   identityTokenLifetime: positiveSeconds.default(300).describe('ID token lifetime in seconds.'),
   authorizationCodeLifetime: positiveSeconds.default(300).describe('Authorization code lifetime in seconds.'),
@@ -442,6 +457,31 @@ export const configSchema = z
         deviceAuthorization: { maxRequests: 30, windowSeconds: 60 },
         introspectionInactive: { maxFailures: 300, windowSeconds: 60 },
       }),
+    dpop: z
+      .strictObject({
+        proofWindowSeconds: z
+          .number()
+          .int()
+          .min(1)
+          .max(600)
+          .default(60)
+          .describe("How far a DPoP proof's iat may be from this server's clock, either way, in seconds (RFC 9449 §11.1)."),
+        requireNonce: z
+          .boolean()
+          .default(false)
+          .describe(
+            'DPoP proofs at the token endpoint must carry a server nonce (RFC 9449 §8), for every client that does not set requireDPoPNonce.',
+          ),
+        nonceLifetimeSeconds: z
+          .number()
+          .int()
+          .min(10)
+          .max(86_400)
+          .default(300)
+          .describe('How often the server nonce changes; a nonce is accepted for one to two lifetimes.'),
+      })
+      .default({ proofWindowSeconds: 60, requireNonce: false, nonceLifetimeSeconds: 300 })
+      .describe('DPoP, sender-constrained tokens (RFC 9449): proof checks and server nonces.'),
     validatorTimeoutMs: z.number().int().positive().default(5000),
     clientAssertions: z
       .strictObject({
@@ -539,4 +579,5 @@ true satisfies SameShape<TesseraConfig['clients'][number]['clientSecrets'][numbe
 true satisfies SameShape<TesseraConfig['apiResources'][number]['secrets'][number], SecretConfig>;
 true satisfies SameShape<TesseraConfig['users'][number], UserConfig>;
 true satisfies SameShape<TesseraConfig['store'], StoreConfig>;
+true satisfies SameShape<TesseraConfig['dpop'], DPoPConfig>;
 true satisfies TesseraConfig extends WorkerConfig ? true : false;

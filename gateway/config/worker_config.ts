@@ -20,5 +20,6 @@ export function workerConfigOf(config: TesseraConfig): WorkerConfig {
       introspectionInactive: config.throttling.introspectionInactive,
     },
     validatorTimeoutMs: config.validatorTimeoutMs,
+    dpop: config.dpop,
   };
 }

@@ -65,6 +65,8 @@ export class Exchange {
   span: Span | undefined = undefined;
   /** The request's `Origin`, when CORS allows it (gateway/http/cors.ts): echoed on the answer. */
   allowOrigin: string | undefined = undefined;
+  /** The DPoP server nonce this answer hands out (`DPoP-Nonce`, RFC 9449 §8), when the client needs one. */
+  dpopNonce: string | undefined = undefined;
   /** RFC 9110 §9.3.2: a HEAD answer has the headers GET would have, and no content. */
   private readonly head: boolean;
 
@@ -106,6 +108,7 @@ export class Exchange {
       res.writeHeader('Cache-Control', 'no-store');
       res.writeHeader('Pragma', 'no-cache');
       if (this.allowOrigin !== undefined) this.writeCors();
+      if (this.dpopNonce !== undefined) res.writeHeader('DPoP-Nonce', this.dpopNonce);
       if (extras !== undefined) {
         if (extras.retryAfter !== undefined) res.writeHeader('Retry-After', String(extras.retryAfter));
         if (extras.wwwAuthenticate !== undefined) res.writeHeader('WWW-Authenticate', extras.wwwAuthenticate);

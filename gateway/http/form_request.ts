@@ -6,6 +6,7 @@ import type { SpanStarter } from '../tracing/request_tracing.js';
 import type { CorsPolicy } from './cors.js';
 import { Exchange } from './exchange.js';
 import { parseForm, type FormParseFailure } from './form_parser.js';
+import { readDPoPHeader } from './dpop_header.js';
 
 /** A parsed form POST, ready for the endpoint's own steps. */
 export interface FormRequest {
@@ -13,6 +14,8 @@ export interface FormRequest {
   readonly params: FormParams;
   /** The Authorization header, copied before the uWS request object died ('' when absent). */
   readonly authorization: string;
+  /** The DPoP header (gateway/http/dpop_header.ts): '' when absent, `null` when repeated. */
+  readonly dpop: string | null;
 }
 
 /** What {@link readForm} needs to know of the endpoint it reads a form for. */
@@ -61,6 +64,7 @@ export function readForm<R extends FormRoute>(route: R, res: HttpResponse, req: 
   }
   // uWS request objects die with this callback: copy what later steps need now.
   const authorization = req.getHeader('authorization');
+  const dpop = readDPoPHeader(req);
   if (!isFormContentType(req.getHeader('content-type'))) {
     exchange.sendError(OAuthErrors.notFormEncoded, { closeConnection: true });
     return;
@@ -70,7 +74,7 @@ export function readForm<R extends FormRoute>(route: R, res: HttpResponse, req: 
     exchange.sendError(OAuthErrors.bodyTooLarge, { closeConnection: true });
     return;
   }
-  readBody(exchange, maxBodyBytes, new PendingForm(route, next, exchange, authorization));
+  readBody(exchange, maxBodyBytes, new PendingForm(route, next, exchange, authorization, dpop));
 }
 
 /** A form whose body is still arriving: where the body goes once it is complete. */
@@ -80,12 +84,13 @@ class PendingForm<R extends FormRoute> implements BodyReceiver {
     private readonly next: FormStep<R>,
     private readonly exchange: Exchange,
     private readonly authorization: string,
+    private readonly dpop: string | null,
   ) {}
 
   onBody(body: Uint8Array): void {
     const parsed = parseForm(body);
     if (!parsed.ok) this.exchange.sendError(parseFailures[parsed.reason]);
-    else this.next(this.route, { exchange: this.exchange, params: parsed.params, authorization: this.authorization });
+    else this.next(this.route, { exchange: this.exchange, params: parsed.params, authorization: this.authorization, dpop: this.dpop });
   }
 
   onTooLarge(): void {

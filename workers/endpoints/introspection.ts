@@ -2,7 +2,7 @@ import type { JWTPayload } from 'jose';
 import type { Store } from '../store/store.js';
 import { parseRefreshHandle } from '../tokens/refresh_token_handle.js';
 import type { RefreshTokenRecord } from '../tokens/refresh_token_record.js';
-import type { AccessTokenValidator } from '../tokens/token_validator.js';
+import { boundKeyOf, type AccessTokenValidator } from '../tokens/token_validator.js';
 import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
 import type { FormParams } from '../protocol/token_task.js';
 import type { IntrospectionThrottle } from './introspection_throttle.js';
@@ -60,7 +60,8 @@ async function introspectAccessToken(
   const verified = await services.tokenValidator.verify(token);
   if (!verified.ok || !visibleTo(verified.payload, callerKind, callerId)) return undefined;
   const payload = callerKind === 'resource' ? narrowScope(verified.payload, services.resourceScopes.get(callerId)) : verified.payload;
-  return JSON.stringify({ active: true, token_type: 'Bearer', ...payload });
+  // RFC 9449 §6.2: a bound token is of type DPoP, and its `cnf` (in the payload) names the key.
+  return JSON.stringify({ active: true, token_type: boundKeyOf(payload) === undefined ? 'Bearer' : 'DPoP', ...payload });
 }
 
 /**
@@ -95,6 +96,7 @@ async function introspectRefreshToken(
     sub: record.subject,
     iat: Math.floor(record.createdAt / 1000),
     exp: Math.floor(record.expiresAt / 1000),
+    ...(record.jkt !== undefined ? { cnf: { jkt: record.jkt } } : {}),
   });
 }
 

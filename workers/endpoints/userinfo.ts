@@ -1,11 +1,15 @@
-import { BearerErrors, type BearerErrorEntry } from '../protocol/oauth_errors.js';
-import type { TokenTaskResult } from '../protocol/token_task.js';
+import { BearerErrors, DPoPErrors, type BearerErrorEntry } from '../protocol/oauth_errors.js';
+import type { TokenTaskResult, UserInfoItem } from '../protocol/token_task.js';
+import { verifyDPoPProof, type DPoPProofServices } from '../dpop/dpop_proof.js';
 import type { IdentityClaims } from '../tokens/identity_claims.js';
-import type { AccessTokenValidator } from '../tokens/token_validator.js';
+import { boundKeyOf, type AccessTokenValidator } from '../tokens/token_validator.js';
 
 export interface UserInfoServices {
   readonly tokenValidator: AccessTokenValidator;
   readonly identityClaims: IdentityClaims;
+  readonly dpopProofs: DPoPProofServices;
+  /** The endpoint's URL as discovery publishes it, through `normalizeHtu`: what a proof's `htu` must name. */
+  readonly userInfoHtu: string;
 }
 
 /**
@@ -14,11 +18,28 @@ export interface UserInfoServices {
  * (signature, `typ: at+jwt`, issuer, time, the revocation deny list); an ID token is not an access
  * token and is refused. A claim the configured user lacks comes from the access token when the
  * token carries it (claims an extension grant or a password validator set).
+ *
+ * A DPoP-bound token (RFC 9449 §7) is accepted only with the DPoP scheme and a proof for this
+ * request, this token (`ath`) and the key it is bound to; as a bearer token it is refused.
  */
-export async function userInfo(token: string, services: UserInfoServices): Promise<TokenTaskResult> {
+export async function userInfo(item: UserInfoItem, services: UserInfoServices): Promise<TokenTaskResult> {
+  const token = item.params.access_token ?? '';
   const verified = await services.tokenValidator.verify(token);
   if (!verified.ok) return answer(BearerErrors.invalidToken);
   const { payload } = verified;
+  const boundKey = boundKeyOf(payload);
+  if (item.dpop === undefined) {
+    if (boundKey !== undefined) return answer(DPoPErrors.boundTokenAsBearer);
+  } else {
+    if (boundKey === undefined) return answer(DPoPErrors.tokenNotBound);
+    if (item.dpop.proof.length === 0) return answer(DPoPErrors.proofInvalid);
+    const proof = await verifyDPoPProof(
+      item.dpop.proof,
+      { htm: item.dpop.htm, htu: services.userInfoHtu, accessToken: token, requireNonce: false },
+      services.dpopProofs,
+    );
+    if (!proof.ok || proof.jkt !== boundKey) return answer(DPoPErrors.proofInvalid);
+  }
   const scopes = typeof payload.scope === 'string' ? payload.scope.split(' ') : [];
   if (!scopes.includes('openid')) return answer(BearerErrors.notOpenId);
   const subject = payload.sub as string;

@@ -26,12 +26,17 @@ export interface GrantRequest {
   readonly params: FormParams;
   /** The caller's address when the gateway sent it (password checks, for their log lines). */
   readonly address?: string | undefined;
+  /**
+   * The RFC 7638 thumbprint of the request's verified DPoP proof key (RFC 9449 §5): the access
+   * token is bound to it (`cnf.jkt`, `token_type: DPoP`), and a public client's refresh token too.
+   */
+  readonly jkt?: string | undefined;
 }
 
 /** The members of a successful token response (RFC 6749 §5.1). */
 export interface TokenResponse {
   access_token: string;
-  token_type: 'Bearer';
+  token_type: 'Bearer' | 'DPoP';
   expires_in: number;
   scope: string;
   refresh_token?: string;

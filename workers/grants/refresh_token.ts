@@ -38,6 +38,7 @@ export const refreshTokenGrant: GrantHandler = {
     // Bound to its client; another client's attempt leaves it untouched.
     if (record.clientId !== client.clientId) throw invalidGrant();
     if (record.expiresAt <= now || record.absoluteExpiresAt <= now) throw invalidGrant();
+    checkKeyBinding(request, record);
 
     const scopes = narrowedScopes(services.scopes, client, record, request.params.scope);
     const grant = { scopes, subject: record.subject, claims: record.claims };
@@ -93,6 +94,14 @@ export const refreshTokenGrant: GrantHandler = {
 };
 
 /**
+ * RFC 9449 §5: a bound refresh token (a public client's) is refreshed only with a proof by its
+ * key; the attempt leaves the token untouched, so a thief without the key cannot burn the family.
+ */
+function checkKeyBinding(request: GrantRequest, record: RefreshTokenRecord): void {
+  if (record.jkt !== undefined && request.jkt !== record.jkt) throw new OAuthError(OAuthErrors.refreshTokenKeyMismatch);
+}
+
+/**
  * RFC 9700 §4.14.2: a refresh token presented after it was rotated may be held by someone else,
  * so its whole family goes, remembered as long as any token of the family could live.
  */
@@ -145,6 +154,7 @@ async function continueRetried(request: GrantRequest, services: GrantServices, r
   const now = services.now();
   if (record === null || record.clientId !== client.clientId || record.expiresAt <= now || record.absoluteExpiresAt <= now)
     return undefined;
+  checkKeyBinding(request, record);
 
   const scopes = narrowedScopes(services.scopes, client, record, request.params.scope);
   const grant = { scopes, subject: record.subject, claims: record.claims };

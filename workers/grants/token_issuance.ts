@@ -53,6 +53,7 @@ export function signAccessToken(
   };
   if (grant.subject !== undefined) input.subject = grant.subject;
   if (grant.claims !== undefined) input.claims = grant.claims;
+  if (request.jkt !== undefined) input.jkt = request.jkt;
   const claims = buildAccessTokenClaims(input);
   noteIssued(claims.jti as string, grant.subject);
   return { token: services.signer.sign(claims, 'at+jwt'), jti: claims.jti as string, exp: claims.exp as number };
@@ -67,13 +68,22 @@ export function tokenResponse(
 ): TokenResponse {
   const response: TokenResponse = {
     access_token: accessToken.token,
-    token_type: 'Bearer',
+    // RFC 9449 §5.1: a DPoP-bound access token is of type DPoP.
+    token_type: request.jkt === undefined ? 'Bearer' : 'DPoP',
     expires_in: request.client.config.accessTokenLifetime,
     scope,
   };
   if (refreshToken !== undefined) response.refresh_token = refreshToken;
   if (idToken !== undefined) response.id_token = idToken;
   return response;
+}
+
+/**
+ * RFC 9449 §5: a public client's refresh token is bound to the DPoP key it was issued with, and
+ * every refresh must prove possession of it; a confidential client's is not (it authenticates).
+ */
+function refreshTokenBinding(request: GrantRequest): { jkt?: string } {
+  return request.jkt !== undefined && !request.client.requireSecret ? { jkt: request.jkt } : {};
 }
 
 /** An ID token for a user grant that was granted `openid`; `undefined` otherwise. */
@@ -142,6 +152,7 @@ export async function issueTokens<T extends Redeemable>(
       absoluteExpiresAt,
       expiresAt: refreshExpiry(client, absoluteExpiresAt, now),
       ...(options.openId !== undefined ? { openId: { sid: options.openId.sid } } : {}),
+      ...refreshTokenBinding(request),
     };
     refresh = { handle: handle.handle, key: handle.key, record };
   }

@@ -1,6 +1,8 @@
+import { dpopSigningAlgorithms } from './dpop_algorithms.js';
+
 /**
  * The OAuth errors Tessera answers with: the error codes (RFC 6749 §5.2, RFC 8628 §3.5,
- * RFC 8693 §2.2.2), and {@link OAuthErrors}, the one catalogue of every error response, each with
+ * RFC 8693 §2.2.2, RFC 9449 §5 and §8), and {@link OAuthErrors}, the one catalogue of every error response, each with
  * its code, HTTP status and fixed public description (docs/endpoints.md lists them per endpoint).
  *
  * A description is a fixed sentence: never input echoed back, never an exception message.
@@ -16,6 +18,8 @@ export const TokenRequestErrors = {
   UnsupportedGrantType: 'unsupported_grant_type',
   InvalidScope: 'invalid_scope',
   InvalidTarget: 'invalid_target',
+  InvalidDPoPProof: 'invalid_dpop_proof',
+  UseDPoPNonce: 'use_dpop_nonce',
   AuthorizationPending: 'authorization_pending',
   SlowDown: 'slow_down',
   AccessDenied: 'access_denied',
@@ -36,6 +40,8 @@ const errorStatus: Record<TokenRequestError, number> = {
   unsupported_grant_type: 400,
   invalid_scope: 400,
   invalid_target: 400,
+  invalid_dpop_proof: 400,
+  use_dpop_nonce: 400,
   authorization_pending: 400,
   slow_down: 400,
   access_denied: 400,
@@ -112,6 +118,18 @@ export const OAuthErrors = {
   missingGrantType: defineError('invalid_request', 'The grant_type parameter is missing.'),
   unsupportedGrantType: defineError('unsupported_grant_type', 'The grant type is not supported.'),
   grantTypeNotAllowed: defineError('unauthorized_client', 'The client is not allowed to use this grant type.'),
+
+  // DPoP at the token endpoint (RFC 9449 §4.3, §5, §8).
+  /** A proof that fails any check of RFC 9449 §4.3; the log says which. */
+  dpopProofInvalid: defineError('invalid_dpop_proof', 'The DPoP proof is invalid.'),
+  /** RFC 9449 §4.3 check 1: not more than one DPoP header. */
+  dpopHeaderRepeated: defineError('invalid_dpop_proof', 'The request carries more than one DPoP header.'),
+  /** A client with `requireDPoP` sent no proof (RFC 9449 §5, `dpop_bound_access_tokens`). */
+  dpopProofRequired: defineError('invalid_dpop_proof', 'A DPoP proof is required for this client.'),
+  /** RFC 9449 §8: the proof lacks the server's current nonce, which the DPoP-Nonce header carries. */
+  dpopNonceRequired: defineError('use_dpop_nonce', 'Authorization server requires nonce in DPoP proof.'),
+  /** RFC 9449 §5: a public client's refresh token is bound to the key of the proof it was issued with. */
+  refreshTokenKeyMismatch: defineError('invalid_grant', 'The refresh token is bound to another DPoP key.'),
 
   // Introspection and revocation (RFC 7662 §2.1, RFC 7009 §2.1).
   missingToken: defineError('invalid_request', 'The token parameter is missing.'),
@@ -313,4 +331,35 @@ export const BearerErrors = {
   twoMethods: defineBearerError('invalid_request', 'The access token was sent in more than one way.', 400, 'with the error'),
   malformed: defineBearerError('invalid_request', 'The request is malformed.', 400, 'with the error'),
   methodNotAllowed: defineBearerError('invalid_request', 'The UserInfo endpoint accepts GET and POST only.', 405, 'none'),
+} as const;
+
+/**
+ * Errors of a protected resource that takes DPoP-bound tokens (RFC 9449 §7.1), answered with a
+ * `DPoP` challenge that names the accepted proof algorithms. A request that used the DPoP scheme
+ * gets these challenges for the {@link BearerErrors} bodies too (gateway/userinfo_endpoint.ts).
+ */
+export function dpopChallenge(error: string | undefined, description?: string, scope?: string): string {
+  const algs = `DPoP algs="${dpopSigningAlgorithms.join(' ')}"`;
+  if (error === undefined) return algs;
+  return `${algs}, error="${error}", error_description="${description ?? ''}"${scope === undefined ? '' : `, scope="${scope}"`}`;
+}
+
+function defineDPoPError(error: 'invalid_token' | 'invalid_dpop_proof' | 'invalid_request', description: string): BearerErrorEntry {
+  return Object.freeze({
+    status: 401,
+    body: JSON.stringify({ error, error_description: description }),
+    wwwAuthenticate: dpopChallenge(error, description),
+  });
+}
+
+export const DPoPErrors = {
+  /** RFC 9449 §7.2: a DPoP-bound token sent as a bearer token (header or form) is refused. */
+  boundTokenAsBearer: defineDPoPError(
+    'invalid_token',
+    'The access token is bound to a DPoP key: send it with the DPoP scheme and a proof.',
+  ),
+  /** RFC 9449 §7.1: the DPoP scheme needs a DPoP proof, one, for this request, this token and its key. */
+  proofInvalid: defineDPoPError('invalid_dpop_proof', 'The DPoP proof is missing or invalid.'),
+  /** The DPoP scheme with a token that is not bound to a key. */
+  tokenNotBound: defineDPoPError('invalid_token', 'The access token is not bound to a DPoP key.'),
 } as const;

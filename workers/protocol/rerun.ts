@@ -12,6 +12,6 @@
 import type { TaskItem } from './token_task.js';
 
 export function mayRunAgainAfterStart(item: TaskItem): boolean {
-  // A client assertion's jti may already be spent: a second run would be refused as a replay.
-  return item.kind === 'token' && item.grantType === 'client_credentials' && item.clientAssertion === undefined;
+  // A client assertion's or a DPoP proof's jti may already be spent: a second run would be refused as a replay.
+  return item.kind === 'token' && item.grantType === 'client_credentials' && item.clientAssertion === undefined && item.dpop === undefined;
 }

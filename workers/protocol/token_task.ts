@@ -24,6 +24,8 @@ export interface TokenItem {
   readonly address?: string;
   /** `private_key_jwt`: verified by the worker before the grant runs (workers/protocol/client_assertion.ts). */
   readonly clientAssertion?: ClientAssertionCheck;
+  /** The `DPoP` header's proof (RFC 9449 §5), when the request carries one; the worker verifies it first. */
+  readonly dpop?: string;
 }
 
 /** An introspection request (RFC 7662 §2.1) from an API resource or a confidential client. */
@@ -68,12 +70,17 @@ export interface LoginItem {
 }
 
 /**
- * A UserInfo request (OIDC Core §5.3): `params.access_token` is the bearer token, which the gateway
- * read from the `Authorization` header or the form (RFC 6750 §2.1, §2.2).
+ * A UserInfo request (OIDC Core §5.3): `params.access_token` is the access token, which the gateway
+ * read from the `Authorization` header or the form (RFC 6750 §2.1, §2.2, RFC 9449 §7.1).
  */
 export interface UserInfoItem {
   readonly kind: 'userinfo';
   readonly params: FormParams;
+  /**
+   * Present when the token came as `Authorization: DPoP` (RFC 9449 §7.1): the `DPoP` header's
+   * proof ('' when there was none) and the request's method.
+   */
+  readonly dpop?: { readonly proof: string; readonly htm: 'GET' | 'POST' };
 }
 
 /**

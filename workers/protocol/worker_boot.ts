@@ -24,4 +24,6 @@ export interface WorkerBootData {
   readonly recordTiming: boolean;
   /** Where store command latency and failures are counted (store_command_stats.ts). */
   readonly storeStats: { readonly counts: SharedArrayBuffer; readonly sums: SharedArrayBuffer };
+  /** The key of the DPoP server nonces every gateway shares (dpop_nonce.ts). */
+  readonly dpopNonceKey: Uint8Array;
 }

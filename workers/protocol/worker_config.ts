@@ -63,6 +63,10 @@ export interface ClientConfig {
   readonly requirePkce: boolean;
   /** Always `false`: PKCE is S256 only. */
   readonly allowPlainTextPkce: false;
+  /** Token requests must carry a DPoP proof (RFC 9449 §5). */
+  readonly requireDPoP: boolean;
+  /** DPoP proofs must carry a server nonce (RFC 9449 §8); `undefined`: `dpop.requireNonce`. */
+  readonly requireDPoPNonce?: boolean | undefined;
   /** Seconds. */
   readonly accessTokenLifetime: number;
   readonly identityTokenLifetime: number;
@@ -86,6 +90,16 @@ export interface ClientConfig {
   /** API resource names this client is (delegation and token exchange; docs/configuration.md). */
   readonly audiences: readonly string[];
   readonly allowClientTokenExchange: boolean;
+}
+
+/** `dpop`: proof checks and server nonces (RFC 9449). */
+export interface DPoPConfig {
+  /** How far a proof's `iat` may be from the server's clock, either way (RFC 9449 §11.1). */
+  readonly proofWindowSeconds: number;
+  /** Server nonces required for clients that do not set `requireDPoPNonce` (RFC 9449 §8). */
+  readonly requireNonce: boolean;
+  /** Seconds between nonce changes; a nonce is accepted for one to two of them. */
+  readonly nonceLifetimeSeconds: number;
 }
 
 /** One entry of `users`: the built-in password check, the login page and the device page. */
@@ -149,4 +163,5 @@ export interface WorkerConfig {
   };
   /** How long a validator's `validate` may run before the request is answered 503. */
   readonly validatorTimeoutMs: number;
+  readonly dpop: DPoPConfig;
 }

@@ -56,6 +56,8 @@ export interface AccessTokenInput {
   subject?: string;
   /** User-grant claims (`auth_time`, `idp`, `amr`, …) and extension-grant claims. */
   claims?: Readonly<Record<string, ClaimValue>>;
+  /** The DPoP key thumbprint the token is bound to (RFC 9449 §6.1: `cnf.jkt`). */
+  jkt?: string | undefined;
 }
 
 /**
@@ -100,5 +102,7 @@ export function buildAccessTokenClaims(input: AccessTokenInput): Record<string, 
     const clientClaims = clientClaimsOf(client);
     for (const name in clientClaims) if (!(name in payload)) payload[name] = clientClaims[name];
   }
+  // Set last: no grant or client claim can replace the binding (`cnf` is a protected claim anyway).
+  if (input.jkt !== undefined) payload.cnf = { jkt: input.jkt };
   return payload;
 }

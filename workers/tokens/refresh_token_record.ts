@@ -19,6 +19,8 @@ export interface RefreshTokenRecord {
   readonly expiresAt: number;
   /** Set when the grant issues ID tokens (code, device): refreshes issue new ones (OIDC Core §12.2). */
   readonly openId?: { readonly sid?: string | undefined };
+  /** A public client's DPoP key thumbprint (RFC 9449 §5): every refresh must present a proof by that key. */
+  readonly jkt?: string;
 }
 
 /** When a token written now expires, per the client's `refreshTokenExpiration`. */

@@ -89,6 +89,17 @@ export class AccessTokenValidator implements TokenValidator {
   }
 }
 
+/**
+ * The DPoP key thumbprint a token is bound to (RFC 9449 §6.1, `cnf.jkt`), or `undefined` for a
+ * bearer token. A bound token is only good with a proof by that key: the UserInfo endpoint checks
+ * one; introspection and the validator service report the binding (as the `cnf` claim) to the
+ * resource that checks it (docs/validators.md, "DPoP-bound tokens").
+ */
+export function boundKeyOf(payload: JWTPayload): string | undefined {
+  const cnf = payload.cnf as { jkt?: unknown } | undefined;
+  return typeof cnf === 'object' && cnf !== null && typeof cnf.jkt === 'string' ? cnf.jkt : undefined;
+}
+
 function invalid(reason: string): TokenValidationResult {
   return { isError: true, error: `invalid_token: ${reason}`, claims: [] };
 }

@@ -35,6 +35,8 @@ t.test('a client given only its required members has every member the workers re
     redirectUris: true,
     requirePkce: true,
     allowPlainTextPkce: true,
+    requireDPoP: true,
+    requireDPoPNonce: true,
     accessTokenLifetime: true,
     identityTokenLifetime: true,
     authorizationCodeLifetime: true,
@@ -50,7 +52,7 @@ t.test('a client given only its required members has every member the workers re
     alwaysSendClientClaims: true,
   };
   const parsed: ClientConfig = clientSchema.parse({ clientId: 'c', allowedGrantTypes: ['client_credentials'] });
-  const optional = new Set<string>(['clientName', 'jwks', 'jwksUri']);
+  const optional = new Set<string>(['clientName', 'jwks', 'jwksUri', 'requireDPoPNonce']);
   t.same(
     Object.keys(parsed).sort(),
     Object.keys(members)
