@@ -178,6 +178,12 @@ export const clientSchema = z.strictObject({
     .boolean()
     .default(false)
     .describe('Adds client claims to tokens issued for users too, not only client_credentials.'),
+  properties: z
+    .record(z.string(), z.string({ error: 'must be a string' }))
+    .default({})
+    .describe(
+      'Free-form settings of this client for validators and the profile service (context.request.client.properties); never in tokens.',
+    ),
 });
 
 const userSchema = z.strictObject({

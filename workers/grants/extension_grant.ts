@@ -21,6 +21,7 @@ import type { GrantHandler, GrantRequest, GrantServices, TokenResponse } from '.
 import { clientOnlyPolicy, userPolicy } from './scope_rules.js';
 import { issueTokens } from './token_issuance.js';
 import { validatedTokens } from '../tokens/validated_tokens.js';
+import { clockToleranceSeconds } from '../tokens/token_validator.js';
 
 /** Members of a token response that a custom response can never replace (validators/README.md). */
 const standardResponseMembers = new Set(['access_token', 'token_type', 'expires_in', 'scope', 'refresh_token', 'id_token']);
@@ -70,7 +71,7 @@ export function extensionGrantHandler(
       // A success is checked whole before anything is issued: each of these is a validator bug
       // that would otherwise issue a token the validator did not mean (validators/README.md,
       // "When things go wrong").
-      const problem = successProblem(result);
+      const problem = successProblem(result, services.now());
       if (problem !== undefined) throw refused(validator, options, problem);
       const checked = checkedGrantClaims(result.claims);
       if (typeof checked === 'string') throw refused(validator, options, checked);
@@ -92,8 +93,9 @@ export function extensionGrantHandler(
         const signIn = result.subjectToken !== undefined && validatedTokens.has(result.subjectToken) ? signInOf(result.subjectToken) : {};
         // A token for an existing sign-in (delegation, token exchange) keeps it: who signed in,
         // where and how, and when (RFC 8693 §1.1; the new token is about the same authentication).
-        claims.auth_time = signIn.auth_time ?? Math.floor(services.now() / 1000);
-        claims.idp = signIn.idp ?? 'local';
+        // What the validator states about the sign-in comes first: it knows the authentication.
+        claims.auth_time = result.authTime ?? signIn.auth_time ?? Math.floor(services.now() / 1000);
+        claims.idp = result.identityProvider ?? signIn.idp ?? 'local';
         claims.amr = signIn.amr ?? [result.grantType ?? validator.grantType];
         if (signIn.tenant !== undefined) claims.tenant = signIn.tenant;
       }
@@ -183,7 +185,7 @@ function signInOf(token: TokenValidationResult): { auth_time?: number; idp?: str
 
 const validatedClients = new WeakMap<RegisteredClient, ValidatedTokenRequest['client']>();
 
-function validatedClient(client: RegisteredClient): ValidatedTokenRequest['client'] {
+export function validatedClient(client: RegisteredClient): ValidatedTokenRequest['client'] {
   let view = validatedClients.get(client);
   if (view === undefined) {
     view = Object.freeze({
@@ -194,6 +196,7 @@ function validatedClient(client: RegisteredClient): ValidatedTokenRequest['clien
       claims: client.config.claims,
       audiences: client.config.audiences,
       allowClientTokenExchange: client.config.allowClientTokenExchange,
+      properties: Object.freeze({ ...client.config.properties }),
     });
     validatedClients.set(client, view);
   }
@@ -238,7 +241,7 @@ function refused(validator: ExtensionGrantValidator, options: { logger: Logger; 
 }
 
 /** Why a success result cannot be issued from, or `undefined` when it can. */
-function successProblem(result: GrantValidationResult): string | undefined {
+function successProblem(result: GrantValidationResult, now: number): string | undefined {
   // `undefined` (or `null`, which `success` maps to it) is documented as a client-only token;
   // anything else that is not a non-empty string (a number, an object, '') is a bug.
   if (result.subject !== undefined && (typeof result.subject !== 'string' || result.subject.length === 0)) {
@@ -249,6 +252,32 @@ function successProblem(result: GrantValidationResult): string | undefined {
   }
   if (result.customResponse !== undefined && !isPlainObject(result.customResponse)) {
     return 'validator gave a customResponse that is not an object';
+  }
+  return signInProblem(result, now);
+}
+
+/**
+ * Why a result's `identityProvider`/`authTime` cannot be issued, or
+ * `undefined`. Both describe a user's sign-in: a client-only result has none. An `auth_time` in
+ * the future (beyond the clock tolerance) would make a token claim an authentication that has not
+ * happened (OIDC Core §2).
+ */
+export function signInProblem(
+  result: Pick<GrantValidationResult, 'subject' | 'identityProvider' | 'authTime'>,
+  nowMs: number,
+): string | undefined {
+  const { identityProvider, authTime } = result;
+  if (identityProvider !== undefined && (typeof identityProvider !== 'string' || identityProvider.length === 0)) {
+    return 'validator gave an identityProvider that is not a non-empty string';
+  }
+  if (authTime !== undefined) {
+    if (typeof authTime !== 'number' || !Number.isSafeInteger(authTime) || authTime <= 0) {
+      return 'validator gave an authTime that is not a positive integer (epoch seconds)';
+    }
+    if (authTime > nowMs / 1000 + clockToleranceSeconds) return 'validator gave an authTime in the future';
+  }
+  if (result.subject === undefined && (identityProvider !== undefined || authTime !== undefined)) {
+    return 'validator gave identityProvider or authTime for a client-only result';
   }
   return undefined;
 }

@@ -7,7 +7,7 @@ import {
   type ResourceOwnerPasswordValidator,
 } from '../protocol/validator_api.js';
 import { parseAcrValues } from './acr_values.js';
-import { grantClaims, isResult, runWithTimeout, validatedRequest } from './extension_grant.js';
+import { grantClaims, isResult, runWithTimeout, signInProblem, validatedRequest } from './extension_grant.js';
 import { type FailureThrottle, whenBlockEnds } from './failure_throttle.js';
 import type { GrantHandler, GrantRequest, GrantServices } from './grant_handler.js';
 import { userPolicy, type GrantedScopes } from './scope_rules.js';
@@ -106,13 +106,19 @@ export function createResourceOwnerAuthenticator(
       noteLogin({ username: userName, success: false, reason: 'wrong_credentials' });
       throw failureOf(result);
     }
+    // A sign-in the validator described wrongly is its bug: refused whole, as an extension grant's.
+    const problem = signInProblem(result, services.now());
+    if (problem !== undefined) {
+      logger.error({ clientId: client.clientId, reason: problem }, 'validator result refused: ' + problem);
+      throw new OAuthError(OAuthErrors.invalidGrant);
+    }
     await Promise.all([throttle.recordSuccess(throttleSubject), userThrottle.recordSuccess(userSubject)]);
     noteLogin({ username: userName, success: true, subject });
 
     const claims = grantClaims(result.claims);
-    claims.auth_time = Math.floor(services.now() / 1000);
+    claims.auth_time = result.authTime ?? Math.floor(services.now() / 1000);
     // The validator may name the user's identity provider; `idp` is otherwise not its to set.
-    claims.idp = claimOf(result.claims, 'idp') ?? acr.idp ?? 'local';
+    claims.idp = result.identityProvider ?? claimOf(result.claims, 'idp') ?? acr.idp ?? 'local';
     claims.amr = [result.grantType ?? 'pwd'];
     if (acr.tenant !== undefined) claims.tenant = acr.tenant;
     return { subject, claims };

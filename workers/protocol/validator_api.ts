@@ -41,6 +41,16 @@ export interface ValidatedClient {
   readonly audiences: readonly string[];
   /** Whether token exchange may take a client-only token (no user) as its subject token. */
   readonly allowClientTokenExchange: boolean;
+  /**
+   * The client's `properties` from the config (docs/configuration.md): free-form settings a
+   * validator or profile service reads, IdentityServer's client `Properties`. Frozen.
+   *
+   * @example
+   * ```ts
+   * const tier = context.request.client.properties.tier ?? 'standard';
+   * ```
+   */
+  readonly properties: Readonly<Record<string, string>>;
 }
 
 /** A token request that passed client authentication and the grant-type check. */
@@ -175,6 +185,18 @@ export interface SuccessOptions {
    * empties the scopes fails closed as `invalid_grant`. `aud` follows the scopes.
    */
   scopes?: readonly string[];
+  /**
+   * The identity provider the user signed in with (the token's `idp`), for a result with a
+   * subject: a non-empty string. Without it: the `idp` claim of `claims`, the subject token's, or
+   * `local`.
+   */
+  identityProvider?: string;
+  /**
+   * When the user authenticated (the token's `auth_time`, OIDC Core §2), in epoch seconds, for a
+   * result with a subject: an integer, not later than now (a few seconds of clock tolerance).
+   * Without it: the subject token's, or now.
+   */
+  authTime?: number;
 }
 
 // Results built by the factories below. Tessera accepts only these: an object that merely looks
@@ -213,6 +235,10 @@ export class GrantValidationResult {
   readonly scopes: readonly string[] | undefined;
   /** Whose sign-in the new token keeps (see {@link SuccessOptions.subjectToken}). */
   readonly subjectToken: TokenValidationResult | undefined;
+  /** The token's `idp` (see {@link SuccessOptions.identityProvider}). */
+  readonly identityProvider: string | undefined;
+  /** The token's `auth_time`, epoch seconds (see {@link SuccessOptions.authTime}). */
+  readonly authTime: number | undefined;
 
   private constructor(fields: {
     isError: boolean;
@@ -224,6 +250,8 @@ export class GrantValidationResult {
     customResponse?: Readonly<Record<string, unknown>> | undefined;
     scopes?: readonly string[] | undefined;
     subjectToken?: TokenValidationResult | undefined;
+    identityProvider?: string | undefined;
+    authTime?: number | undefined;
   }) {
     this.isError = fields.isError;
     this.error = fields.error;
@@ -234,6 +262,8 @@ export class GrantValidationResult {
     this.customResponse = fields.customResponse;
     this.scopes = fields.scopes;
     this.subjectToken = fields.subjectToken;
+    this.identityProvider = fields.identityProvider;
+    this.authTime = fields.authTime;
     // Frozen, so what Tessera checks is what it issues from.
     Object.freeze(this);
     builtResults.add(this);
@@ -258,6 +288,8 @@ export class GrantValidationResult {
       customResponse: options.customResponse,
       scopes: options.scopes === undefined ? undefined : Object.freeze([...options.scopes]),
       subjectToken: options.subjectToken,
+      identityProvider: options.identityProvider,
+      authTime: options.authTime,
     });
   }
 }
@@ -286,7 +318,8 @@ export interface ResourceOwnerPasswordValidationContext {
  * `kind = 'resource_owner_password'`) replaces it.
  *
  * On success, return `GrantValidationResult.success(subjectId, 'pwd', { claims })`; the token gets
- * `amr: ["pwd"]`, `auth_time`, `idp` (from `claims.idp`, the request's `idp:`, or `local`) and
+ * `amr: ["pwd"]`, `auth_time`, `idp` (from `identityProvider`, `claims.idp`, the request's `idp:`,
+ * or `local`) and
  * `tenant` when one was given. On failure set nothing, or an error: never tell which part was
  * wrong.
  *
@@ -311,3 +344,4 @@ export interface ResourceOwnerPasswordValidator {
 }
 
 export type ResourceOwnerPasswordValidatorClass = new (services: ValidatorServices) => ResourceOwnerPasswordValidator;
+

@@ -90,6 +90,8 @@ export interface ClientConfig {
   /** API resource names this client is (delegation and token exchange; docs/configuration.md). */
   readonly audiences: readonly string[];
   readonly allowClientTokenExchange: boolean;
+  /** Free-form settings for validators and the profile service (IdentityServer's client `Properties`). */
+  readonly properties: Readonly<Record<string, string>>;
 }
 
 /** `dpop`: proof checks and server nonces (RFC 9449). */

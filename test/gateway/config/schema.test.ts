@@ -50,6 +50,7 @@ t.test('a client given only its required members has every member the workers re
     identityProviderRestrictions: true,
     claims: true,
     alwaysSendClientClaims: true,
+    properties: true,
   };
   const parsed: ClientConfig = clientSchema.parse({ clientId: 'c', allowedGrantTypes: ['client_credentials'] });
   const optional = new Set<string>(['clientName', 'jwks', 'jwksUri', 'requireDPoPNonce']);

@@ -1,7 +1,8 @@
 // Validators fail closed (validators/README.md, "When things go wrong"): a result Tessera did not
-// build, a subject that is not a non-empty string, claims of the wrong shape or claims that would
-// overwrite what the service sets are refused as invalid_grant, never issued, and the log says
-// why in one line naming the validator. End to end: `tessera start` in a child process, so the
+// build, a subject that is not a non-empty string, claims of the wrong shape, claims that would
+// overwrite what the service sets, or a sign-in (identityProvider, authTime) that cannot be true
+// are refused as invalid_grant, never issued, and the log says why in one line naming the
+// validator. End to end: `tessera start` in a child process, so the
 // worker threads' own log lines are read as an operator reads them.
 import t from 'tap';
 import { fileURLToPath } from 'node:url';
@@ -56,6 +57,12 @@ t.test('a validator result that is not a well-formed success never issues a toke
       ],
     ),
     ['the protected claim sub as a pair', { case: 'protected_pair', claim: 'sub' }, /protected claim sub$/],
+    ['an empty identityProvider', { case: 'idp_empty' }, /identityProvider that is not a non-empty string/],
+    ['an identityProvider that is a number', { case: 'idp_number' }, /identityProvider that is not a non-empty string/],
+    ['an authTime in the future', { case: 'auth_time_future' }, /authTime in the future/],
+    ['an authTime with a fraction', { case: 'auth_time_float' }, /authTime that is not a positive integer/],
+    ['an authTime that is a string', { case: 'auth_time_string' }, /authTime that is not a positive integer/],
+    ['an identityProvider for a client-only result', { case: 'client_only_idp' }, /for a client-only result/],
   ];
   for (const [name, params, reason] of cases) {
     const before = logLines().length;
