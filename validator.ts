@@ -1,5 +1,5 @@
 /**
- * The validator API: everything an extension-grant or password validator imports
+ * The validator API: everything an extension-grant or password validator or a profile service imports
  * (validators/README.md).
  *
  * @example
@@ -20,7 +20,12 @@ export {
   type ExtensionGrantValidationContext,
   type ExtensionGrantValidator,
   type ExtensionGrantValidatorClass,
+  type IsActiveContext,
   type PasswordValidationRequest,
+  type ProfileDataCaller,
+  type ProfileDataRequestContext,
+  type ProfileService,
+  type ProfileServiceClass,
   type ResourceOwnerPasswordValidationContext,
   type ResourceOwnerPasswordValidator,
   type ResourceOwnerPasswordValidatorClass,

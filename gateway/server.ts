@@ -185,6 +185,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
         grantModules,
         validatorModules: modules.filter((m) => m.kind === 'extension_grant').map((m) => m.url),
         passwordValidatorModule: modules.find((m) => m.kind === 'resource_owner_password')?.url ?? null,
+        profileServiceModule: modules.find((m) => m.kind === 'profile_service')?.url ?? null,
         storeHost,
         recordFacts: auditEvents.enabled,
         recordTiming: tracing !== undefined,

@@ -3,7 +3,12 @@ import { createHash } from 'node:crypto';
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { ExtensionGrantValidator, ResourceOwnerPasswordValidator, ValidatorServices } from '../workers/protocol/validator_api.js';
+import type {
+  ExtensionGrantValidator,
+  ProfileService,
+  ResourceOwnerPasswordValidator,
+  ValidatorServices,
+} from '../workers/protocol/validator_api.js';
 import { ensureTypeScriptLoader, isTypeScriptModule } from '../workers/typescript_loader.js';
 import { ConfigError } from './config/config_error.js';
 
@@ -13,9 +18,12 @@ export interface ValidatorModule {
   readonly file: string;
   /** What workers import. */
   readonly url: string;
-  /** An extension grant, or the password grant's credential check (which replaces the built-in). */
-  readonly kind: 'extension_grant' | 'resource_owner_password';
-  /** The grant type it serves (`password` for a password validator). */
+  /**
+   * An extension grant, the password grant's credential check (which replaces the built-in), or
+   * the profile service (users' claims and whether they are active).
+   */
+  readonly kind: 'extension_grant' | 'resource_owner_password' | 'profile_service';
+  /** The grant type it serves (`password` for a password validator, `''` for a profile service). */
   readonly grantType: string;
   /**
    * Modification times of the module, of the other files in its folder (helper modules, data) and
@@ -85,12 +93,13 @@ export async function loadValidatorModules(
 function collisionsOf(modules: readonly ValidatorModule[], reserved: ReadonlySet<string>): { path: string; message: string }[] {
   const claims = new Map<string, ValidatorModule[]>();
   for (const module of modules) {
-    const key = module.kind === 'resource_owner_password' ? '' : module.grantType;
+    // Keys no grant type can be: one password validator and one profile service at most.
+    const key = module.kind === 'extension_grant' ? module.grantType : `\u0000${module.kind}`;
     claims.set(key, [...(claims.get(key) ?? []), module]);
   }
   const problems: { path: string; message: string }[] = [];
   for (const [grantType, claimants] of claims) {
-    if (grantType !== '' && reserved.has(grantType)) {
+    if (!grantType.startsWith('\u0000') && reserved.has(grantType)) {
       for (const { file } of claimants)
         problems.push({ path: file, message: `grant type "${grantType}" is already registered by a built-in grant` });
       continue;
@@ -98,7 +107,12 @@ function collisionsOf(modules: readonly ValidatorModule[], reserved: ReadonlySet
     if (claimants.length < 2) continue;
     for (const { file } of claimants) {
       const others = claimants.filter((other) => other.file !== file).map((other) => other.file);
-      const what = grantType === '' ? 'a password validator' : `grant type "${grantType}"`;
+      const what =
+        grantType === '\u0000resource_owner_password'
+          ? 'a password validator'
+          : grantType === '\u0000profile_service'
+            ? 'a profile service'
+            : `grant type "${grantType}"`;
       problems.push({ path: file, message: `${what} is also registered by ${others.join(', ')}` });
     }
   }
@@ -173,14 +187,24 @@ async function inspectValidator(url: string, file: string, version: string): Pro
   // An arrow function has no prototype and cannot be constructed: not a class either.
   if (typeof Validator !== 'function' || Validator.prototype === undefined)
     throw new Error('has no default export that is a validator class');
-  let instance: ExtensionGrantValidator | ResourceOwnerPasswordValidator;
+  let instance: ExtensionGrantValidator | ResourceOwnerPasswordValidator | ProfileService;
   try {
     instance = new (Validator as new (s: ValidatorServices) => ExtensionGrantValidator)(inspectionServices);
   } catch (err) {
     throw new Error(`its constructor threw: ${(err as Error).message.split('\n')[0]}`);
   }
-  if (typeof instance.validate !== 'function') throw new Error('its validator has no validate(context) method');
   const dataFiles = declaredDataFiles(module.dataFiles, file);
+  if ('kind' in instance && instance.kind === 'profile_service') {
+    const service = instance as Partial<ProfileService>;
+    if (typeof service.getProfileData !== 'function' || typeof service.isActive !== 'function') {
+      throw new Error('its profile service lacks getProfileData(context) or isActive(context)');
+    }
+    const inspection: ValidatorInspection = { kind: 'profile_service', grantType: '', dataFiles };
+    inspections.set(versionedUrl, inspection);
+    return inspection;
+  }
+  if (!('validate' in instance) || typeof instance.validate !== 'function')
+    throw new Error('its validator has no validate(context) method');
   let inspection: ValidatorInspection;
   if ('kind' in instance && instance.kind === 'resource_owner_password') {
     inspection = { kind: 'resource_owner_password', grantType: 'password', dataFiles };

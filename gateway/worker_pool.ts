@@ -38,6 +38,8 @@ export interface PoolInputs {
   grantModules: readonly string[];
   validatorModules: readonly string[];
   passwordValidatorModule: string | null;
+  /** The profile service module, if `validatorsDir` has one. */
+  profileServiceModule?: string | null;
   /** The memory store's main-thread half; `null` on Redis, which workers reach themselves. */
   storeHost: MemoryStoreHost | null;
   /** Workers send back what audit events need (workers/protocol/task_facts.ts). */
@@ -60,6 +62,7 @@ export async function startWorkerPool(inputs: PoolInputs): Promise<Piscina> {
     grantModules: inputs.grantModules,
     validatorModules: inputs.validatorModules,
     passwordValidatorModule: inputs.passwordValidatorModule,
+    profileServiceModule: inputs.profileServiceModule ?? null,
     logLevel: config.logLevel,
     recordFacts: inputs.recordFacts || inputs.recordTiming,
     recordTiming: inputs.recordTiming,

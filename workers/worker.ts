@@ -33,7 +33,13 @@ import { IdTokenBuilder } from './tokens/id_token.js';
 import { IdentityClaims } from './tokens/identity_claims.js';
 import { AccessTokenValidator } from './tokens/token_validator.js';
 import { extensionGrantHandler, validatorApiResources } from './grants/extension_grant.js';
-import type { ExtensionGrantValidator, ResourceOwnerPasswordValidator, ValidatorServices } from './protocol/validator_api.js';
+import type {
+  ExtensionGrantValidator,
+  ProfileServiceClass,
+  ResourceOwnerPasswordValidator,
+  ValidatorServices,
+} from './protocol/validator_api.js';
+import { UserProfiles } from './grants/user_profiles.js';
 import { ConfigUserPasswordValidator } from './grants/config_user_validator.js';
 import { FailureThrottle } from './grants/failure_throttle.js';
 import { createPasswordGrant, createResourceOwnerAuthenticator } from './grants/password.js';
@@ -91,6 +97,20 @@ const authenticateResourceOwner = createResourceOwnerAuthenticator(passwordValid
   logger,
 });
 
+// The profile service (users' claims and whether they are active), when validatorsDir has one.
+const identityClaims = new IdentityClaims(boot.config);
+let profiles: UserProfiles | undefined;
+if (typeof boot.profileServiceModule === 'string') {
+  const url = boot.profileServiceModule;
+  if (isTypeScriptModule(url)) ensureTypeScriptLoader();
+  const { default: ProfileService } = (await import(url)) as { default: ProfileServiceClass };
+  profiles = new UserProfiles(new ProfileService(validatorServices(moduleName(url))), identityClaims, {
+    timeoutMs: boot.config.validatorTimeoutMs,
+    logger: logger.child({ profileService: moduleName(url) }),
+    source: url,
+  });
+}
+
 // Every built-in grant, then the internal grant modules (tests), then the extension grants.
 const registry = new GrantRegistry({ password: createPasswordGrant(authenticateResourceOwner) });
 for (const url of boot.grantModules) {
@@ -134,6 +154,7 @@ const services: GrantServices = {
   store,
   now: Date.now,
   logger,
+  profiles,
 };
 
 function moduleName(url: string): string {
@@ -159,7 +180,9 @@ const endpointServices = {
   now: Date.now,
   introspectionThrottle: new IntrospectionThrottle(store, boot.config.throttling.introspectionInactive),
   resourceScopes: new Map(boot.config.apiResources.map((r) => [r.name, new Set(r.scopes)])),
-  identityClaims: new IdentityClaims(boot.config),
+  identityClaims,
+  profiles,
+  clients: services.clients,
   dpopProofs: dpopProofServices,
   userInfoHtu: normalizeHtu(`${boot.config.issuer}/connect/userinfo`),
 };

@@ -110,6 +110,34 @@ t.test('loading validators', async (t) => {
     ]);
   });
 
+  t.test('loads a profile service, and refuses a second one, naming each file with the other', async (t) => {
+    const profileService = `
+      export default class Profiles {
+        kind = 'profile_service';
+        async getProfileData() { return {}; }
+        async isActive() { return true; }
+      }
+    `;
+    const one = t.testdir({ 'profiles.mjs': profileService, 'grant.ts': tsValidator('grant') });
+    const loaded = await loadValidatorModules({ dir: one }, builtInGrantTypes);
+    t.same(
+      loaded.map((m) => [path.basename(m.file), m.kind]),
+      [
+        ['grant.ts', 'extension_grant'],
+        ['profiles.mjs', 'profile_service'],
+      ],
+    );
+    const two = t.testdir({ 'a_profiles.mjs': profileService, 'b_profiles.mjs': profileService });
+    t.same(await problemsOf(two), [
+      { path: path.join(two, 'a_profiles.mjs'), message: `a profile service is also registered by ${path.join(two, 'b_profiles.mjs')}` },
+      { path: path.join(two, 'b_profiles.mjs'), message: `a profile service is also registered by ${path.join(two, 'a_profiles.mjs')}` },
+    ]);
+    const half = t.testdir({ 'half.mjs': "export default class { kind = 'profile_service'; async isActive() { return true; } }" });
+    t.same(await problemsOf(half), [
+      { path: path.join(half, 'half.mjs'), message: 'its profile service lacks getProfileData(context) or isActive(context)' },
+    ]);
+  });
+
   t.test('refuses a grant type that collides with a built-in grant', async (t) => {
     const dir = t.testdir({ 'password.ts': tsValidator('password') });
     t.same(await problemsOf(dir), [

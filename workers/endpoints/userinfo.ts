@@ -1,4 +1,7 @@
-import { BearerErrors, DPoPErrors, type BearerErrorEntry } from '../protocol/oauth_errors.js';
+import { BearerErrors, DPoPErrors, OAuthError, OAuthErrors, type BearerErrorEntry } from '../protocol/oauth_errors.js';
+import type { RegisteredClient } from '../protocol/client_model.js';
+import type { ClaimValue } from '../protocol/validator_api.js';
+import type { UserProfiles } from '../grants/user_profiles.js';
 import type { TokenTaskResult, UserInfoItem } from '../protocol/token_task.js';
 import { verifyDPoPProof, type DPoPProofServices } from '../dpop/dpop_proof.js';
 import type { IdentityClaims } from '../tokens/identity_claims.js';
@@ -10,6 +13,9 @@ export interface UserInfoServices {
   readonly dpopProofs: DPoPProofServices;
   /** The endpoint's URL as discovery publishes it, through `normalizeHtu`: what a proof's `htu` must name. */
   readonly userInfoHtu: string;
+  /** The profile service, when `validatorsDir` has one: it says who is active and holds the claims. */
+  readonly profiles?: UserProfiles | undefined;
+  readonly clients: ReadonlyMap<string, RegisteredClient>;
 }
 
 /**
@@ -44,7 +50,22 @@ export async function userInfo(item: UserInfoItem, services: UserInfoServices): 
   if (!scopes.includes('openid')) return answer(BearerErrors.notOpenId);
   const subject = payload.sub as string;
   const claims: Record<string, unknown> = { sub: subject };
-  services.identityClaims.release(claims, subject, scopes, payload);
+  let profile: Readonly<Record<string, ClaimValue>> | undefined;
+  if (services.profiles !== undefined) {
+    const client = services.clients.get(payload.client_id as string);
+    // A token of a client that is no longer configured is as good as revoked.
+    if (client === undefined) return answer(BearerErrors.invalidToken);
+    try {
+      if (!(await services.profiles.isActive(subject, client, 'userinfo'))) return answer(BearerErrors.invalidToken);
+      const types = services.identityClaims.claimTypesOf(scopes);
+      profile = await services.profiles.claims(subject, client, 'userinfo', types, scopes, payload as Record<string, ClaimValue>);
+    } catch (err) {
+      // A profile service that failed is the server's fault, not the token's: 500, or 503 on a timeout.
+      if (err instanceof OAuthError && err.status !== 503) throw new OAuthError(OAuthErrors.serverError);
+      throw err;
+    }
+  }
+  services.identityClaims.release(claims, subject, scopes, payload, profile);
   return [200, JSON.stringify(claims), null];
 }
 

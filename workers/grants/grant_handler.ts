@@ -5,6 +5,7 @@ import type { FormParams } from '../protocol/token_task.js';
 import type { JwtSigner } from '../tokens/jwt_signer.js';
 import type { IdTokenBuilder } from '../tokens/id_token.js';
 import type { ScopeRules } from './scope_rules.js';
+import type { UserProfiles } from './user_profiles.js';
 
 /** What every grant handler may use; one instance per worker thread. */
 export interface GrantServices {
@@ -17,6 +18,8 @@ export interface GrantServices {
   /** Epoch milliseconds; injectable so expiry rules are testable without sleeping. */
   readonly now: () => number;
   readonly logger: Logger;
+  /** The profile service of `validatorsDir`, when there is one (user_profiles.ts). */
+  readonly profiles?: UserProfiles | undefined;
 }
 
 /** A token request that passed the gateway: client authenticated, grant type allowed. */

@@ -8,7 +8,7 @@ import type { GrantHandler, GrantRequest, GrantServices, TokenResponse } from '.
 import { redeemOrReplayed, refuseRedeemed, type SingleUseItem } from './redeem_once.js';
 import { userPolicy, type GrantedScopes, type ScopeRules } from './scope_rules.js';
 import type { RegisteredClient } from '../protocol/client_model.js';
-import { signAccessToken, signIdToken, tokenResponse } from './token_issuance.js';
+import { profiledGrant, signAccessToken, signIdToken, tokenResponse } from './token_issuance.js';
 
 const invalidGrant = (): OAuthError => new OAuthError(OAuthErrors.invalidRefreshToken);
 
@@ -41,7 +41,13 @@ export const refreshTokenGrant: GrantHandler = {
     checkKeyBinding(request, record);
 
     const scopes = narrowedScopes(services.scopes, client, record, request.params.scope);
-    const grant = { scopes, subject: record.subject, claims: record.claims };
+    // A user who is no longer active gets nothing; the token stays as it is (IdentityServer's rule).
+    const grant = await profiledGrant(
+      request,
+      services,
+      { scopes, subject: record.subject, claims: record.claims },
+      record.openId !== undefined,
+    );
     const accessToken = signAccessToken(request, services, grant, now);
     // OIDC Core §12.2: same sub, aud and auth_time; no nonce.
     const idToken = signIdToken(request, services, grant, record.openId, accessToken, now);
@@ -157,7 +163,12 @@ async function continueRetried(request: GrantRequest, services: GrantServices, r
   checkKeyBinding(request, record);
 
   const scopes = narrowedScopes(services.scopes, client, record, request.params.scope);
-  const grant = { scopes, subject: record.subject, claims: record.claims };
+  const grant = await profiledGrant(
+    request,
+    services,
+    { scopes, subject: record.subject, claims: record.claims },
+    record.openId !== undefined,
+  );
   const accessToken = signAccessToken(request, services, grant, now);
   const idToken = signIdToken(request, services, grant, record.openId, accessToken, now);
   // Checked and recorded in one step: if the successor was used (or the window closed, or the

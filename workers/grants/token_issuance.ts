@@ -8,12 +8,15 @@ import type { GrantRequest, GrantServices, TokenResponse } from './grant_handler
 import { redeemOnce, type Redeemable, type SingleUseItem } from './redeem_once.js';
 import type { GrantedScopes } from './scope_rules.js';
 import { noteIssued } from '../task_facts_recorder.js';
+import type { ProfileClaims } from './user_profiles.js';
 
 /** What a grant decided; the shared last step turns it into tokens. */
 export interface TokenGrant {
   scopes: GrantedScopes;
   subject?: string;
   claims?: Readonly<Record<string, ClaimValue>>;
+  /** What the profile service said for this issuance (user_profiles.ts); never stored. */
+  profile?: ProfileClaims;
 }
 
 /** For grants that issue ID tokens (code, device, and refreshes of those). */
@@ -53,6 +56,7 @@ export function signAccessToken(
   };
   if (grant.subject !== undefined) input.subject = grant.subject;
   if (grant.claims !== undefined) input.claims = grant.claims;
+  if (grant.profile !== undefined) input.claims = { ...grant.claims, ...grant.profile.accessToken };
   if (request.jkt !== undefined) input.jkt = request.jkt;
   const claims = buildAccessTokenClaims(input);
   noteIssued(claims.jti as string, grant.subject);
@@ -106,9 +110,27 @@ export function signIdToken(
     sid: openId.sid,
     accessToken: accessToken.token,
     claims: grant.claims,
+    profileClaims: grant.profile?.idToken,
     now: Math.floor(nowMs / 1000),
   });
   return services.signer.sign(payload, 'JWT');
+}
+
+/**
+ * A user grant as the profile service sees it (user_profiles.ts): refused for a user who is no
+ * longer active, with the claims it gives. Without a profile service, or for a client-only token,
+ * the grant as it is.
+ */
+export async function profiledGrant(
+  request: GrantRequest,
+  services: GrantServices,
+  grant: TokenGrant,
+  openId: boolean,
+): Promise<TokenGrant> {
+  const { profiles } = services;
+  const subject = grant.subject;
+  if (profiles === undefined || subject === undefined) return grant;
+  return profiles.profiled(request, { ...grant, subject }, openId && grant.scopes.scopes.includes('openid'));
 }
 
 /**
@@ -119,9 +141,10 @@ export function signIdToken(
 export async function issueTokens<T extends Redeemable>(
   request: GrantRequest,
   services: GrantServices,
-  grant: TokenGrant,
+  decided: TokenGrant,
   options: IssueOptions<T> = {},
 ): Promise<TokenResponse> {
+  const grant = await profiledGrant(request, services, decided, options.openId !== undefined);
   const { store } = services;
   const now = services.now();
   const client = request.client.config;

@@ -345,3 +345,77 @@ export interface ResourceOwnerPasswordValidator {
 
 export type ResourceOwnerPasswordValidatorClass = new (services: ValidatorServices) => ResourceOwnerPasswordValidator;
 
+/** What a profile service is asked claims for (IdentityServer's `ProfileDataRequestContext.Caller`). */
+export type ProfileDataCaller = 'access_token' | 'id_token' | 'userinfo';
+
+/** What {@link ProfileService.getProfileData} gets. */
+export interface ProfileDataRequestContext {
+  /** The user (`sub`). */
+  readonly subject: string;
+  /** The client the token is (or was) issued to. */
+  readonly client: ValidatedClient;
+  readonly caller: ProfileDataCaller;
+  /**
+   * The claim types the granted identity scopes release (`id_token`, `userinfo`): only these of
+   * the returned claims reach the ID token or the UserInfo answer. Empty for `access_token`: every
+   * claim returned is added to the access token (decide by {@link scopes}).
+   */
+  readonly requestedClaimTypes: readonly string[];
+  /** The scopes of the token being issued, or of the access token presented at UserInfo. */
+  readonly scopes: readonly string[];
+  /** The sign-in the token records: `auth_time`, `idp`, `amr`, `tenant` and a validator's claims. */
+  readonly signIn: Readonly<Record<string, ClaimValue>>;
+}
+
+/** What {@link ProfileService.isActive} gets. */
+export interface IsActiveContext {
+  /** The user (`sub`). */
+  readonly subject: string;
+  readonly client: ValidatedClient;
+  /** The grant type of the token request (`password`, `refresh_token`, an extension grant's…), or `userinfo`. */
+  readonly caller: string;
+}
+
+/**
+ * The profile service (IdentityServer's `IProfileService`): where users' claims come from, and
+ * whether a user may still get tokens, so that users can live in a store of their own instead of
+ * the config file. A module in `validatorsDir` whose default export implements this (marked by
+ * `kind = 'profile_service'`) is consulted on every issuance for a user (password,
+ * authorization_code, device_code, refresh_token, extension grants with a subject) and at the
+ * UserInfo endpoint; at most one. Without one, the configured `users` answer.
+ *
+ * A user who is not active is refused (`invalid_grant`; `401 invalid_token` at UserInfo). Claims
+ * for `id_token` and `userinfo` replace the configured users' (only the types the identity scopes
+ * release are used); claims for `access_token` are added to the access token, and a registered
+ * claim (`sub`, `iss`, `aud`, `exp`, `idp`, `cnf`…) among them fails the request closed, as for a
+ * validator. A throw is `invalid_grant`, no answer within `validatorTimeoutMs`
+ * `temporarily_unavailable`.
+ *
+ * @example
+ * ```ts
+ * import { readFileSync } from 'node:fs';
+ * import type { ProfileService, ProfileDataRequestContext, IsActiveContext } from 'tessera/validator';
+ *
+ * export const dataFiles = ['./people.json'];
+ * const people = JSON.parse(readFileSync(new URL('./people.json', import.meta.url), 'utf8'));
+ *
+ * export default class PeopleProfileService implements ProfileService {
+ *   readonly kind = 'profile_service';
+ *   async getProfileData(context: ProfileDataRequestContext) {
+ *     return context.caller === 'access_token' ? { department: people[context.subject].department } : people[context.subject].claims;
+ *   }
+ *   async isActive(context: IsActiveContext) {
+ *     return people[context.subject]?.active === true;
+ *   }
+ * }
+ * ```
+ */
+export interface ProfileService {
+  readonly kind: 'profile_service';
+  /** The user's claims for `context.caller`: `{ name: value }` or `[{ type, value }]`. */
+  getProfileData(context: ProfileDataRequestContext): Promise<Readonly<Record<string, ClaimValue>> | readonly Claim[]>;
+  /** Whether the user may still get tokens and UserInfo answers. */
+  isActive(context: IsActiveContext): Promise<boolean>;
+}
+
+export type ProfileServiceClass = new (services: ValidatorServices) => ProfileService;

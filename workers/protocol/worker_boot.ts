@@ -14,6 +14,8 @@ export interface WorkerBootData {
   readonly validatorModules: readonly string[];
   /** URL of a custom password validator that replaces the built-in one, if any. */
   readonly passwordValidatorModule: string | null;
+  /** URL of the profile service module of `validatorsDir`, if any (validator_api.ts `ProfileService`). */
+  readonly profileServiceModule?: string | null;
   readonly logLevel: string;
   /** Record the facts of each request (task_facts.ts) for audit events (the gateway has an event sink or hook). */
   readonly recordFacts: boolean;

@@ -18,6 +18,8 @@ export interface IdTokenInput {
   accessToken: string;
   /** Claims the user's authentication produced (a custom password validator's, say). */
   claims?: Readonly<Record<string, ClaimValue>> | undefined;
+  /** The profile service's claims for the ID token, which replace the configured user's. */
+  profileClaims?: Readonly<Record<string, ClaimValue>> | undefined;
   /** Epoch seconds. */
   now: number;
 }
@@ -49,7 +51,7 @@ export class IdTokenBuilder {
     if (input.nonce !== undefined) payload.nonce = input.nonce;
     payload.at_hash = tokenHash(input.accessToken, this.alg);
     if (input.sid !== undefined) payload.sid = input.sid;
-    this.claims.release(payload, input.subject, input.scopes.identityScopes, input.claims);
+    this.claims.release(payload, input.subject, input.scopes.identityScopes, input.claims, input.profileClaims);
     return payload;
   }
 

@@ -15,19 +15,38 @@ export class IdentityClaims {
   }
 
   /**
-   * Sets on `target` the claims of `scopes` that `subject` has, from the configured user and then
-   * from `known` (what the user's authentication produced), never overwriting a member `target`
-   * already has or `sub`.
+   * Sets on `target` the claims of `scopes` that `subject` has, from `known` (what the user's
+   * authentication produced) and then the configured user, never overwriting a member `target`
+   * already has or `sub`. With a profile service, its claims (`profile`) come first and stand in
+   * for the configured user (IdentityServer's `IProfileService`; validators/README.md).
    */
-  release(target: Record<string, unknown>, subject: string, scopes: Iterable<string>, known?: Readonly<Record<string, unknown>>): void {
-    const user = this.userClaims.get(subject);
+  release(
+    target: Record<string, unknown>,
+    subject: string,
+    scopes: Iterable<string>,
+    known?: Readonly<Record<string, unknown>>,
+    profile?: Readonly<Record<string, unknown>>,
+  ): void {
+    const user = profile === undefined ? this.userClaims.get(subject) : undefined;
     for (const scope of scopes) {
       for (const type of this.claimsByScope.get(scope) ?? []) {
         if (type in target || type === 'sub') continue;
-        const value = known !== undefined && known[type] !== undefined ? known[type] : user?.[type];
+        const value =
+          profile !== undefined && profile[type] !== undefined
+            ? profile[type]
+            : known !== undefined && known[type] !== undefined
+              ? known[type]
+              : user?.[type];
         if (value !== undefined) target[type] = value;
       }
     }
+  }
+
+  /** The claim types `scopes` release, each once, in config order. */
+  claimTypesOf(scopes: Iterable<string>): string[] {
+    const types = new Set<string>();
+    for (const scope of scopes) for (const type of this.claimsByScope.get(scope) ?? []) types.add(type);
+    return [...types];
   }
 
   isIdentityScope(scope: string): boolean {
