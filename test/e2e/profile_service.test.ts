@@ -100,7 +100,16 @@ t.test(
       }
     }
   `;
-    t.testdir({ validators: { 'switchable_profile_service.ts': source } });
+    const asAlice = `
+    import { GrantValidationResult, type ExtensionGrantValidationContext } from 'tessera/validator';
+    export default class AsAlice {
+      readonly grantType = 'urn:example:grant:as-alice';
+      async validate(context: ExtensionGrantValidationContext) {
+        context.result = GrantValidationResult.success('sub-alice', this.grantType);
+      }
+    }
+  `;
+    t.testdir({ validators: { 'switchable_profile_service.ts': source, 'as_alice.ts': asAlice } });
     const dir = path.join(flags, 'validators');
     const gw = await startTestGateway(t, {
       validatorsDir: dir,
@@ -111,6 +120,7 @@ t.test(
         const scopes = { allowedScopes: ['openid', 'profile', 'api1', 'offline_access'] };
         (raw.clients as unknown[]).push(
           codeFlowClient('web'),
+          offlineUserClient('extension', { allowedGrantTypes: ['urn:example:grant:as-alice'], allowedScopes: ['api1'] }),
           offlineUserClient('ro-offline', { ...scopes, properties: { plan: 'gold' } }),
           offlineUserClient('ro-throw', { ...scopes, properties: { profileMode: 'throw' } }),
           offlineUserClient('ro-slow', { ...scopes, properties: { profileMode: 'slow' } }),
@@ -145,6 +155,8 @@ t.test(
     t.same(refusedPassword.body.error, 'invalid_grant', 'password: invalid_grant');
     t.same((await redeem()).body.error, 'invalid_grant', 'authorization_code: invalid_grant');
     t.same((await refresh()).body.error, 'invalid_grant', 'refresh_token: invalid_grant');
+    const extension = () => token(gw.url, 'extension', { grant_type: 'urn:example:grant:as-alice', scope: 'api1' });
+    t.same((await extension()).body.error, 'invalid_grant', 'an extension grant for the user: invalid_grant');
     const info = await userInfo(gw.url, signedIn.body.access_token as string);
     t.equal(info.status, 401, 'UserInfo: 401');
     t.equal(info.body.error, 'invalid_token');
@@ -154,6 +166,7 @@ t.test(
     const again = await refresh();
     t.equal(again.status, 200, 'the refresh token was refused, not revoked');
     t.equal((await redeem()).status, 200, 'the code stayed with its client');
+    t.equal((await extension()).status, 200, 'the extension grant issues again');
     const active = await userInfo(gw.url, again.body.access_token as string);
     t.same(active.body, { sub: 'sub-alice', name: 'Profile of sub-alice' }, 'UserInfo answers from the profile service');
 
