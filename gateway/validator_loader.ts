@@ -23,7 +23,10 @@ export interface ValidatorModule {
    * the profile service (users' claims and whether they are active).
    */
   readonly kind: 'extension_grant' | 'resource_owner_password' | 'profile_service';
-  /** The grant type it serves (`password` for a password validator, `''` for a profile service). */
+  /**
+   * The grant type it serves (`password` for a password validator); `profile_service` for the
+   * profile service, which serves none, so that reload log lines name it.
+   */
   readonly grantType: string;
   /**
    * Modification times of the module, of the other files in its folder (helper modules, data) and
@@ -199,7 +202,7 @@ async function inspectValidator(url: string, file: string, version: string): Pro
     if (typeof service.getProfileData !== 'function' || typeof service.isActive !== 'function') {
       throw new Error('its profile service lacks getProfileData(context) or isActive(context)');
     }
-    const inspection: ValidatorInspection = { kind: 'profile_service', grantType: '', dataFiles };
+    const inspection: ValidatorInspection = { kind: 'profile_service', grantType: 'profile_service', dataFiles };
     inspections.set(versionedUrl, inspection);
     return inspection;
   }
