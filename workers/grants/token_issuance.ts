@@ -14,6 +14,11 @@ export interface TokenGrant {
   scopes: GrantedScopes;
   subject?: string;
   claims?: Readonly<Record<string, ClaimValue>>;
+  /**
+   * RFC 8707 §2.2: the grant a refresh token stays bound to when `resource` narrowed this access
+   * token (its scopes, and its resources if it named some); by default the access token's scopes.
+   */
+  bound?: { readonly scopes: readonly string[]; readonly resources?: readonly string[] | undefined };
 }
 
 /** For grants that issue ID tokens (code, device, and refreshes of those). */
@@ -145,7 +150,8 @@ export async function issueTokens<T extends Redeemable>(
       v: 1,
       clientId: request.client.clientId,
       subject: grant.subject as string,
-      scopes: grant.scopes.scopes,
+      scopes: grant.bound?.scopes ?? grant.scopes.scopes,
+      ...(grant.bound?.resources !== undefined ? { resources: grant.bound.resources } : {}),
       claims: grant.claims ?? {},
       family,
       createdAt: now,
