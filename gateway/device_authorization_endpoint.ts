@@ -1,6 +1,7 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { deviceCodeGrantType } from '../workers/protocol/grant_types.js';
 import { userPolicy, type GrantedScopes, type ScopeRules } from '../workers/grants/scope_rules.js';
+import { requestedResources, selectResources } from '../workers/grants/resource_indicators.js';
 import type { RegisteredClient } from '../workers/protocol/client_model.js';
 import { OAuthError, OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import { isStoreUnavailable, type Store, type StoreKey } from '../workers/store/store.js';
@@ -104,9 +105,15 @@ function verifyAssertionThenAnswer(route: DeviceAuthorizationRoute, request: For
 
 function answerAuthenticatedRequest(route: DeviceAuthorizationRoute, request: FormRequest, client: RegisteredClient): void {
   if (!checkDeviceGrantAllowed(request, client)) return;
-  const scopes = checkScope(route, request, client);
-  if (scopes === undefined) return;
-  void checkRateThenIssue(route, request, client, scopes);
+  const granted = checkScope(route, request, client);
+  if (granted === undefined) return;
+  void checkRateThenIssue(route, request, client, granted);
+}
+
+/** What the device authorization grants: scopes, narrowed to the resources it names (RFC 8707 §2). */
+interface DeviceGrant {
+  readonly scopes: GrantedScopes;
+  readonly resources: readonly string[] | undefined;
 }
 
 /**
@@ -114,7 +121,7 @@ function answerAuthenticatedRequest(route: DeviceAuthorizationRoute, request: Fo
  * needs no secret to ask: without a rate, anyone can fill the store. Counted per client and
  * source address; never rejects.
  */
-async function checkRateThenIssue(route: DeviceAuthorizationRoute, request: FormRequest, client: RegisteredClient, scopes: GrantedScopes) {
+async function checkRateThenIssue(route: DeviceAuthorizationRoute, request: FormRequest, client: RegisteredClient, granted: DeviceGrant) {
   const { exchange } = request;
   const address = exchange.remoteAddress();
   let retryAfter: number;
@@ -129,7 +136,7 @@ async function checkRateThenIssue(route: DeviceAuthorizationRoute, request: Form
     exchange.sendError(OAuthErrors.tooManyDeviceAuthorizations, { retryAfter });
     return;
   }
-  await issueDeviceCode(route, exchange, client, scopes);
+  await issueDeviceCode(route, exchange, client, granted);
 }
 
 /** RFC 6749 §5.2 `unauthorized_client`: the client is not registered for the device grant. */
@@ -139,10 +146,12 @@ function checkDeviceGrantAllowed(request: FormRequest, client: RegisteredClient)
   return false;
 }
 
-/** RFC 8628 §3.1 `scope`, under the rules of a grant that signs a user in. */
-function checkScope(route: DeviceAuthorizationRoute, request: FormRequest, client: RegisteredClient): GrantedScopes | undefined {
+/** RFC 8628 §3.1 `scope`, under the rules of a grant that signs a user in, and RFC 8707 `resource`. */
+function checkScope(route: DeviceAuthorizationRoute, request: FormRequest, client: RegisteredClient): DeviceGrant | undefined {
   try {
-    return route.scopes.resolve(client, request.params.scope, userPolicy);
+    const resources = requestedResources(request.params);
+    const scopes = selectResources(route.scopes, route.scopes.resolve(client, request.params.scope, userPolicy), resources, undefined);
+    return { scopes, resources };
   } catch (err) {
     if (!(err instanceof OAuthError)) throw err;
     request.exchange.sendError(err.entry);
@@ -155,7 +164,7 @@ async function issueDeviceCode(
   route: DeviceAuthorizationRoute,
   exchange: Exchange,
   client: RegisteredClient,
-  scopes: GrantedScopes,
+  { scopes, resources }: DeviceGrant,
 ): Promise<void> {
   const lifetime = client.config.deviceCodeLifetime;
   const family = newFamilyId();
@@ -165,6 +174,7 @@ async function issueDeviceCode(
     v: 1,
     clientId: client.clientId,
     scopes: scopes.scopes,
+    ...(resources !== undefined ? { resources } : {}),
     expiresAt: issuedAt + lifetime * 1000,
     status: 'pending',
     family,

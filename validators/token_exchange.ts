@@ -91,7 +91,9 @@ export default class TokenExchangeGrantValidator implements ExtensionGrantValida
       return refuse(TokenRequestErrors.InvalidRequest, descriptions.unsupportedRequestedTokenType);
     }
 
-    const narrowed = this.narrowToTargets(context.request.requestedScopes, [raw.get('resource'), raw.get('audience')]);
+    // `resource` may repeat (RFC 8693 §2.1); the gateway hands its values over joined by a space.
+    const resources = raw.get('resource')?.split(' ') ?? [];
+    const narrowed = this.narrowToTargets(context.request.requestedScopes, [...resources, raw.get('audience')]);
     if (narrowed === null) return refuse(TokenRequestErrors.InvalidTarget, descriptions.invalidTarget);
 
     // RFC 8693 §2.2.2: an invalid subject or actor token is invalid_request.

@@ -8,13 +8,21 @@ export type FormParseFailure = 'encoding' | 'duplicate' | 'too_many';
 
 export type FormParseResult = { ok: true; params: FormParams } | { ok: false; reason: FormParseFailure };
 
+/**
+ * Parameters that may repeat (RFC 8707 §2: `resource`, one per target). Their values are kept
+ * joined by a space, which a URI cannot contain (RFC 3986 §2); a space inside one value becomes a
+ * tab, which no URI contains either, so that the value stays one malformed URI and never becomes two.
+ */
+const repeatable: ReadonlySet<string> = new Set(['resource']);
+
 /** More parameters than any grant needs; beyond it the request is refused, never truncated. */
 export const maxFormParameters = 128;
 
 /**
  * Strict form decoding for the token endpoints (RFC 6749 Appendix B, WHATWG urlencoded):
  * `+` is a space, percent-escapes must be well formed, and the decoded text must be valid UTF-8.
- * Parameters are not repeated (RFC 6749 §3.2), and one sent without a value counts as omitted.
+ * Parameters are not repeated (RFC 6749 §3.2) except `resource` (see {@link repeatable}), and
+ * one sent without a value counts as omitted.
  */
 export function parseForm(body: Uint8Array): FormParseResult {
   if (!isUtf8(body)) return { ok: false, reason: 'encoding' };
@@ -37,7 +45,13 @@ export function parseForm(body: Uint8Array): FormParseResult {
       const name = decodeComponent(rawName);
       const value = decodeComponent(rawValue);
       if (name === null || value === null) return { ok: false, reason: 'encoding' };
-      if (name.length > 0) {
+      if (name.length > 0 && repeatable.has(name)) {
+        if (value.length > 0) {
+          const one = value.replaceAll(' ', '\t');
+          const before = params[name];
+          params[name] = before === undefined ? one : `${before} ${one}`;
+        }
+      } else if (name.length > 0) {
         seen ??= new Set();
         if (seen.has(name)) return { ok: false, reason: 'duplicate' };
         seen.add(name);

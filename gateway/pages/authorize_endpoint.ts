@@ -221,6 +221,7 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
       redirectUri: request.redirectUri,
       subject: session.sub,
       scopes: request.scopes.scopes,
+      ...(request.resources !== undefined ? { resources: request.resources } : {}),
       claims: session.claims,
       nonce: request.nonce,
       sid: session.sid,

@@ -3,6 +3,7 @@ import type { FormParams } from '../../workers/protocol/token_task.js';
 import { parseAcrValues, type AcrValues } from '../../workers/grants/acr_values.js';
 import { isValidCodeChallenge } from '../../workers/grants/pkce.js';
 import { userPolicy, type GrantedScopes, type ScopeRules } from '../../workers/grants/scope_rules.js';
+import { requestedResources, selectResources } from '../../workers/grants/resource_indicators.js';
 import {
   AuthorizationErrors,
   OAuthError,
@@ -16,7 +17,10 @@ import { parseForm } from '../http/form_parser.js';
 export interface AuthorizeRequest {
   readonly client: RegisteredClient;
   readonly redirectUri: string;
+  /** Narrowed to `resources` when the request names some. */
   readonly scopes: GrantedScopes;
+  /** RFC 8707 §2.1: the `resource` values, which bind the grant; `undefined` when none. */
+  readonly resources: readonly string[] | undefined;
   readonly state: string | undefined;
   readonly nonce: string | undefined;
   readonly codeChallenge: string | undefined;
@@ -72,8 +76,10 @@ export function validateAuthorizeRequest(
   if (params.request !== undefined || params.request_uri !== undefined) return fail(AuthorizationErrors.requestObjectNotSupported);
 
   let granted: GrantedScopes;
+  let resources: readonly string[] | undefined;
   try {
-    granted = scopes.resolve(client, params.scope, userPolicy);
+    resources = requestedResources(params);
+    granted = selectResources(scopes, scopes.resolve(client, params.scope, userPolicy), resources, undefined);
   } catch (err) {
     if (err instanceof OAuthError) return fail(err.entry);
     throw err;
@@ -107,7 +113,19 @@ export function validateAuthorizeRequest(
 
   return {
     kind: 'ok',
-    request: { client, redirectUri, scopes: granted, state, nonce: params.nonce, codeChallenge: challenge, prompt, maxAge, acr, query },
+    request: {
+      client,
+      redirectUri,
+      scopes: granted,
+      resources,
+      state,
+      nonce: params.nonce,
+      codeChallenge: challenge,
+      prompt,
+      maxAge,
+      acr,
+      query,
+    },
   };
 }
 

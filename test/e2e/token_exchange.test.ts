@@ -236,6 +236,24 @@ t.test('token exchange', async (t) => {
     t.equal(r.body.scope, 'api1 api2');
   });
 
+  t.test('serves two resources sent as a repeated parameter (RFC 8693 §2.1)', async (t) => {
+    const body = new URLSearchParams([
+      ['grant_type', tokenExchange],
+      ['subject_token', subjectToken],
+      ['subject_token_type', accessTokenType],
+      ['resource', 'urn:api1'],
+      ['resource', 'urn:api2'],
+    ]);
+    const res = await fetch(gw.tokenUrl, {
+      method: 'POST',
+      headers: { 'content-type': form, authorization: basicAuthorization('exchanger') },
+      body: body.toString(),
+    });
+    const answer = (await res.json()) as Record<string, unknown>;
+    t.equal(res.status, 200, JSON.stringify(answer));
+    t.equal(answer.scope, 'api1 api2');
+  });
+
   const invalidTarget = 'The client cannot obtain a token for the requested resource or audience with the requested scope.';
 
   t.test('refuses a resource that is not configured as invalid_target', async (t) => {

@@ -100,7 +100,7 @@ export class AuthorizeFlow {
    * authorization response's parameters. Throws when any step does not go as planned.
    */
   async code(
-    params: Record<string, string>,
+    params: Record<string, string> | [string, string][],
     user: { username: string; password: string } = { username: 'alice', password: 'alice-pw' },
   ): Promise<URLSearchParams> {
     let page = await this.authorize(params);

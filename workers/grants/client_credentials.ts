@@ -1,4 +1,5 @@
 import type { GrantHandler } from './grant_handler.js';
+import { requestedResources, selectResources } from './resource_indicators.js';
 import { clientOnlyPolicy } from './scope_rules.js';
 import { signAccessToken, tokenResponse } from './token_issuance.js';
 
@@ -9,7 +10,8 @@ import { signAccessToken, tokenResponse } from './token_issuance.js';
 export const clientCredentialsGrant: GrantHandler = {
   grantType: 'client_credentials',
   handle(request, services) {
-    const scopes = services.scopes.resolve(request.client, request.params.scope, clientOnlyPolicy);
+    const granted = services.scopes.resolve(request.client, request.params.scope, clientOnlyPolicy);
+    const scopes = selectResources(services.scopes, granted, requestedResources(request.params), undefined);
     return tokenResponse(request, signAccessToken(request, services, { scopes }), scopes.scope);
   },
 };

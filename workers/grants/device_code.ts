@@ -3,6 +3,7 @@ import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
 import { parseFamilyHandle } from '../tokens/refresh_token_handle.js';
 import { pollStateKey, type DeviceCodeRecord, type PollState } from '../tokens/device_code_record.js';
 import type { GrantHandler } from './grant_handler.js';
+import { requestedResources, selectResources } from './resource_indicators.js';
 import { userPolicy } from './scope_rules.js';
 import { issueTokens } from './token_issuance.js';
 
@@ -42,11 +43,16 @@ export const deviceCodeGrant: GrantHandler = {
     }
 
     const subject = record.subject as string;
-    const scopes = services.scopes.resolve(client, record.scopes.join(' '), userPolicy);
+    const granted = services.scopes.resolve(client, record.scopes.join(' '), userPolicy);
+    // RFC 8707 §2.2, as for a code: narrowed to resources of the device authorization request.
+    const requested = requestedResources(params);
+    const scopes = selectResources(services.scopes, granted, requested, record.resources);
+    const bound =
+      requested === undefined && record.resources === undefined ? {} : { bound: { scopes: granted.scopes, resources: record.resources } };
     return issueTokens(
       request,
       services,
-      { scopes, subject, claims: record.claims ?? {} },
+      { scopes, subject, claims: record.claims ?? {}, ...bound },
       {
         openId: { sid: record.sid },
         // A repeated poll after success is ordinary client behaviour, not an attack: refused

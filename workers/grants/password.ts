@@ -10,6 +10,7 @@ import { parseAcrValues } from './acr_values.js';
 import { grantClaims, isResult, runWithTimeout, signInProblem, validatedRequest } from './extension_grant.js';
 import { type FailureThrottle, whenBlockEnds } from './failure_throttle.js';
 import type { GrantHandler, GrantRequest, GrantServices } from './grant_handler.js';
+import { requestedResources, selectResources } from './resource_indicators.js';
 import { userPolicy, type GrantedScopes } from './scope_rules.js';
 import { issueTokens } from './token_issuance.js';
 import { noteLogin } from '../task_facts_recorder.js';
@@ -130,9 +131,13 @@ export function createPasswordGrant(authenticate: ResourceOwnerAuthenticator): G
   return {
     grantType: 'password',
     async handle(request, services) {
-      const scopes = services.scopes.resolve(request.client, request.params.scope, userPolicy);
+      const granted = services.scopes.resolve(request.client, request.params.scope, userPolicy);
+      // RFC 8707: this request makes the grant, so the resources it names bind its refresh token.
+      const resources = requestedResources(request.params);
+      const scopes = selectResources(services.scopes, granted, resources, undefined);
       const user = await authenticate(request, services, scopes);
-      return issueTokens(request, services, { scopes, subject: user.subject, claims: user.claims });
+      const bound = resources === undefined ? {} : { bound: { scopes: scopes.scopes, resources } };
+      return issueTokens(request, services, { scopes, subject: user.subject, claims: user.claims, ...bound });
     },
   };
 }

@@ -6,8 +6,10 @@ import { issuedAccessTokenRecord, recordIssuedAccessToken } from '../tokens/toke
 import { FamilyRevokedError, isStoreUnavailable, type CompanionRecord, type Store, type StoreKey } from '../store/store.js';
 import type { GrantHandler, GrantRequest, GrantServices, TokenResponse } from './grant_handler.js';
 import { redeemOrReplayed, refuseRedeemed, type SingleUseItem } from './redeem_once.js';
+import { requestedResources, selectResources } from './resource_indicators.js';
 import { userPolicy, type GrantedScopes, type ScopeRules } from './scope_rules.js';
 import type { RegisteredClient } from '../protocol/client_model.js';
+import type { FormParams } from '../protocol/token_task.js';
 import { profiledGrant, signAccessToken, signIdToken, tokenResponse } from './token_issuance.js';
 
 const invalidGrant = (): OAuthError => new OAuthError(OAuthErrors.invalidRefreshToken);
@@ -40,7 +42,7 @@ export const refreshTokenGrant: GrantHandler = {
     if (record.expiresAt <= now || record.absoluteExpiresAt <= now) throw invalidGrant();
     checkKeyBinding(request, record);
 
-    const scopes = narrowedScopes(services.scopes, client, record, request.params.scope);
+    const scopes = narrowedScopes(services.scopes, client, record, request.params);
     // A user who is no longer active gets nothing; the token stays as it is (IdentityServer's rule).
     const grant = await profiledGrant(
       request,
@@ -123,21 +125,21 @@ function refreshTokenItem(handle: FamilyHandle, clientId: string): SingleUseItem
   };
 }
 
-/** A refresh may ask for less than was granted, never more (RFC 6749 §6). */
-function narrowedScopes(
-  rules: ScopeRules,
-  client: RegisteredClient,
-  record: RefreshTokenRecord,
-  requested: string | undefined,
-): GrantedScopes {
-  const wanted = requested?.split(' ').filter((scope) => scope.length > 0) ?? [];
+/**
+ * A refresh may ask for less than was granted, never more: fewer scopes (RFC 6749 §6), fewer
+ * resources (RFC 8707 §2.2). The token record keeps the whole grant either way.
+ */
+function narrowedScopes(rules: ScopeRules, client: RegisteredClient, record: RefreshTokenRecord, params: FormParams): GrantedScopes {
+  const wanted = params.scope?.split(' ').filter((scope) => scope.length > 0) ?? [];
+  const resources = requestedResources(params);
   // An empty `scope` is an omitted one: the original grant, never the client's defaults.
-  if (wanted.length === 0) return rules.resolve(client, record.scopes.join(' '), userPolicy);
+  if (wanted.length === 0)
+    return selectResources(rules, rules.resolve(client, record.scopes.join(' '), userPolicy), resources, record.resources);
   const granted = new Set(record.scopes);
   for (const scope of wanted) {
     if (!granted.has(scope)) throw new OAuthError(OAuthErrors.scopeExceedsGrant);
   }
-  return rules.resolve(client, wanted.join(' '), userPolicy);
+  return selectResources(rules, rules.resolve(client, wanted.join(' '), userPolicy), resources, record.resources);
 }
 
 /**
@@ -162,7 +164,7 @@ async function continueRetried(request: GrantRequest, services: GrantServices, r
     return undefined;
   checkKeyBinding(request, record);
 
-  const scopes = narrowedScopes(services.scopes, client, record, request.params.scope);
+  const scopes = narrowedScopes(services.scopes, client, record, request.params);
   const grant = await profiledGrant(
     request,
     services,

@@ -37,6 +37,8 @@ export class ScopeRules {
   private readonly defaults = new WeakMap<RegisteredClient, Map<ScopePolicy, GrantedScopes>>();
   // Clients send the same few scope strings again and again; a valid one is resolved once.
   private readonly resolved = new WeakMap<RegisteredClient, Map<ScopePolicy, Map<string, GrantedScopes>>>();
+  // Granted scopes are themselves cached, so their narrowings to the same targets are too.
+  private readonly narrowed = new WeakMap<GrantedScopes, Map<string, GrantedScopes>>();
 
   constructor(config: Pick<WorkerConfig, 'identityResources' | 'apiScopes' | 'apiResources'>) {
     for (const r of config.identityResources) this.identity.add(r.name);
@@ -110,12 +112,41 @@ export class ScopeRules {
     return granted;
   }
 
-  private grant(scopes: string[]): GrantedScopes {
+  /**
+   * RFC 8707 §2: narrows `granted` to the API resources `targets` (names of `apiResources`). `aud`
+   * becomes those resources, and the API scopes only those reaching one of them; identity scopes
+   * and `offline_access` stay. With `strict` (targets the request named), each target must be reached
+   * by a granted scope; otherwise (targets a grant was bound to, when a refresh narrowed its scope)
+   * the targets no scope reaches any more are left out.
+   * @throws OAuthError `invalid_target`
+   */
+  forResources(granted: GrantedScopes, targets: readonly string[], strict: boolean): GrantedScopes {
+    const cacheKey = `${strict ? 's' : 'l'} ${targets.join(' ')}`;
+    let byTargets = this.narrowed.get(granted);
+    const known = byTargets?.get(cacheKey);
+    if (known !== undefined) return known;
+    const wanted = new Set(targets);
+    if (strict) for (const target of wanted) if (!granted.audiences.includes(target)) throw new OAuthError(OAuthErrors.resourceNotAllowed);
+    const reaches = (scope: string) => (this.audiencesByScope.get(scope) ?? []).some((aud) => wanted.has(aud));
+    const scopes = granted.scopes.filter((s) => !this.api.has(s) || reaches(s));
+    const result = this.grant(
+      scopes,
+      granted.audiences.filter((aud) => wanted.has(aud)),
+    );
+    if (byTargets === undefined) this.narrowed.set(granted, (byTargets = new Map()));
+    if (byTargets.size >= 64) byTargets.clear();
+    byTargets.set(cacheKey, result);
+    return result;
+  }
+
+  private grant(scopes: string[], only?: readonly string[]): GrantedScopes {
     const apiScopes = scopes.filter((s) => this.api.has(s));
     const audiences: string[] = [];
-    for (const scope of apiScopes) {
-      for (const aud of this.audiencesByScope.get(scope) ?? []) if (!audiences.includes(aud)) audiences.push(aud);
-    }
+    if (only !== undefined) audiences.push(...only);
+    else
+      for (const scope of apiScopes) {
+        for (const aud of this.audiencesByScope.get(scope) ?? []) if (!audiences.includes(aud)) audiences.push(aud);
+      }
     return Object.freeze({
       scopes: Object.freeze(scopes),
       scope: scopes.join(' '),

@@ -17,6 +17,11 @@ export interface TokenGrant {
   claims?: Readonly<Record<string, ClaimValue>>;
   /** What the profile service said for this issuance (user_profiles.ts); never stored. */
   profile?: ProfileClaims;
+  /**
+   * RFC 8707 §2.2: the grant a refresh token stays bound to when `resource` narrowed this access
+   * token (its scopes, and its resources if it named some); by default the access token's scopes.
+   */
+  bound?: { readonly scopes: readonly string[]; readonly resources?: readonly string[] | undefined };
 }
 
 /** For grants that issue ID tokens (code, device, and refreshes of those). */
@@ -168,7 +173,8 @@ export async function issueTokens<T extends Redeemable>(
       v: 1,
       clientId: request.client.clientId,
       subject: grant.subject as string,
-      scopes: grant.scopes.scopes,
+      scopes: grant.bound?.scopes ?? grant.scopes.scopes,
+      ...(grant.bound?.resources !== undefined ? { resources: grant.bound.resources } : {}),
       claims: grant.claims ?? {},
       family,
       createdAt: now,

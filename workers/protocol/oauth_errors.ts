@@ -2,7 +2,7 @@ import { dpopSigningAlgorithms } from './dpop_algorithms.js';
 
 /**
  * The OAuth errors Tessera answers with: the error codes (RFC 6749 §5.2, RFC 8628 §3.5,
- * RFC 8693 §2.2.2, RFC 9449 §5 and §8), and {@link OAuthErrors}, the one catalogue of every error response, each with
+ * RFC 8693 §2.2.2, RFC 8707 §2, RFC 9449 §5 and §8), and {@link OAuthErrors}, the one catalogue of every error response, each with
  * its code, HTTP status and fixed public description (docs/endpoints.md lists them per endpoint).
  *
  * A description is a fixed sentence: never input echoed back, never an exception message.
@@ -145,6 +145,16 @@ export const OAuthErrors = {
   noScopeAllowed: defineError('invalid_scope', 'The client has no scope allowed for this grant type.'),
   scopeExceedsGrant: defineError('invalid_scope', 'The requested scope exceeds the scope originally granted.'),
 
+  // Resource indicators (RFC 8707 §2): the `resource` parameter of authorization and token requests.
+  resourceMalformed: defineError('invalid_target', 'The resource parameter must be an absolute URI without a fragment.'),
+  /** Unknown, or not reached by any scope the request was granted: one answer, so names are not probed. */
+  resourceNotAllowed: defineError(
+    'invalid_target',
+    'The client cannot obtain a token for the requested resource with the requested scope.',
+  ),
+  /** RFC 8707 §2.2: a code redemption or refresh asked for a resource its grant did not name. */
+  resourceExceedsGrant: defineError('invalid_target', 'The requested resource exceeds the resources originally granted.'),
+
   // Authorization code grant (RFC 6749 §4.1.3).
   missingCodeOrRedirectUri: defineError('invalid_request', 'The code and redirect_uri parameters are required.'),
   invalidAuthorizationCode: defineError('invalid_grant', 'The authorization code is invalid, expired or already used.'),
@@ -187,6 +197,7 @@ export type AuthorizationError =
   | 'access_denied'
   | 'unsupported_response_type'
   | 'invalid_scope'
+  | 'invalid_target'
   | 'login_required'
   | 'consent_required'
   | 'request_not_supported';

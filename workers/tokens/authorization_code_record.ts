@@ -8,6 +8,11 @@ export interface AuthorizationCodeRecord {
   readonly redirectUri: string;
   readonly subject: string;
   readonly scopes: readonly string[];
+  /**
+   * The authorization request's `resource` values (RFC 8707 §2.1): the redemption may narrow to
+   * some of them. Absent (and in records written before it existed): every resource of `scopes`.
+   */
+  readonly resources?: readonly string[] | undefined;
   /** From the user's authentication: `auth_time`, `idp`, `amr`, `tenant`, … */
   readonly claims: Readonly<Record<string, ClaimValue>>;
   readonly nonce?: string | undefined;

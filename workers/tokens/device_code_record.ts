@@ -11,6 +11,11 @@ export interface DeviceCodeRecord {
   readonly v: 1;
   readonly clientId: string;
   readonly scopes: readonly string[];
+  /**
+   * The device authorization request's `resource` values (RFC 8707 §2): the token request may
+   * narrow to some of them. Absent (and in records written before it existed): every resource of `scopes`.
+   */
+  readonly resources?: readonly string[] | undefined;
   /** Epoch ms when `expires_in` ends; the record lives a little longer to answer `expired_token`. */
   readonly expiresAt: number;
   readonly status: 'pending' | 'approved' | 'denied';

@@ -8,6 +8,12 @@ export interface RefreshTokenRecord {
   readonly subject: string;
   /** As first granted, `offline_access` included; a refresh may narrow but never widen it. */
   readonly scopes: readonly string[];
+  /**
+   * The API resources the grant was bound to by `resource` (RFC 8707 §2.2): a refresh may ask for
+   * some of them, never another. Absent (and in records written before it existed): every resource
+   * of `scopes`.
+   */
+  readonly resources?: readonly string[];
   /** Claims re-issued into every access token of the family (`auth_time`, `idp`, `amr`, …). */
   readonly claims: Readonly<Record<string, ClaimValue>>;
   readonly family: string;

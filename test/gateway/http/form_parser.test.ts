@@ -33,6 +33,18 @@ t.test('rejects a repeated parameter, even when one copy is empty', async (t) =>
   t.same(parseForm(enc('sc%6Fpe=a&scope=b')), { ok: false, reason: 'duplicate' }, 'names compare after decoding');
 });
 
+t.test('joins a repeated resource parameter with spaces (RFC 8707 §2)', async (t) => {
+  t.same(parseForm(enc('resource=urn%3Aa&scope=x&resource=urn:b&resource=')), {
+    ok: true,
+    params: { resource: 'urn:a urn:b', scope: 'x' },
+  });
+  t.same(parseForm(enc('resource=urn:a')), { ok: true, params: { resource: 'urn:a' } });
+});
+
+t.test('keeps a resource value holding a space one value, with a tab no URI has', async (t) => {
+  t.same(parseForm(enc('resource=urn:a+urn:b&resource=urn:c')), { ok: true, params: { resource: 'urn:a\turn:b urn:c' } });
+});
+
 t.test('rejects malformed percent escapes', async (t) => {
   for (const body of ['a=%', 'a=%4', 'a=%zz', 'a=100%', '%=1']) {
     t.same(parseForm(enc(body)), { ok: false, reason: 'encoding' }, body);

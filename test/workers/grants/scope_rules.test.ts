@@ -105,3 +105,33 @@ t.test('resolves a repeated scope string once and keeps refusing an invalid one'
     'invalid_scope: A requested scope is not allowed for this grant type.',
   );
 });
+
+t.test('narrows to a resource: aud is that resource, API scopes only those reaching it', async (t) => {
+  const g = rules.resolve(m2m, 'api1 api2', clientOnlyPolicy);
+  const one = rules.forResources(g, ['urn:one'], true);
+  t.same(one.audiences, ['urn:one'], 'api1 also reaches urn:both, which was not asked for');
+  t.same(one.scopes, ['api1']);
+  t.equal(rules.forResources(g, ['urn:one'], true), one, 'cached per granted scopes and targets');
+  const both = rules.forResources(g, ['urn:both'], true);
+  t.same(both.scopes, ['api2', 'api1']);
+  t.same(both.audiences, ['urn:both']);
+});
+
+t.test('keeps identity scopes and offline_access when narrowing a user grant', async (t) => {
+  const narrowed = rules.forResources(rules.resolve(user, undefined, userPolicy), ['urn:one'], true);
+  t.same(narrowed.scopes, ['openid', 'profile', 'api1', 'offline_access']);
+  t.equal(narrowed.offlineAccess, true);
+});
+
+t.test('refuses an unknown or unreached resource only when the request named it', async (t) => {
+  const g = rules.resolve(m2m, 'api2', clientOnlyPolicy);
+  for (const target of ['urn:nope', 'urn:one', 'urn:both urn:nope'])
+    t.equal(
+      scopeError(() => rules.forResources(g, target.split(' '), true)),
+      'invalid_target: The client cannot obtain a token for the requested resource with the requested scope.',
+      target,
+    );
+  const lax = rules.forResources(rules.resolve(m2m, 'api2', clientOnlyPolicy), ['urn:one', 'urn:both'], false);
+  t.same(lax.audiences, ['urn:both'], 'a bound resource the narrowed scope no longer reaches is left out');
+  t.same(lax.scopes, ['api2']);
+});
