@@ -210,6 +210,16 @@ t.test('two processes on one port, sharing Redis', async (t) => {
     t.equal((await fetch(`http://127.0.0.1:${managementPort}/healthz`)).status, 200, 'with its management listener on its port again');
   });
 
+  t.test('SIGHUP is forwarded: each process reloads the config, and none stops', async (t) => {
+    cli.child.kill('SIGHUP');
+    const reloaded = await waitFor('both processes reloading', cli, (lines) => {
+      const done = lines.filter((line) => line.msg === 'config reloaded' && line.supervisor !== true);
+      return new Set(done.map((line) => line.process)).size === 2 ? done : undefined;
+    });
+    t.same([...new Set(reloaded.map((line) => line.process))].sort(), [0, 1]);
+    t.equal((await fetch(`${url}/healthz`)).status, 200);
+  });
+
   t.test('SIGTERM stops every process, then the supervisor exits 0', async (t) => {
     const pids = logLines(cli)
       .filter((line) => line.msg === 'tessera listening' && line.supervisor !== true)
