@@ -97,9 +97,27 @@ function normalizedPeer(raw: string): string {
   return peer;
 }
 
+/**
+ * The peer's address as text. An IPv4 peer (alone, or IPv4-mapped as a dual-stack socket gives it)
+ * is written from its four bytes; uWS's own text form of it is the full IPv6 form, which costs a
+ * native call, a copy and a normalisation.
+ */
+function peerAddress(res: HttpResponse): string {
+  const bytes = new Uint8Array(res.getRemoteAddress());
+  if (bytes.length === 4) return `${bytes[0]}.${bytes[1]}.${bytes[2]}.${bytes[3]}`;
+  if (bytes.length === 16 && isIPv4Mapped(bytes)) return `${bytes[12]}.${bytes[13]}.${bytes[14]}.${bytes[15]}`;
+  return normalizedPeer(Buffer.from(res.getRemoteAddressAsText()).toString('latin1'));
+}
+
+/** `::ffff:a.b.c.d` (RFC 4291 §2.5.5.2): ten zero bytes, two 0xff, then the IPv4 address. */
+function isIPv4Mapped(bytes: Uint8Array): boolean {
+  for (let i = 0; i < 10; i++) if (bytes[i] !== 0) return false;
+  return bytes[10] === 0xff && bytes[11] === 0xff;
+}
+
 /** The client's address for throttles and logs: the peer's, or the one trusted proxies forwarded. */
 export function clientAddressOf(res: HttpResponse): string {
-  const peer = normalizedPeer(Buffer.from(res.getRemoteAddressAsText()).toString('latin1'));
+  const peer = peerAddress(res);
   const forwarding = forwardingOf.get(res);
   return forwarding === undefined ? peer : forwarding.proxies.clientAddress(peer, forwarding.header);
 }
