@@ -135,6 +135,8 @@ export function superviseProcesses(options: SupervisorOptions): Promise<number> 
           options.onListening(slots.map((s) => s.listening as ListeningMessage));
         }
       });
+      // A fork that cannot spawn, or a message that cannot be sent: logged, never thrown into the supervisor.
+      child.on('error', (err) => logger.error({ process: slot.index, err }, 'process error'));
       child.on('exit', (code, signal) => onExit(slot, child, code, signal));
     };
 
