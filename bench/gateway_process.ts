@@ -16,12 +16,18 @@
  * Stream at `BENCH_EVENTS_REDIS_URL`) the gateway emits audit events (`--events`, bench/README.md).
  * The bench reads /metrics where the gateway serves it (its management listener, or the public
  * port of a checkout from before it had one).
+ *
+ * With `BENCH_PROCESSES=N` (`--processes`, Redis only) this process is process 0 of N gateways on
+ * one port, as `tessera start --processes N` runs them (docs/operations.md, "Several processes"):
+ * it starts the N − 1 others (this script again, with `BENCH_PROCESS_INDEX`), announces itself
+ * once all listen with every pid in `pids` (the runner adds up their CPU), and stops them with itself.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { announceReady, stopOnRequest } from './support/child_protocol.js';
+import { startChild, type ChildServer } from './support/child_server.js';
 import { seedGrantType } from './support/seed.js';
 
 type ServerModule = typeof import('../gateway/server.js');
@@ -73,13 +79,45 @@ try {
 }
 // The bench config always names its keys; the development-key folder is read at start-up only.
 const devKeyDir = mkdtempSync(path.join(tmpdir(), 'tessera-bench-devkey-'));
-const gateway = await startGateway({ config, devKeyDir, ...(seeding ? { grantModules: [seedModule.href] } : {}) }).finally(() =>
-  rmSync(devKeyDir, { recursive: true, force: true }),
-);
+const processes = Number(process.env.BENCH_PROCESSES ?? '1');
+const processIndex = Number(process.env.BENCH_PROCESS_INDEX ?? '0');
+const gateway = await startGateway({
+  config,
+  devKeyDir,
+  ...(seeding ? { grantModules: [seedModule.href] } : {}),
+  // A checkout from before `--processes` ignores it and shares the port all the same (Redis).
+  ...(processes > 1 ? { process: { index: processIndex, count: processes } } : {}),
+}).finally(() => rmSync(devKeyDir, { recursive: true, force: true }));
 
-stopOnRequest(() => gateway.stop());
+// Process 0 starts the others once it listens (a taken port fails here, before any of them).
+const siblings: ChildServer[] = [];
+const stopAll = async (): Promise<void> => {
+  await Promise.all([gateway.stop(), ...siblings.map((sibling) => sibling.stop())]);
+};
+stopOnRequest(stopAll);
+if (processIndex === 0 && processes > 1) {
+  const entry = fileURLToPath(import.meta.url);
+  try {
+    for (let index = 1; index < processes; index++) {
+      siblings.push(
+        await startChild({
+          name: `gateway process ${index}`,
+          entry,
+          args: process.argv.slice(2),
+          // --cpu-prof and its folder: every process is profiled alike (startChild adds tsx).
+          nodeArgs: process.execArgv.filter((arg) => arg.startsWith('--cpu-prof')),
+          env: { BENCH_PROCESS_INDEX: String(index) },
+        }),
+      );
+    }
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
 const { managementUrl } = gateway as { managementUrl?: string };
 announceReady(gateway.url, {
+  ...(processes > 1 ? { processes, pids: [process.pid, ...siblings.map((sibling) => sibling.pid)] } : {}),
   metricsUrl: `${managementUrl ?? gateway.url}/metrics`,
   events: events ?? 'none',
   target,

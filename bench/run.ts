@@ -113,6 +113,8 @@ async function main(): Promise<number> {
       gateway: {
         target: target.kind,
         threads: options.threads,
+        // Only when the run measured other counts than one, so that other results files stay as they were.
+        ...(options.processes.length === 1 && options.processes[0] === 1 ? {} : { processes: options.processes }),
         note: target.note,
         root: options.gatewayRoot === undefined ? null : path.resolve(options.gatewayRoot),
         git: describeCheckout(options.gatewayRoot === undefined ? repoRoot : path.resolve(options.gatewayRoot)),

@@ -72,6 +72,18 @@ export interface StartOptions {
    * types the validators serve now (the builder passes one that re-reads the config file).
    */
   reloadConfig?: (extraGrantTypes: readonly string[]) => Promise<LoadedConfig>;
+  /**
+   * This gateway's place among the processes `tessera start --processes N` runs on one port
+   * (docs/operations.md, "Several processes"): its management listener takes `management.port`
+   * plus the index, and its metrics, audit events and `tessera listening` line carry the index.
+   */
+  process?: ProcessSlot;
+}
+
+/** One of the front-end processes sharing a port: `index` counts from 0 to `count - 1`. */
+export interface ProcessSlot {
+  readonly index: number;
+  readonly count: number;
 }
 
 /** What {@link RunningGateway.reload} did. */
@@ -137,6 +149,8 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   // Replaced by a config reload; read through `config` wherever a later pool or route set is built.
   let config = initialConfig;
   const logger = options.logger ?? createLogger(config);
+  // Only with several processes: a lone gateway's metrics and events keep their shape.
+  const processSlot = options.process !== undefined && options.process.count > 1 ? options.process : undefined;
 
   // Store command latency, counted by this thread and every worker into shared memory.
   const storeStatsBuffers = newStoreCommandBuffers();
@@ -156,7 +170,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   const tracing = openTracing(config, process.env, options.spanProcessor);
   try {
     const devKeyDir = options.devKeyDir ?? path.resolve('.tessera');
-    events = await openAuditEvents(config, options.onEvent === undefined ? [] : [options.onEvent], logger);
+    events = await openAuditEvents(config, options.onEvent === undefined ? [] : [options.onEvent], logger, processSlot?.index);
     const auditEvents = events;
     keyRing = await KeyRing.open({
       config,
@@ -228,6 +242,9 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       },
     );
     const gatewayMetrics = metrics;
+    // Applied when /metrics is rendered, to every series: with `management.onPublicPort` a scrape
+    // reaches whichever process the connection landed on.
+    if (processSlot !== undefined) metrics.registry.setDefaultLabels({ process: String(processSlot.index) });
     const storeOutage = new StoreOutageLog(logger);
 
     let discoveryBody = '';
@@ -300,7 +317,12 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
 
     // Before the public listener: a management port that is taken fails the start with nothing
     // listening yet.
-    if (!config.management.onPublicPort) management = await startManagementListener(metrics, config.management);
+    if (!config.management.onPublicPort) {
+      // With several processes each has its own: management.port + index (0 stays "any free port").
+      const managementPort =
+        config.management.port === 0 || processSlot === undefined ? config.management.port : config.management.port + processSlot.index;
+      management = await startManagementListener(metrics, { ...config.management, port: managementPort });
+    }
     // The memory store is one process's state: a second gateway sharing the port (SO_REUSEPORT,
     // uWS's default) would split clients between two stores, so the port is taken exclusively.
     listener = await Listener.open({
@@ -374,6 +396,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
         issuer: config.issuer,
         threads: config.workers.threads,
         store: config.store.type,
+        ...(processSlot === undefined ? {} : { processes: processSlot.count }),
         grantTypes: [...reload.grantTypes],
         metrics: `${managementUrl ?? url}/metrics`,
         events: { sink: config.events.sink, redisStream: config.events.redisStream?.key },

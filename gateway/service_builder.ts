@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { ConfigError } from './config/config_error.js';
 import { loadConfigFile, validateConfig, type LoadedConfig } from './config/load.js';
 import type { AuditEventHook } from './events/audit_events.js';
-import type { RunningGateway } from './server.js';
+import type { ProcessSlot, RunningGateway } from './server.js';
 import { listValidatorFiles, peekGrantTypes } from './validator_loader.js';
 
 /**
@@ -29,6 +29,7 @@ export class TesseraBuilder {
   private env: NodeJS.ProcessEnv | undefined;
   private loaded: Promise<LoadedConfig> | undefined;
   private eventHook: AuditEventHook | undefined;
+  private processSlot: ProcessSlot | undefined;
 
   constructor(private readonly source: string | LoadedConfig | Record<string, unknown>) {}
 
@@ -68,6 +69,15 @@ export class TesseraBuilder {
     return this;
   }
 
+  /**
+   * Starts the gateway as one of `slot.count` processes sharing its port (what `tessera start
+   * --processes N` does for each child; docs/operations.md, "Several processes").
+   */
+  asProcess(slot: ProcessSlot): this {
+    this.processSlot = slot;
+    return this;
+  }
+
   /** Hot reload of `validatorsDir` is on by default. */
   watchValidators(enabled: boolean): this {
     this.watch = enabled;
@@ -92,6 +102,7 @@ export class TesseraBuilder {
       ...(typeof source === 'string' ? { reloadConfig: (served) => this.reloadConfigFile(source, served) } : {}),
       ...(this.logger !== undefined ? { logger: this.logger } : {}),
       ...(this.eventHook !== undefined ? { onEvent: this.eventHook } : {}),
+      ...(this.processSlot !== undefined ? { process: this.processSlot } : {}),
     });
   }
 

@@ -126,6 +126,10 @@ export interface ContenderResult {
   background?: string;
   /** With `background`: the id of the same server measured without it, in the same rounds. */
   alone?: string;
+  /** Tessera's processes on one port (`--processes`); absent: one. */
+  processes?: number;
+  /** With `processes`: the id of the same server with one process, measured in the same rounds. */
+  oneProcess?: string;
 }
 
 export interface RatioResult {
@@ -181,6 +185,29 @@ export interface UnderLoadComparison {
   } | null;
 }
 
+/** Tessera with several processes against itself with one (`--processes 1,2`, report/process_scaling.ts). */
+export interface ProcessScaling {
+  store: StoreKind | null;
+  processes: number;
+  /** Ids: with several processes, and with one. */
+  scaled: string;
+  single: string;
+  scaledRps: number;
+  singleRps: number;
+  /** Median req/s with `processes` ÷ with one: `processes` would be perfect scaling. */
+  rps: number;
+  /** The same per round (both valid). */
+  perRound: number[];
+  /** Server CPU (all processes) per request, with several and with one. */
+  scaledUsPerRequest: number | null;
+  singleUsPerRequest: number | null;
+  /** Server cores busy, with several and with one. */
+  scaledCores: number | null;
+  singleCores: number | null;
+  scaledP99Ms: number;
+  singleP99Ms: number;
+}
+
 export interface ScenarioResult {
   name: string;
   measures: string;
@@ -190,6 +217,8 @@ export interface ScenarioResult {
   baselines?: BaselineComparison[];
   /** One per contender measured under a scenario's background load (absent without one). */
   underLoad?: UnderLoadComparison[];
+  /** One per contender with several processes whose one-process twin was measured (`--processes`). */
+  scaling?: ProcessScaling[];
   /** Figures measured beside the scenario (e.g. the password hash's cost). */
   notes: string[];
   /** True when any contender had an error or an invalid round. */
@@ -208,6 +237,8 @@ export interface BenchSettings {
   gateway: {
     target: 'dist' | 'source';
     threads: number;
+    /** `--processes`: the process counts measured (absent: one). */
+    processes?: number[];
     note: string | null;
     /** The checkout measured when it is not this one (`--gateway-root`). */
     root: string | null;

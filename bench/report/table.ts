@@ -2,6 +2,7 @@
 import { errorCount } from '../load/load_generator.js';
 import { formatRssTrend } from '../support/rss_trend.js';
 import { medianOrNull } from '../support/stats.js';
+import { formatProcessScaling } from './process_scaling.js';
 import type { BaselineComparison, BenchResults, ContenderResult, RatioResult, ScenarioResult, UnderLoadComparison } from './results.js';
 
 const dash = '–';
@@ -191,11 +192,17 @@ export function formatScenario(scenario: ScenarioResult): string {
   const lines = [`### ${scenario.name}`, '', scenario.measures, '', tableHeader, ...scenario.contenders.map(row)];
   const baselines = scenario.baselines ?? [];
   const underLoad = scenario.underLoad ?? [];
-  if (scenario.ratios.length > 0 || baselines.length > 0 || underLoad.length > 0) {
+  const scaling = scenario.scaling ?? [];
+  if (scenario.ratios.length > 0 || baselines.length > 0 || underLoad.length > 0 || scaling.length > 0) {
     lines.push('');
     for (const ratio of scenario.ratios) lines.push(`- ${formatRatio(ratio, scenario.contenders)}`);
     for (const comparison of baselines) lines.push(`- ${formatBaselineComparison(comparison, scenario.contenders)}`);
     for (const comparison of underLoad) lines.push(`- ${formatUnderLoad(comparison, scenario.contenders)}`);
+    const labelOf = (id: string): string => {
+      const contender = scenario.contenders.find((c) => c.id === id);
+      return contender === undefined ? id : contenderLabel(contender);
+    };
+    for (const comparison of scaling) lines.push(`- ${formatProcessScaling(comparison, labelOf)}`);
   }
   const details = [...(scenario.notes ?? []), ...scenario.contenders.flatMap(contenderDetails)];
   if (details.length > 0) lines.push('', ...details.map((d) => `- ${d}`));
@@ -229,6 +236,7 @@ export function formatSettings(results: BenchResults): string {
     `${s.connections} connections, ${s.durationS} s measured after ${s.warmupS} s warm-up, ${rounds}, interleaved; ` +
     `${s.loadgen.name} ${s.loadgen.version} (${s.loadgen.threads} thread${s.loadgen.threads === 1 ? '' : 's'}); ` +
     `Tessera from ${s.gateway.target === 'dist' ? 'dist/' : 'TypeScript sources'}${s.gateway.root === null ? '' : ` of ${s.gateway.root}`}, ${s.gateway.threads} worker threads` +
+    (s.gateway.processes === undefined ? '' : ` per process, ${s.gateway.processes.join(' and ')} process(es) on one port`) +
     (s.gateway.git === null ? '' : ` (commit ${s.gateway.git.commit.slice(0, 7)}${s.gateway.git.dirty ? ' + uncommitted changes' : ''})`) +
     (s.baseline == null
       ? ''

@@ -47,6 +47,10 @@ export interface Contender {
   background: BackgroundLoad | null;
   /** With a background load: the id of the contender that is the same server without it. */
   alone: string | null;
+  /** Tessera's processes on one port (`--processes`); 1 for every other server. */
+  processes: number;
+  /** With more than one process: the id of the same server with one, when it is measured too. */
+  oneProcess: string | null;
   start(): Promise<StartedContender>;
   /** The kinds of request it is sent, built once it runs. */
   requestKinds(access: ServerAccess): Promise<RequestKind[]>;
@@ -104,25 +108,37 @@ interface Checkout {
   target: GatewayTarget;
 }
 
+/** How a contender of `processes` processes is named: ids of one process stay as they were. */
+export function processesSuffix(processes: number): { id: string; label: string } {
+  return { id: processes === 1 ? '' : `/x${processes}`, label: `${processes} process${processes === 1 ? '' : 'es'}` };
+}
+
 function tesseraContender(
   scenario: ActiveScenario,
   store: StoreKind | null,
   ctx: RunContext,
   checkout: Checkout,
   background: BackgroundLoad | null = null,
+  processes = 1,
 ): Contender {
-  const alone = store === null ? checkout.kind : `${checkout.kind}/${store}`;
+  const single = store === null ? checkout.kind : `${checkout.kind}/${store}`;
+  const alone = `${single}${processesSuffix(processes).id}`;
   const id = background === null ? alone : `${alone}+${background.kind}`;
   const name = checkout.kind === 'baseline' ? 'Tessera baseline' : 'Tessera';
-  const label = store === null ? name : `${name} (${store})`;
+  // Named by their count only when the run compares counts.
+  const counted = ctx.options.processes.length > 1 || processes > 1 ? processesSuffix(processes).label : null;
+  const qualifiers = [...(store === null ? [] : [store]), ...(counted === null ? [] : [counted])];
+  const label = qualifiers.length === 0 ? name : `${name} (${qualifiers.join(', ')})`;
   return {
     id,
     label: background === null ? label : `${label} + ${background.name}`,
     kind: checkout.kind,
     store,
-    expectedRps: scenario.expectedRps ?? 20_000,
+    expectedRps: (scenario.expectedRps ?? 20_000) * processes,
     background,
     alone: background === null ? null : alone,
+    processes,
+    oneProcess: processes > 1 && ctx.options.processes.includes(1) ? `${single}${background === null ? '' : `+${background.kind}`}` : null,
     requestKinds: kindsOf(scenario.name, scenario.plan, scenario.workload),
     async start() {
       const redis = store === 'redis' ? await ctx.ensureRedis() : null;
@@ -157,7 +173,11 @@ function tesseraContender(
         entry: gatewayEntry,
         args: [configFile, checkout.target.kind, ...(checkout.root === undefined ? [] : [checkout.root])],
         nodeArgs: profileArgs(ctx, scenario.name, id),
-        env: { ...(seeding ? { BENCH_SEED_GRANT: '1' } : {}), ...eventsEnv },
+        env: {
+          ...(seeding ? { BENCH_SEED_GRANT: '1' } : {}),
+          ...eventsEnv,
+          ...(processes > 1 ? { BENCH_PROCESSES: String(processes) } : {}),
+        },
       });
       const access: ServerAccess = {
         url: server.url,
@@ -180,6 +200,8 @@ function peerContender(scenario: ActiveScenario, peer: PeerDefinition, ctx: RunC
     expectedRps: peer.expectedRps ?? 2_000,
     background: null,
     alone: null,
+    processes: 1,
+    oneProcess: null,
     requestKinds: kindsOf(scenario.name, peer.plan, peer.workload),
     async start() {
       const key = await ctx.key(peer.signing);
@@ -210,6 +232,8 @@ function ceilingContender(scenario: ActiveScenario, ctx: RunContext): Contender 
     expectedRps: scenario.expectedRps ?? 50_000,
     background: null,
     alone: null,
+    processes: 1,
+    oneProcess: null,
     requestKinds: kindsOf(scenario.name, scenario.plan, scenario.workload),
     async start() {
       const server = await startChild({
@@ -232,7 +256,8 @@ function ceilingContender(scenario: ActiveScenario, ctx: RunContext): Contender 
  * The contenders of a scenario, in the order each round runs them: Tessera on each store asked
  * for, each followed by the baseline on that store when there is one (back to back, so the two
  * meet the most similar machine), then the peers. `--store` filters Tessera's stores; scenarios
- * that touch no store ignore it. A scenario with a background load measures each Tessera (and
+ * that touch no store ignore it. With `--processes 1,2` each Redis contender is measured once per
+ * count (memory-store ones with one process). A scenario with a background load measures each Tessera (and
  * baseline) contender twice, in two processes of its own: alone, then right after under the load.
  */
 export function contendersOf(scenario: ActiveScenario, ctx: RunContext): Contender[] {
@@ -251,10 +276,17 @@ export function contendersOf(scenario: ActiveScenario, ctx: RunContext): Contend
   const baseline: Checkout | null =
     ctx.baseline === null ? null : { kind: 'baseline', root: ctx.baseline.root, target: ctx.baseline.target };
   const background = scenario.background ?? null;
-  const withBackground = (store: StoreKind | null, checkout: Checkout): Contender[] => [
-    tesseraContender(scenario, store, ctx, checkout),
-    ...(background === null ? [] : [tesseraContender(scenario, store, ctx, checkout, background)]),
-  ];
+  // Several processes share their state through Redis only: on the memory store (and in scenarios
+  // without a store, which run on it) a gateway refuses them, so those are measured with one.
+  const countsOn = (store: StoreKind | null): number[] => {
+    const counts = ctx.options.processes.filter((count) => count === 1 || store === 'redis');
+    return counts.length === 0 ? [1] : counts;
+  };
+  const withBackground = (store: StoreKind | null, checkout: Checkout): Contender[] =>
+    countsOn(store).flatMap((processes) => [
+      tesseraContender(scenario, store, ctx, checkout, null, processes),
+      ...(background === null ? [] : [tesseraContender(scenario, store, ctx, checkout, background, processes)]),
+    ]);
   const tessera = stores.flatMap((store) => [
     ...withBackground(store, measured),
     ...(baseline === null ? [] : withBackground(store, baseline)),

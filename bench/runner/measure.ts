@@ -1,7 +1,7 @@
 import { invalidReason, type LoadOptions, type LoadResult } from '../load/load_generator.js';
 import type { RoundResult } from '../report/results.js';
 import { CpuWindow, type CpuFigure } from '../support/cpu_window.js';
-import { processMemory } from '../support/proc_stats.js';
+import { processMemory, type ProcessMemory } from '../support/proc_stats.js';
 import { rssTrend, type RssSample } from '../support/rss_trend.js';
 import { meanBatch, readBatchCounter } from '../support/metrics.js';
 import { backgroundRound, startBackground, type BackgroundRun } from './background.js';
@@ -106,8 +106,8 @@ export async function measureRound(
   const measuredLoad = await startLoad(options.durationS);
   progress.phase(`${base} · measuring ${options.durationS} s${made}${under}`);
   const run = generator.start({ ...load, kinds: feed.kinds, durationS: options.durationS });
-  const pids = new Map([
-    ['server', started.server.pid],
+  const pids = new Map<string, number | readonly number[]>([
+    ['server', serverPids(started.server)],
     ['loadgen', run.pid],
   ]);
   if (started.storePid !== null) pids.set('store', started.storePid);
@@ -121,7 +121,7 @@ export async function measureRound(
   const startUs = Number(process.hrtime.bigint() / 1000n);
   const rss: RssSample[] = [];
   const sampleRss = (): void => {
-    const memory = processMemory(started.server.pid);
+    const memory = summedMemory(serverPids(started.server));
     if (memory !== null) rss.push({ atS: (performance.now() - startedAt) / 1000, bytes: memory.rssBytes });
   };
   sampleRss();
@@ -192,4 +192,27 @@ export async function measureRound(
 function metricsUrlOf(server: { readonly url: string; readonly detail: Record<string, unknown> }): string {
   const metricsUrl = server.detail.metricsUrl;
   return typeof metricsUrl === 'string' ? metricsUrl : `${server.url}/metrics`;
+}
+
+/** Every process of a server: a gateway of several processes names them all in its `pids`. */
+export function serverPids(server: { readonly pid: number; readonly detail: Record<string, unknown> }): readonly number[] {
+  const pids = server.detail.pids;
+  return Array.isArray(pids) && pids.length > 0 && pids.every((pid) => typeof pid === 'number') ? (pids as number[]) : [server.pid];
+}
+
+/** The memory of a server's processes added up (null when one cannot be read). */
+export function serverMemory(server: { readonly pid: number; readonly detail: Record<string, unknown> }): ProcessMemory | null {
+  return summedMemory(serverPids(server));
+}
+
+function summedMemory(pids: readonly number[]): ProcessMemory | null {
+  let rssBytes = 0;
+  let peakRssBytes = 0;
+  for (const pid of pids) {
+    const memory = processMemory(pid);
+    if (memory === null) return null;
+    rssBytes += memory.rssBytes;
+    peakRssBytes += memory.peakRssBytes;
+  }
+  return { rssBytes, peakRssBytes };
 }

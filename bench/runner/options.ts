@@ -14,8 +14,13 @@ export interface BenchOptions {
   loadgen: 'wrk' | 'autocannon' | undefined;
   loadgenThreads: number;
   target: 'dist' | 'source' | undefined;
-  /** Gateway worker threads. */
+  /** Gateway worker threads (per process). */
   threads: number;
+  /**
+   * Gateway processes sharing the port (`tessera start --processes N`, docs/operations.md
+   * "Several processes"): one contender per count and store, interleaved; [1] by default.
+   */
+  processes: number[];
   /** Another checkout of Tessera to run instead of this one (A/B against a branch or a fix). */
   gatewayRoot: string | undefined;
   /** Free text saved with the results, e.g. what a `--gateway-root` checkout contains. */
@@ -53,7 +58,10 @@ Options:
   --loadgen wrk|autocannon   (wrk when installed)
   --loadgen-threads N  wrk threads (1)
   --target dist|source run the compiled gateway (default when dist/ is up to date) or the sources
-  --threads N          gateway worker threads (2, the shipped default)
+  --threads N          gateway worker threads per process (2, the shipped default)
+  --processes N[,M…]   gateway processes on one port (1); a list measures each count as its own
+                       contender, interleaved, and prints the scaling against 1 process. Above 1
+                       needs Redis: memory-store contenders are measured with 1 process only
   --gateway-root DIR   run the gateway of another checkout (a worktree of a branch or a fix)
   --label TEXT         a note saved with the results (what the run measures, e.g. the fix applied)
   --baseline-root DIR  also run the gateway of another checkout (before a change), interleaved in
@@ -95,6 +103,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       'loadgen-threads': { type: 'string' },
       target: { type: 'string' },
       threads: { type: 'string' },
+      processes: { type: 'string', multiple: true },
       'gateway-root': { type: 'string' },
       label: { type: 'string' },
       'baseline-root': { type: 'string' },
@@ -115,6 +124,12 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
   if (target !== undefined && target !== 'dist' && target !== 'source') throw new UsageError('--target must be dist or source');
   const events = values.events ?? 'none';
   if (events !== 'none' && events !== 'file' && events !== 'redis') throw new UsageError('--events must be none, file or redis');
+  const processes = [...new Set((values.processes ?? ['1']).flatMap((list) => list.split(',')))].map((count) => {
+    const n = Number(count);
+    if (!Number.isInteger(n) || n < 1 || n > 64) throw new UsageError(`--processes must be whole numbers from 1 to 64, not "${count}"`);
+    return n;
+  });
+  processes.sort((a, b) => a - b);
   const baselineRoot = values['baseline-root'];
   // `--baseline-root ""` would resolve to the current directory: a silent A/A run nobody asked for.
   if (baselineRoot !== undefined && baselineRoot.trim() === '') throw new UsageError('--baseline-root needs a directory');
@@ -131,6 +146,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     loadgenThreads: positiveNumber('loadgen-threads', values['loadgen-threads'], 1, true),
     target,
     threads: positiveNumber('threads', values.threads, 2, true),
+    processes,
     gatewayRoot: values['gateway-root'],
     label: values.label,
     baselineRoot,

@@ -4,11 +4,11 @@ import type { ContenderResult, RatioResult, RoundResult, ScenarioResult, Summary
 import { meets } from '../load/load_generator.js';
 import { sendOnce } from '../scenarios/requests.js';
 import type { ActiveScenario, BackgroundLoad } from '../scenarios/scenario.js';
-import { processMemory } from '../support/proc_stats.js';
+import { processScalingComparisons } from '../report/process_scaling.js';
 import { tokenSignatureProblem, type KeySet } from '../support/token_signatures.js';
 import { contendersOf, type Contender, type StartedContender } from './contenders.js';
 import type { RunContext } from './context.js';
-import { measureRound, type ContenderProgress } from './measure.js';
+import { measureRound, serverMemory, type ContenderProgress } from './measure.js';
 import { median, medianOrNull } from '../support/stats.js';
 import { Workload } from './workload.js';
 
@@ -148,6 +148,8 @@ export async function runScenario(scenario: ActiveScenario, ctx: RunContext): Pr
       error: null,
       ...(contender.background === null ? {} : { background: contender.background.name }),
       ...(contender.alone === null ? {} : { alone: contender.alone }),
+      ...(contender.processes === 1 ? {} : { processes: contender.processes }),
+      ...(contender.oneProcess === null ? {} : { oneProcess: contender.oneProcess }),
     },
   }));
 
@@ -165,7 +167,7 @@ export async function runScenario(scenario: ActiveScenario, ctx: RunContext): Pr
         state.started = await state.contender.start();
         state.result.detail = state.started.server.detail;
         await sleep(500);
-        state.result.memory.idleRssBytes = processMemory(state.started.server.pid)?.rssBytes ?? null;
+        state.result.memory.idleRssBytes = serverMemory(state.started.server)?.rssBytes ?? null;
         progress.phase(`${scenario.name} · preparing ${state.contender.label}`);
         const kinds = await state.contender.requestKinds(state.started.access);
         state.result.kinds = kinds.map((kind) => ({
@@ -219,7 +221,7 @@ export async function runScenario(scenario: ActiveScenario, ctx: RunContext): Pr
 
     for (const state of states) {
       if (state.started === null || !state.started.server.alive()) continue;
-      const memory = processMemory(state.started.server.pid);
+      const memory = serverMemory(state.started.server);
       state.result.memory.afterRssBytes = memory?.rssBytes ?? null;
       state.result.memory.peakRssBytes = memory?.peakRssBytes ?? null;
     }
@@ -240,6 +242,8 @@ export async function runScenario(scenario: ActiveScenario, ctx: RunContext): Pr
     ...(ctx.baseline === null ? {} : { baselines: baselineComparisons(results) }),
     // Only for a scenario with a background load, likewise.
     ...(scenario.background === undefined ? {} : { underLoad: underLoadComparisons(results) }),
+    // Only with --processes counts to compare, likewise.
+    ...(ctx.options.processes.length > 1 ? { scaling: processScalingComparisons(results) } : {}),
     notes,
     hasErrors: results.some((c) => c.error !== null || c.rounds.some((r) => !r.valid) || c.summary === null),
   };

@@ -24,12 +24,13 @@ export class CpuWindow {
   private firstSystem: SystemTicks | null = null;
   private lastSystem: SystemTicks | null = null;
 
-  constructor(private readonly pids: ReadonlyMap<string, number>) {}
+  /** Each name is one process, or several counted as one (a gateway of several processes). */
+  constructor(private readonly pids: ReadonlyMap<string, number | readonly number[]>) {}
 
   sample(): void {
     const at = performance.now();
-    for (const [name, pid] of this.pids) {
-      const cpu = processCpuSeconds(pid);
+    for (const [name, pids] of this.pids) {
+      const cpu = cpuSecondsOf(pids);
       if (cpu === null) continue;
       if (!this.first.has(name)) this.first.set(name, { at, cpu });
       this.last.set(name, { at, cpu });
@@ -76,4 +77,15 @@ export class CpuWindow {
     const total = this.lastSystem.total - this.firstSystem.total;
     return total > 0 ? (this.lastSystem.steal - this.firstSystem.steal) / total : null;
   }
+}
+
+/** The CPU time of one process, or the sum of several; null when any of them cannot be read. */
+function cpuSecondsOf(pids: number | readonly number[]): number | null {
+  let total = 0;
+  for (const pid of typeof pids === 'number' ? [pids] : pids) {
+    const cpu = processCpuSeconds(pid);
+    if (cpu === null) return null;
+    total += cpu;
+  }
+  return total;
 }

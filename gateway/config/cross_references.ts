@@ -106,6 +106,33 @@ export function checkCrossReferences(config: TesseraConfig, extraGrantTypes: rea
   if (config.events.redisStream !== undefined && config.events.redisStream.url === undefined && config.store.type !== 'redis') {
     report('events.redisStream.url', 'is required unless the store is a single Redis ("type": "redis")');
   }
+  problems.push(...checkProcesses(config, config.processes));
+  return problems;
+}
+
+/**
+ * Several front-end processes on one port (docs/operations.md, "Several processes") share only
+ * what the store shares: on the memory store each would keep its own codes, refresh tokens and
+ * counters, and a client would see them come and go with the process its connection reached.
+ * `tessera start --processes N` checks its own N with this too.
+ */
+export function checkProcesses(config: Pick<TesseraConfig, 'store' | 'management'>, processes: number): ConfigProblem[] {
+  if (processes <= 1) return [];
+  const problems: ConfigProblem[] = [];
+  if (config.store.type === 'memory') {
+    problems.push({
+      path: 'processes',
+      message: `${processes} processes need the Redis store: on the memory store each process would have its own state (codes, refresh tokens, throttles)`,
+    });
+  }
+  // Each process's management listener takes management.port + its index (0 picks free ports).
+  const { port } = config.management;
+  if (port !== 0 && !config.management.onPublicPort && port + processes - 1 > 65535) {
+    problems.push({
+      path: 'management.port',
+      message: `with ${processes} processes the ports ${port}..${port + processes - 1} must all be below 65536`,
+    });
+  }
   return problems;
 }
 

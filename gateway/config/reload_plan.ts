@@ -7,10 +7,21 @@ import type { LoadedConfig } from './load.js';
 
 /**
  * Sections fixed for the life of the process: the listening sockets (public and management), the
- * store connection, the pool's size and queues, the issuer every token and the pages' cookies
+ * number of processes (forked once, at start), the store connection, the pool's size and queues, the issuer every token and the pages' cookies
  * carry, the watched validators folder, the event sinks and the log format.
  */
-const fixedSections = ['issuer', 'listen', 'store', 'workers', 'validatorsDir', 'management', 'events', 'tracing', 'logFormat'] as const;
+const fixedSections = [
+  'issuer',
+  'listen',
+  'store',
+  'processes',
+  'workers',
+  'validatorsDir',
+  'management',
+  'events',
+  'tracing',
+  'logFormat',
+] as const;
 
 export interface ReloadPlan {
   /** The config to serve: the new file, with the fixed sections as they run now. */

@@ -333,6 +333,15 @@ export const configSchema = z
       .default('x-forwarded-for')
       .describe('The header the trusted proxies write the client address into; the other one is never read.'),
     store: storeSchema,
+    processes: z
+      .number()
+      .int()
+      .min(1)
+      .max(64)
+      .default(1)
+      .describe(
+        'Front-end processes sharing the listening port (SO_REUSEPORT), each with its own worker threads; above 1 needs the Redis store. "tessera start --processes N" overrides it.',
+      ),
     workers: z
       .strictObject({
         threads: z.number().int().min(1).max(64).default(2),

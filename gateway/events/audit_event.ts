@@ -71,4 +71,9 @@ export interface AuditEvent extends AuditEventInput {
   /** A random UUID: consumers deduplicate on it (a Redis Stream may be read twice). */
   readonly id: string;
   readonly category: AuditEventCategory;
+  /**
+   * Which of the processes sharing the port emitted it (`tessera start --processes N`,
+   * docs/operations.md "Several processes"); absent with one process.
+   */
+  readonly process?: number;
 }

@@ -22,6 +22,8 @@ export interface AuditEventsOptions {
   readonly enabled: boolean;
   /** Events waiting for the next flush beyond which new ones are dropped. */
   readonly maxQueued?: number;
+  /** The process index stamped on every event when several processes share a port. */
+  readonly processIndex?: number | undefined;
 }
 
 /**
@@ -51,7 +53,7 @@ export class AuditEvents {
       this.countDropped('queue', 1);
       return;
     }
-    this.queue.push(completed(input));
+    this.queue.push(completed(input, this.options.processIndex));
     if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(this.flush);
@@ -103,7 +105,7 @@ export class AuditEvents {
 }
 
 /** The event with its time, id and category, and without the members its input left undefined. */
-function completed(input: AuditEventInput): AuditEvent {
+function completed(input: AuditEventInput, processIndex: number | undefined): AuditEvent {
   const event: Record<string, unknown> = {
     time: new Date().toISOString(),
     id: randomUUID(),
@@ -111,5 +113,6 @@ function completed(input: AuditEventInput): AuditEvent {
     category: categoryOf(input.name),
   };
   for (const [member, value] of Object.entries(input)) if (value !== undefined) event[member] = value;
+  if (processIndex !== undefined) event.process = processIndex;
   return event as unknown as AuditEvent;
 }

@@ -8,12 +8,18 @@ import { RedisStreamSink } from './redis_stream_sink.js';
  * The audit events of one gateway, with the sinks its config names (`events`, docs/configuration.md)
  * and the embedding code's hooks. Disabled (free) when there are neither.
  */
-export async function openAuditEvents(config: LoadedConfig, hooks: readonly AuditEventHook[], logger: Logger): Promise<AuditEvents> {
+export async function openAuditEvents(
+  config: LoadedConfig,
+  hooks: readonly AuditEventHook[],
+  logger: Logger,
+  processIndex?: number,
+): Promise<AuditEvents> {
   const sinks: AuditEventSink[] = [];
   const events = new AuditEvents({
     sinks,
     hooks,
     logger,
+    processIndex,
     enabled: config.events.sink !== 'none' || config.events.redisStream !== undefined || hooks.length > 0,
   });
   const { sink, file, redisStream } = config.events;

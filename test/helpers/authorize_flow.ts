@@ -39,11 +39,11 @@ export interface TokenAnswer {
  * Drives `/connect/authorize` and its pages over HTTP like a browser would (cookies kept, no
  * redirect followed), so that tests see every status, header and Location.
  */
-export class AuthorizeFlow {
+export class AuthorizeFlow<Gateway extends Pick<TestGateway, 'url' | 'tokenUrl'> = TestGateway> {
   readonly browser: BrowserSession;
 
   constructor(
-    readonly gw: TestGateway,
+    readonly gw: Gateway,
     browser?: BrowserSession,
   ) {
     this.browser = browser ?? new BrowserSession();
