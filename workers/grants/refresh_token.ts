@@ -40,16 +40,7 @@ export const refreshTokenGrant: GrantHandler = {
     // Bound to its client; another client's attempt leaves it untouched.
     if (record.clientId !== client.clientId) throw invalidGrant();
     if (record.expiresAt <= now || record.absoluteExpiresAt <= now) throw invalidGrant();
-    checkKeyBinding(request, record);
-
-    const scopes = narrowedScopes(services.scopes, client, record, request.params);
-    // A user who is no longer active gets nothing; the token stays as it is (IdentityServer's rule).
-    const grant = await profiledGrant(
-      request,
-      services,
-      { scopes, subject: record.subject, claims: record.claims },
-      record.openId !== undefined,
-    );
+    const grant = await grantOfRecord(request, services, record);
     const accessToken = signAccessToken(request, services, grant, now);
     // OIDC Core §12.2: same sub, aud and auth_time; no nonce.
     const idToken = signIdToken(request, services, grant, record.openId, accessToken, now);
@@ -66,7 +57,7 @@ export const refreshTokenGrant: GrantHandler = {
           throw err;
         }
       }
-      return tokenResponse(request, accessToken, scopes.scope, presented, idToken);
+      return tokenResponse(request, accessToken, grant.scopes.scope, presented, idToken);
     }
 
     const successor = newRefreshHandle(record.family);
@@ -91,13 +82,13 @@ export const refreshTokenGrant: GrantHandler = {
       // A rotation whose answer was late may still have happened: then the successor exists and
       // is this client's, and answering 503 would lose it (the retry would count as reuse).
       if (isStoreUnavailable(err) && (await appliedLate(store, successor.key))) {
-        return tokenResponse(request, accessToken, scopes.scope, successor.handle, idToken);
+        return tokenResponse(request, accessToken, grant.scopes.scope, successor.handle, idToken);
       }
       throw err;
     }
     // A concurrent refresh of the same token rotated it first: this one is a retry too.
     if (!rotated) return (await continueRetried(request, services, handle)) ?? refuseRedeemed(services, item);
-    return tokenResponse(request, accessToken, scopes.scope, successor.handle, idToken);
+    return tokenResponse(request, accessToken, grant.scopes.scope, successor.handle, idToken);
   },
 };
 
@@ -105,6 +96,18 @@ export const refreshTokenGrant: GrantHandler = {
  * RFC 9449 §5: a bound refresh token (a public client's) is refreshed only with a proof by its
  * key; the attempt leaves the token untouched, so a thief without the key cannot burn the family.
  */
+/**
+ * What a refresh (or a grace-window retry) issues from its record: the key binding checked, the
+ * scope and resources narrowed as the request asks, and the user asked about by the profile
+ * service, where a user who is no longer active gets nothing and the token stays as it is
+ * (IdentityServer's rule).
+ */
+async function grantOfRecord(request: GrantRequest, services: GrantServices, record: RefreshTokenRecord) {
+  checkKeyBinding(request, record);
+  const scopes = narrowedScopes(services.scopes, request.client, record, request.params);
+  return profiledGrant(request, services, { scopes, subject: record.subject, claims: record.claims }, record.openId !== undefined);
+}
+
 function checkKeyBinding(request: GrantRequest, record: RefreshTokenRecord): void {
   if (record.jkt !== undefined && request.jkt !== record.jkt) throw new OAuthError(OAuthErrors.refreshTokenKeyMismatch);
 }
@@ -162,15 +165,7 @@ async function continueRetried(request: GrantRequest, services: GrantServices, r
   const now = services.now();
   if (record === null || record.clientId !== client.clientId || record.expiresAt <= now || record.absoluteExpiresAt <= now)
     return undefined;
-  checkKeyBinding(request, record);
-
-  const scopes = narrowedScopes(services.scopes, client, record, request.params);
-  const grant = await profiledGrant(
-    request,
-    services,
-    { scopes, subject: record.subject, claims: record.claims },
-    record.openId !== undefined,
-  );
+  const grant = await grantOfRecord(request, services, record);
   const accessToken = signAccessToken(request, services, grant, now);
   const idToken = signIdToken(request, services, grant, record.openId, accessToken, now);
   // Checked and recorded in one step: if the successor was used (or the window closed, or the
@@ -178,7 +173,7 @@ async function continueRetried(request: GrantRequest, services: GrantServices, r
   const issued = issuedAccessTokenRecord(record.family, accessToken, now);
   if (!(await store.writeWhileLive([retryKey(retired), successor.key], issued))) return undefined;
   services.logger.info({ clientId: client.clientId }, 'refresh token presented again within its grace window: answered with its successor');
-  return tokenResponse(request, accessToken, scopes.scope, successor.handle, idToken);
+  return tokenResponse(request, accessToken, grant.scopes.scope, successor.handle, idToken);
 }
 
 async function appliedLate(store: Store, successor: StoreKey): Promise<boolean> {
