@@ -7,7 +7,8 @@ import {
   type ResourceOwnerPasswordValidator,
 } from '../protocol/validator_api.js';
 import { parseAcrValues } from './acr_values.js';
-import { grantClaims, isResult, runWithTimeout, signInProblem, validatedRequest } from './extension_grant.js';
+import { grantClaims, isResult, signInProblem, validatedRequest } from './extension_grant.js';
+import { runWithTimeout } from './user_module_calls.js';
 import { type FailureThrottle, whenBlockEnds } from './failure_throttle.js';
 import type { GrantHandler, GrantRequest, GrantServices } from './grant_handler.js';
 import { requestedResources, selectResources } from './resource_indicators.js';

@@ -1,28 +1,14 @@
 import { buildAccessTokenClaims } from '../tokens/access_token.js';
-import type { ClaimValue } from '../protocol/validator_api.js';
 import { newFamilyId, newRefreshHandle } from '../tokens/refresh_token_handle.js';
 import { refreshExpiry, type RefreshTokenRecord } from '../tokens/refresh_token_record.js';
 import { issuedAccessTokenRecord, type IssuedAccessToken } from '../tokens/token_revocation.js';
 import type { StoreKey } from '../store/store.js';
 import type { GrantRequest, GrantServices, TokenResponse } from './grant_handler.js';
 import { redeemOnce, type Redeemable, type SingleUseItem } from './redeem_once.js';
-import type { GrantedScopes } from './scope_rules.js';
 import { noteIssued } from '../task_facts_recorder.js';
-import type { ProfileClaims } from './user_profiles.js';
+import type { TokenGrant } from './token_grant.js';
 
-/** What a grant decided; the shared last step turns it into tokens. */
-export interface TokenGrant {
-  scopes: GrantedScopes;
-  subject?: string;
-  claims?: Readonly<Record<string, ClaimValue>>;
-  /** What the profile service said for this issuance (user_profiles.ts); never stored. */
-  profile?: ProfileClaims;
-  /**
-   * RFC 8707 §2.2: the grant a refresh token stays bound to when `resource` narrowed this access
-   * token (its scopes, and its resources if it named some); by default the access token's scopes.
-   */
-  bound?: { readonly scopes: readonly string[]; readonly resources?: readonly string[] | undefined };
-}
+export type { TokenGrant } from './token_grant.js';
 
 /** For grants that issue ID tokens (code, device, and refreshes of those). */
 export interface OpenIdGrant {

@@ -3,17 +3,8 @@ import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
 import type { RegisteredClient } from '../protocol/client_model.js';
 import type { ClaimValue, ProfileDataCaller, ProfileService } from '../protocol/validator_api.js';
 import type { IdentityClaims } from '../tokens/identity_claims.js';
-import { checkedGrantClaims, runWithTimeout, validatedClient } from './extension_grant.js';
-import type { GrantRequest } from './grant_handler.js';
-import type { TokenGrant } from './token_issuance.js';
-
-/** What a profile service said about a user for one issuance (never stored: asked again each time). */
-export interface ProfileClaims {
-  /** Added to the access token; never a registered claim. */
-  readonly accessToken: Readonly<Record<string, ClaimValue>>;
-  /** The source of the ID token's identity claims, when one is issued. */
-  readonly idToken?: Readonly<Record<string, ClaimValue>>;
-}
+import { checkedGrantClaims, runWithTimeout, validatedClient } from './user_module_calls.js';
+import type { ProfileClaims, TokenGrant } from './token_grant.js';
 
 /**
  * Runs the profile service of `validatorsDir` (workers/protocol/validator_api.ts `ProfileService`,
@@ -32,7 +23,12 @@ export class UserProfiles {
    * otherwise the grant with the claims the service gives its access token and, when
    * `withIdToken`, its ID token.
    */
-  async profiled(request: GrantRequest, grant: TokenGrant & { subject: string }, withIdToken: boolean): Promise<TokenGrant> {
+  // The request as far as a profile needs it: not `GrantRequest`, whose services name this class.
+  async profiled(
+    request: { readonly client: RegisteredClient; readonly grantType: string },
+    grant: TokenGrant & { subject: string },
+    withIdToken: boolean,
+  ): Promise<TokenGrant> {
     const { client, grantType } = request;
     if (!(await this.isActive(grant.subject, client, grantType))) {
       this.options.logger.info({ clientId: client.clientId, grantType }, 'user is not active: token request refused');
