@@ -4,22 +4,18 @@
 // kept as a test artifact (test/artifacts/, git-ignored). Skipped, with the reason, where
 // /usr/bin/chromium is missing; CI installs it (.ci/run).
 import t from 'tap';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as oidc from 'openid-client';
-import { chromium } from 'playwright-core';
 import { codeFlowClient } from '../helpers/authorize_flow.js';
 import { addPasswordFixtures, passwordFixtures } from '../helpers/password_users.js';
+import { launchChromium, skipWithoutChromium } from '../helpers/chromium.js';
 import { startTestGateway } from '../helpers/test_gateway.js';
 
-const chromiumPath = '/usr/bin/chromium';
 const artifactsDir = fileURLToPath(new URL('../artifacts/', import.meta.url));
-const skip = existsSync(chromiumPath)
-  ? false
-  : `${chromiumPath} not found: install Debian's chromium (apt-get install chromium) to run the real-browser test`;
+const skip = skipWithoutChromium;
 
 /** The client's redirect endpoint: a tiny HTTP server on a free 127.0.0.1 port. */
 async function startCallbackServer() {
@@ -55,28 +51,7 @@ t.test('Chromium signs in on the login page, allows, and the redirect endpoint r
     },
   });
 
-  const userDataDir = mkdtempSync(path.join(tmpdir(), 'tessera-chromium-'));
-  // Playwright runs a persistent context for a given profile folder: a fresh one per run.
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: chromiumPath,
-    headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-    viewport: { width: 900, height: 640 },
-    colorScheme: 'light',
-  });
-  t.teardown(async () => {
-    await context.close();
-    rmSync(userDataDir, { recursive: true, force: true });
-  });
+  const context = await launchChromium(t, { viewport: { width: 900, height: 640 }, colorScheme: 'light' });
 
   const config = await oidc.discovery(new URL(gw.config.issuer), 'browser-app', undefined, oidc.ClientSecretBasic('secret'), {
     execute: [oidc.allowInsecureRequests],

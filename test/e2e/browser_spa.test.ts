@@ -6,19 +6,14 @@
 // only CORS lets the page read (the Bearer header makes the browser send a preflight). A page of
 // an origin no client lists cannot read discovery. Skipped where /usr/bin/chromium is missing;
 // CI installs it (.ci/run).
-import t, { type Test } from 'tap';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import t from 'tap';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { launchChromium, skipWithoutChromium } from '../helpers/chromium.js';
 import { startTestGateway } from '../helpers/test_gateway.js';
 
-const chromiumPath = '/usr/bin/chromium';
-const skip = existsSync(chromiumPath)
-  ? false
-  : `${chromiumPath} not found: install Debian's chromium (apt-get install chromium) to run the real-browser test`;
+const skip = skipWithoutChromium;
 
 interface DemoConfig {
   clients: { clientId: string; redirectUris?: string[]; allowedCorsOrigins?: string[] }[];
@@ -92,29 +87,6 @@ async function startStaticHost(pages: Record<string, string>) {
   return { origin: `http://127.0.0.1:${address.port}`, close: () => new Promise<void>((r) => server.close(() => r())) };
 }
 
-async function launch(t: Test): Promise<BrowserContext> {
-  const userDataDir = mkdtempSync(path.join(tmpdir(), 'tessera-chromium-'));
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: chromiumPath,
-    headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
-  t.teardown(async () => {
-    await context.close();
-    rmSync(userDataDir, { recursive: true, force: true });
-  });
-  return context;
-}
-
 t.test('the demo spa client runs the code flow with PKCE from its own origin in Chromium, CORS included', { skip }, async (t) => {
   let issuer = '';
   const pages = spaPages(() => issuer);
@@ -133,7 +105,7 @@ t.test('the demo spa client runs the code flow with PKCE from its own origin in 
   });
   issuer = gw.config.issuer;
 
-  const context = await launch(t);
+  const context = await launchChromium(t);
   const page = context.pages()[0] ?? (await context.newPage());
   await page.goto(`${app.origin}/`);
   await page.getByLabel('Username').waitFor();

@@ -2,20 +2,21 @@
 // of a block are one info line each, from the worker thread, with the client, the username and the
 // caller's address, never the password. The worker's lines go to stdout, so the gateway runs as a
 // child process (test/helpers/spawned_gateway.ts).
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { basicAuthorization } from '../../helpers/basic_authorization.js';
 import { addPasswordFixtures, passwordFixtures } from '../../helpers/password_users.js';
 import { startSpawnedGateway } from '../../helpers/spawned_gateway.js';
 
 const fixtures = await passwordFixtures();
 
-t.test('a failed password check and a block start are logged with who and from where', async (t) => {
+/** A spawned gateway with the password throttle at `limits`, and one wrong password for alice at `ro`. */
+async function wrongPasswords(t: Test, limits: { maxFailures: number; windowSeconds: number }) {
   const gw = await startSpawnedGateway(t, {
     validators: [],
     patch: (raw) => {
       addPasswordFixtures(raw, fixtures);
       raw.logLevel = 'info';
-      raw.throttling = { password: { maxFailures: 2, windowSeconds: 60 } };
+      raw.throttling = { password: limits };
     },
   });
   const attempt = () =>
@@ -24,6 +25,11 @@ t.test('a failed password check and a block start are logged with who and from w
       headers: { authorization: basicAuthorization('ro'), 'content-type': 'application/x-www-form-urlencoded' },
       body: 'grant_type=password&username=alice&password=not-her-password-xyz',
     }).then((r) => r.status);
+  return { gw, attempt };
+}
+
+t.test('a failed password check and a block start are logged with who and from where', async (t) => {
+  const { gw, attempt } = await wrongPasswords(t, { maxFailures: 2, windowSeconds: 60 });
   t.same([await attempt(), await attempt(), await attempt()], [400, 400, 429]);
   const failed = await gw.waitForLog('a failed sign-in line', (l) => l.msg === 'password sign-in failed');
   t.match(failed, { clientId: 'ro', username: 'alice', address: '127.0.0.1', reason: 'wrong credentials', thread: 'worker' });
@@ -35,20 +41,7 @@ t.test('a failed password check and a block start are logged with who and from w
 });
 
 t.test('the end of a password block is logged once, when its window is over', async (t) => {
-  const gw = await startSpawnedGateway(t, {
-    validators: [],
-    patch: (raw) => {
-      addPasswordFixtures(raw, fixtures);
-      raw.logLevel = 'info';
-      raw.throttling = { password: { maxFailures: 1, windowSeconds: 2 } };
-    },
-  });
-  const attempt = () =>
-    fetch(gw.tokenUrl, {
-      method: 'POST',
-      headers: { authorization: basicAuthorization('ro'), 'content-type': 'application/x-www-form-urlencoded' },
-      body: 'grant_type=password&username=alice&password=not-her-password-xyz',
-    }).then((r) => r.status);
+  const { gw, attempt } = await wrongPasswords(t, { maxFailures: 1, windowSeconds: 2 });
   t.same([await attempt(), await attempt(), await attempt()], [400, 429, 429]);
   await gw.waitForLog('a block line', (l) => l.msg === 'password attempts blocked');
   t.notOk(gw.output().includes('password block ended'), 'not ended while the window runs');
