@@ -79,10 +79,12 @@ export function createDeviceAuthorizationEndpoint(deps: DeviceAuthorizationDeps)
 
 /** The device authorization request, step by step, once its form is read (RFC 8628 §3.1). */
 function answerDeviceAuthorizationRequest(route: DeviceAuthorizationRoute, request: FormRequest): void {
-  authenticateClient(route.clientAuthentication, request, (caller) => {
-    if (caller.assertion === undefined) answerAuthenticatedRequest(route, request, caller.client);
-    else verifyAssertionThenAnswer(route, request, caller);
-  });
+  authenticateClient(route.clientAuthentication, route, request, answerAuthenticatedDeviceRequest);
+}
+
+function answerAuthenticatedDeviceRequest(route: DeviceAuthorizationRoute, request: FormRequest, caller: AuthenticatedClient): void {
+  if (caller.assertion === undefined) answerAuthenticatedRequest(route, request, caller.client);
+  else verifyAssertionThenAnswer(route, request, caller);
 }
 
 /**

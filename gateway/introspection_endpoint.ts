@@ -64,22 +64,24 @@ export function createIntrospectionEndpoint(deps: IntrospectionEndpointDeps): (r
 
 /** The introspection request, step by step, once its form is read (RFC 7662 §2.1). */
 function answerIntrospectionRequest(route: IntrospectionRoute, request: FormRequest): void {
-  authenticateCaller(route, request, (caller) => {
-    if (requireParameter(request, 'token', OAuthErrors.missingToken) === undefined) return;
-    dispatchToWorker(route, request, caller);
-  });
+  authenticateCaller(route, request);
+}
+
+function answerAuthenticatedIntrospectionRequest(route: IntrospectionRoute, request: FormRequest, caller: Caller): void {
+  if (requireParameter(request, 'token', OAuthErrors.missingToken) === undefined) return;
+  dispatchToWorker(route, request, caller);
 }
 
 /** RFC 7662 §2.1: the caller must be authorized to introspect, as an API resource or a confidential client. */
-function authenticateCaller(route: IntrospectionRoute, request: FormRequest, next: (caller: Caller) => void): void {
+function authenticateCaller(route: IntrospectionRoute, request: FormRequest): void {
   const basic = request.authorization.length > 0 ? decodeBasicAuthorization(request.authorization) : undefined;
   const resourceSecrets = basic ? route.resources.get(basic.clientId) : undefined;
   if (basic && resourceSecrets !== undefined) {
     const resource = authenticateApiResource(route, request, basic, resourceSecrets);
-    if (resource !== undefined) next(resource);
+    if (resource !== undefined) answerAuthenticatedIntrospectionRequest(route, request, resource);
     return;
   }
-  authenticateConfidentialClient(route, request, next);
+  authenticateClient(route.clientAuthentication, route, request, answerAuthenticatedClientIntrospection);
 }
 
 /** Resource secrets are guessed like client secrets: the same per-id throttle and answers apply. */
@@ -100,16 +102,14 @@ function authenticateApiResource(
   return ['resource', basic.clientId];
 }
 
-function authenticateConfidentialClient(route: IntrospectionRoute, request: FormRequest, next: (caller: Caller) => void): void {
-  authenticateClient(route.clientAuthentication, request, (authenticated) => {
-    const { client } = authenticated;
-    // RFC 7662 §2.1: a public client cannot be authorized to introspect.
-    if (!client.requireSecret) {
-      request.exchange.sendError(OAuthErrors.invalidClient);
-      return;
-    }
-    next(['client', client.clientId, authenticated]);
-  });
+function answerAuthenticatedClientIntrospection(route: IntrospectionRoute, request: FormRequest, authenticated: AuthenticatedClient): void {
+  const { client } = authenticated;
+  // RFC 7662 §2.1: a public client cannot be authorized to introspect.
+  if (!client.requireSecret) {
+    request.exchange.sendError(OAuthErrors.invalidClient);
+    return;
+  }
+  answerAuthenticatedIntrospectionRequest(route, request, ['client', client.clientId, authenticated]);
 }
 
 /** A worker reads the token and answers; secrets stay on this thread. */

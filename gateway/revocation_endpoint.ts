@@ -44,10 +44,12 @@ export function createRevocationEndpoint(deps: RevocationEndpointDeps): (res: Ht
 
 /** The revocation request, step by step, once its form is read (RFC 7009 §2.1). */
 function answerRevocationRequest(route: RevocationRoute, request: FormRequest): void {
-  authenticateClient(route.clientAuthentication, request, (caller) => {
-    if (requireParameter(request, 'token', OAuthErrors.missingToken) === undefined) return;
-    dispatchToWorker(route, request, caller);
-  });
+  authenticateClient(route.clientAuthentication, route, request, answerAuthenticatedRevocationRequest);
+}
+
+function answerAuthenticatedRevocationRequest(route: RevocationRoute, request: FormRequest, caller: AuthenticatedClient): void {
+  if (requireParameter(request, 'token', OAuthErrors.missingToken) === undefined) return;
+  dispatchToWorker(route, request, caller);
 }
 
 /** A worker revokes the token and answers; secrets stay on this thread. */

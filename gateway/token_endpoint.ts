@@ -61,7 +61,7 @@ export function createTokenEndpoint(deps: TokenEndpointDeps): (res: HttpResponse
  * the request itself when it stops there.
  */
 function answerTokenRequest(route: TokenRoute, request: FormRequest): void {
-  authenticateClient(route.clientAuthentication, request, (caller) => answerAuthenticatedTokenRequest(route, request, caller));
+  authenticateClient(route.clientAuthentication, route, request, answerAuthenticatedTokenRequest);
 }
 
 function answerAuthenticatedTokenRequest(route: TokenRoute, request: FormRequest, caller: AuthenticatedClient): void {

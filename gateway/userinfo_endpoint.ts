@@ -1,5 +1,5 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { BearerErrors, DPoPErrors, dpopChallenge, type BearerErrorEntry } from '../workers/protocol/oauth_errors.js';
+import { BearerErrors, DPoPErrors, type BearerErrorEntry } from '../workers/protocol/oauth_errors.js';
 import type { FormParams, TokenTaskResult, UserInfoItem } from '../workers/protocol/token_task.js';
 import { maxBodyBytes, readBody, type BodyReceiver } from './http/body_reader.js';
 import type { CorsPolicy } from './http/cors.js';
@@ -42,17 +42,9 @@ function readHeaderToken(req: HttpRequest): HeaderToken {
   return /^(?:bearer|dpop)(?: |$)/i.test(authorization) ? { kind: 'malformed' } : { kind: 'none' };
 }
 
-// Worker answers are matched to their challenge by body: the bodies are the catalogue's own.
-const challengeOfBody = new Map<string, string | undefined>(
-  [...Object.values(BearerErrors), ...Object.values(DPoPErrors)].map((e) => [e.body, e.wwwAuthenticate]),
-);
-// A request that used the DPoP scheme gets DPoP challenges (RFC 9449 §7.1), for the same bodies.
-const dpopChallengeOfBody = new Map<string, string | undefined>(
-  Object.values(BearerErrors).map((e) => {
-    if (e.wwwAuthenticate === undefined) return [e.body, undefined];
-    const { error, error_description } = JSON.parse(e.body) as { error: string; error_description: string };
-    return [e.body, dpopChallenge(error, error_description, /scope="([^"]*)"/.exec(e.wwwAuthenticate)?.[1])];
-  }),
+// Worker answers are matched to their catalogue entry by body: the bodies are the catalogue's own.
+const entryOfBody = new Map<string, BearerErrorEntry>(
+  [...Object.values(BearerErrors), ...Object.values(DPoPErrors)].map((e) => [e.body, e]),
 );
 
 /**
@@ -150,7 +142,9 @@ function answer(exchange: Exchange, [status, body, retryAfter]: TokenTaskResult,
     exchange.sendJson(200, body);
     return;
   }
-  const challenge = (dpopScheme ? dpopChallengeOfBody.get(body) : undefined) ?? challengeOfBody.get(body);
+  // A request that used the DPoP scheme gets DPoP challenges (RFC 9449 §7.1).
+  const entry = entryOfBody.get(body);
+  const challenge = dpopScheme ? entry?.dpopWwwAuthenticate : entry?.wwwAuthenticate;
   exchange.sendJson(status, body, {
     retryAfter: retryAfter ?? undefined,
     wwwAuthenticate: challenge,

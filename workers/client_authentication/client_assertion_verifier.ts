@@ -1,6 +1,7 @@
-import { constants, createHash, createPublicKey, verify, type JsonWebKey, type KeyObject, type VerifyKeyObjectInput } from 'node:crypto';
+import { createHash, createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { threadId } from 'node:worker_threads';
-import { keyFitsAlgorithm, isClientAssertionAlgorithm, type ClientAssertionCheck } from '../protocol/client_assertion.js';
+import { keyFitsAlgorithm as keyFitsJwk, isClientAssertionAlgorithm, type ClientAssertionCheck } from '../protocol/client_assertion.js';
+import { keyFitsAlgorithm, verifyJwsSignature } from '../crypto/jws_signature.js';
 import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
 import type { PublicJwkConfig } from '../protocol/worker_config.js';
 import type { Store, StoreKey } from '../store/store.js';
@@ -10,48 +11,9 @@ const maxCachedKeys = 1024;
 /** A spent `jti` is kept this much past the assertion's `exp`: the clock skew the gateway allowed. */
 const skewMs = 5_000;
 
-interface Verifier {
-  readonly digest: string | null;
-  /** What the imported key must be (node:crypto's `asymmetricKeyType` and curve). */
-  readonly keyType: string;
-  readonly curve?: string;
-  readonly options: (key: KeyObject) => KeyObject | VerifyKeyObjectInput;
-}
-
-const ecdsa = (digest: string, curve: string): Verifier => ({
-  digest,
-  keyType: 'ec',
-  curve,
-  // RFC 7518 §3.4: JWS carries R||S, not DER.
-  options: (key) => ({ key, dsaEncoding: 'ieee-p1363' }),
-});
-const pkcs1 = (digest: string): Verifier => ({ digest, keyType: 'rsa', options: (key) => key });
-// RFC 7518 §3.5: the salt is as long as the digest.
-const pss = (digest: string, saltLength: number): Verifier => ({
-  digest,
-  keyType: 'rsa',
-  options: (key) => ({ key, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength }),
-});
-const eddsa: Verifier = { digest: null, keyType: 'ed25519', options: (key) => key };
-
-const verifiers: Readonly<Record<string, Verifier>> = {
-  ES256: ecdsa('sha256', 'prime256v1'),
-  ES384: ecdsa('sha384', 'secp384r1'),
-  ES512: ecdsa('sha512', 'secp521r1'),
-  RS256: pkcs1('sha256'),
-  RS384: pkcs1('sha384'),
-  RS512: pkcs1('sha512'),
-  PS256: pss('sha256', 32),
-  PS384: pss('sha384', 48),
-  PS512: pss('sha512', 64),
-  EdDSA: eddsa,
-  Ed25519: eddsa,
-};
-
 /**
  * The worker's share of `private_key_jwt` (RFC 7523 §3, docs/architecture.md "Client
- * assertions"): the signature, with node:crypto (1.9 times jose's best ES256 throughput per
- * CPU-second, bench/README.md "sign"), against the candidate keys the gateway picked, then the `jti`
+ * assertions"): the signature (workers/crypto/jws_signature.ts), against the candidate keys the gateway picked, then the `jti`
  * spent in the store until the assertion's `exp`, atomically, so that of any number of
  * presentations on any number of gateways sharing the store exactly one passes (RFC 7523 §3
  * item 7). Every refusal is `invalid_client`; the reason goes to the log only.
@@ -75,21 +37,15 @@ export class ClientAssertionVerifier {
   }
 
   private signatureVerifies({ jwt, alg, keys }: ClientAssertionCheck): boolean {
-    // The gateway already checked these; a worker trusts no algorithm it was not built for.
-    const verifier = isClientAssertionAlgorithm(alg) ? verifiers[alg] : undefined;
-    if (verifier === undefined) return false;
+    // The gateway already checked the algorithm; a worker trusts none it was not built for.
+    if (!isClientAssertionAlgorithm(alg)) return false;
     const dot = jwt.lastIndexOf('.');
     const input = Buffer.from(jwt.slice(0, dot), 'latin1');
     const signature = Buffer.from(jwt.slice(dot + 1), 'base64url');
     for (const jwk of keys) {
-      if (!keyFitsAlgorithm(jwk, alg)) continue;
+      if (!keyFitsJwk(jwk, alg)) continue;
       const key = this.importKey(jwk);
-      if (key === null || !fits(key, verifier)) continue;
-      try {
-        if (verify(verifier.digest, input, verifier.options(key), signature)) return true;
-      } catch {
-        // A malformed signature for this key type: not this key.
-      }
+      if (key !== null && keyFitsAlgorithm(key, alg) && verifyJwsSignature(alg, input, signature, key)) return true;
     }
     return false;
   }
@@ -108,14 +64,6 @@ export class ClientAssertionVerifier {
     this.keys.set(id, key);
     return key;
   }
-}
-
-// RFC 8725 §3.1: the key's own type decides, never the header alone; RSA keys of 2048 bits or more (RFC 7518 §3.3).
-function fits(key: KeyObject, verifier: Verifier): boolean {
-  if (key.type !== 'public' || key.asymmetricKeyType !== verifier.keyType) return false;
-  if (verifier.curve !== undefined) return key.asymmetricKeyDetails?.namedCurve === verifier.curve;
-  if (verifier.keyType === 'rsa') return (key.asymmetricKeyDetails?.modulusLength ?? 0) >= 2048;
-  return true;
 }
 
 /** Spent assertion ids, per client, hashed like every store key (docs/storage.md). */

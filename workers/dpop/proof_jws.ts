@@ -6,25 +6,17 @@
  * EdDSA 212 against 116, on a loaded 2-vCPU box), and every DPoP request pays it.
  * jose still signs every proof the tests send, openid-client's included.
  */
-import { constants, createPublicKey, verify, type JsonWebKey, type KeyObject, type VerifyKeyObjectInput } from 'node:crypto';
+import { createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
 import type { JWK } from 'jose';
-import type { dpopSigningAlgorithms } from '../protocol/dpop_algorithms.js';
+import { keyFitsAlgorithm, verifyJwsSignature } from '../crypto/jws_signature.js';
+import { dpopSigningAlgorithms } from '../protocol/dpop_algorithms.js';
 
-type ProofAlgorithm = (typeof dpopSigningAlgorithms)[number];
+type DPoPAlgorithm = (typeof dpopSigningAlgorithms)[number];
 
-/** What each allowed algorithm needs of the key and of `crypto.verify` (RFC 7518 §3, RFC 8037 §3.1). */
-const algorithmRules: Record<ProofAlgorithm, { kty: string; crv?: string; digest: string | null; options: Partial<VerifyKeyObjectInput> }> =
-  {
-    // JWS wants R||S (RFC 7518 §3.4), not DER.
-    ES256: { kty: 'EC', crv: 'P-256', digest: 'sha256', options: { dsaEncoding: 'ieee-p1363' } },
-    ES384: { kty: 'EC', crv: 'P-384', digest: 'sha384', options: { dsaEncoding: 'ieee-p1363' } },
-    EdDSA: { kty: 'OKP', crv: 'Ed25519', digest: null, options: {} },
-    RS256: { kty: 'RSA', digest: 'sha256', options: { padding: constants.RSA_PKCS1_PADDING } },
-    PS256: { kty: 'RSA', digest: 'sha256', options: { padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: 32 } },
-  };
+function isDPoPAlgorithm(alg: unknown): alg is DPoPAlgorithm {
+  return typeof alg === 'string' && (dpopSigningAlgorithms as readonly string[]).includes(alg);
+}
 
-// RFC 7518 §3.3, §3.5: RSA keys of at least 2048 bits.
-const minRsaBits = 2048;
 // Members of a private or symmetric JWK (RFC 7518 §6.2.2, §6.3.2, §6.4): never in a proof.
 const privateMembers = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'] as const;
 const base64url = /^[A-Za-z0-9_-]+$/;
@@ -50,33 +42,24 @@ export function verifyProofJws(proof: string): DecodedProof | string {
   // RFC 9449 §4.3 check 4; RFC 7515 §4.1.11: an extension we do not understand must be refused.
   if (header.typ !== 'dpop+jwt') return 'typ';
   if (header.crit !== undefined) return 'crit';
-  // Check 5: asymmetric algorithms only (`none` and HMAC are not in the table).
+  // Check 5: asymmetric algorithms only (`none` and HMAC are not on the list).
   const alg = header.alg;
-  if (typeof alg !== 'string' || !Object.hasOwn(algorithmRules, alg)) return 'alg not allowed';
-  const rules = algorithmRules[alg as ProofAlgorithm];
-  // Check 7: a public key, of the algorithm's type.
+  if (!isDPoPAlgorithm(alg)) return 'alg not allowed';
+  // Check 7: a public key, of the algorithm's type (and RSA of 2048 bits or more).
   const jwk = header.jwk;
   if (typeof jwk !== 'object' || jwk === null || Array.isArray(jwk)) return 'no jwk in the header';
   if (privateMembers.some((member) => member in jwk)) return 'private key in the header';
-  const { kty, crv } = jwk as JWK;
-  if (kty !== rules.kty || (rules.crv !== undefined && crv !== rules.crv)) return 'jwk does not fit alg';
   let key: KeyObject;
   try {
     key = createPublicKey({ key: jwk as JsonWebKey, format: 'jwk' });
   } catch {
     return 'jwk not a key';
   }
-  if (kty === 'RSA' && (key.asymmetricKeyDetails?.modulusLength ?? 0) < minRsaBits) return 'RSA key too short';
+  if (!keyFitsAlgorithm(key, alg)) return 'jwk does not fit alg';
   // Check 6: the signature.
   const signingInput = Buffer.from(`${encodedHeader}.${encodedPayload}`);
   const signature = Buffer.from(encodedSignature, 'base64url');
-  let valid: boolean;
-  try {
-    valid = verify(rules.digest, signingInput, { key, ...rules.options }, signature);
-  } catch {
-    return 'signature';
-  }
-  return valid ? { header, payload, jwk: jwk as JWK } : 'signature';
+  return verifyJwsSignature(alg, signingInput, signature, key) ? { header, payload, jwk: jwk as JWK } : 'signature';
 }
 
 function parseObject(part: string): Record<string, unknown> | undefined {

@@ -315,6 +315,8 @@ export interface BearerErrorEntry {
   readonly status: 400 | 401 | 403 | 405;
   readonly body: string;
   readonly wwwAuthenticate: string | undefined;
+  /** The same challenge for a request that used the DPoP scheme (RFC 9449 §7.1). */
+  readonly dpopWwwAuthenticate: string | undefined;
 }
 
 function defineBearerError(
@@ -330,7 +332,13 @@ function defineBearerError(
       : challenge === 'without an error'
         ? 'Bearer'
         : `Bearer error="${error}", error_description="${description}"${scope === undefined ? '' : `, scope="${scope}"`}`;
-  return Object.freeze({ status, body: JSON.stringify({ error, error_description: description }), wwwAuthenticate });
+  const dpopWwwAuthenticate =
+    challenge === 'none'
+      ? undefined
+      : challenge === 'without an error'
+        ? dpopChallenge(undefined)
+        : dpopChallenge(error, description, scope);
+  return Object.freeze({ status, body: JSON.stringify({ error, error_description: description }), wwwAuthenticate, dpopWwwAuthenticate });
 }
 
 export const BearerErrors = {
@@ -356,10 +364,12 @@ export function dpopChallenge(error: string | undefined, description?: string, s
 }
 
 function defineDPoPError(error: 'invalid_token' | 'invalid_dpop_proof' | 'invalid_request', description: string): BearerErrorEntry {
+  const challenge = dpopChallenge(error, description);
   return Object.freeze({
     status: 401,
     body: JSON.stringify({ error, error_description: description }),
-    wwwAuthenticate: dpopChallenge(error, description),
+    wwwAuthenticate: challenge,
+    dpopWwwAuthenticate: challenge,
   });
 }
 
