@@ -1,7 +1,7 @@
 import { createPrivateKey } from 'node:crypto';
-import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
-import path from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
+import { readOrMakeOnce } from './keys/shared_file.js';
 import { isSigningAlgorithm, type SigningAlgorithm, type SigningKeyMaterial } from '../workers/protocol/signing_key.js';
 
 /** Key type each algorithm needs (RFC 7518 §3, RFC 8037). */
@@ -21,9 +21,20 @@ export class KeyLoadError extends Error {
 
 /** Reads one private JWK file and checks that it can sign with `signing.algorithm`. */
 export async function readSigningKeyFile(file: string, defaultAlg: SigningAlgorithm): Promise<SigningKeyMaterial> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    throw new KeyLoadError(`signing key ${file}: cannot read a JSON JWK (${(err as Error).message})`);
+  }
+  return parseSigningKey(text, file, defaultAlg);
+}
+
+/** A private JWK file's text, checked as {@link readSigningKeyFile} checks it. */
+function parseSigningKey(text: string, file: string, defaultAlg: SigningAlgorithm): Promise<SigningKeyMaterial> {
   let jwk: JWK;
   try {
-    jwk = JSON.parse(await readFile(file, 'utf8')) as JWK;
+    jwk = JSON.parse(text) as JWK;
   } catch (err) {
     throw new KeyLoadError(`signing key ${file}: cannot read a JSON JWK (${(err as Error).message})`);
   }
@@ -73,37 +84,13 @@ export async function readSigningKeyFiles(files: readonly string[], alg: Signing
  * git-ignored) and reused, so that tokens survive a restart. It is the first key of the store-kept
  * set (gateway/keys/store_key_source.ts).
  */
-export async function loadDevKeyFile(file: string, alg: SigningAlgorithm): Promise<SigningKeyMaterial> {
-  if (await exists(file)) return readWhenComplete(file, alg);
-  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-  const key = await generateSigningKey(alg);
-  try {
-    // `wx`: of several processes starting at once, one writes and the others read its key.
-    await writeFile(file, `${JSON.stringify(key.jwk, null, 2)}\n`, { flag: 'wx', mode: 0o600 });
-    return key;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    return readWhenComplete(file, alg);
-  }
-}
-
-// Another process may have created the file but not finished writing it yet.
-async function readWhenComplete(file: string, alg: SigningAlgorithm): Promise<SigningKeyMaterial> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await readSigningKeyFile(file, alg);
-    } catch (err) {
-      if (attempt >= 20) throw err;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  }
-}
-
-async function exists(file: string): Promise<boolean> {
-  try {
-    await access(file);
-    return true;
-  } catch {
-    return false;
-  }
+export function loadDevKeyFile(file: string, alg: SigningAlgorithm): Promise<SigningKeyMaterial> {
+  return readOrMakeOnce(
+    file,
+    async () => {
+      const key = await generateSigningKey(alg);
+      return { value: key, text: `${JSON.stringify(key.jwk, null, 2)}\n` };
+    },
+    (text) => parseSigningKey(text, file, alg),
+  );
 }
