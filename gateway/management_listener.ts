@@ -3,6 +3,7 @@ import * as uWS from 'uWebSockets.js';
 import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import { Exchange } from './http/exchange.js';
 import { withStrictFraming } from './http/framing.js';
+import { listenOnce } from './http/listener.js';
 import type { GatewayMetrics } from './metrics.js';
 
 /** The management listener: where it listens, and the bearer token `/metrics` may require. */
@@ -34,12 +35,8 @@ export async function startManagementListener(metrics: GatewayMetrics, options: 
   framed.any('/*', (res, req) => {
     new Exchange(res, req.getMethod()).sendStatic(404, 'application/json', '{"error":"not_found"}', 'no-store');
   });
-  const socket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
-    app.listen(options.host, options.port, (listening) => {
-      if (listening !== false) resolve(listening);
-      else reject(new Error(`cannot listen on ${options.host}:${options.port} (management.host, management.port)`));
-    });
-  });
+  const socket = await listenOnce(app, options.host, options.port, false);
+  if (socket === false) throw new Error(`cannot listen on ${options.host}:${options.port} (management.host, management.port)`);
   const port = uWS.us_socket_local_port(socket as unknown as uWS.us_socket);
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
   return {

@@ -134,7 +134,8 @@ function createApp(tls: TlsFiles | undefined, pair: TlsPair | undefined): uWS.Te
   return uWS.SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile });
 }
 
-function listenOnce(app: uWS.TemplatedApp, host: string, port: number, exclusive: boolean): Promise<uWS.us_listen_socket | false> {
+/** Listens once on `host:port` (exclusively: no other process may share the port); `false` when it cannot. */
+export function listenOnce(app: uWS.TemplatedApp, host: string, port: number, exclusive: boolean): Promise<uWS.us_listen_socket | false> {
   return new Promise((resolve) => {
     // uWS.js has the (host, port, options, cb) form and the option's constant at run time, but
     // its types declare neither.
