@@ -353,13 +353,6 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       }
       const plan = planReload(config, next);
       const nextConfig = plan.config;
-      if (nextConfig.tls !== undefined && running.secure) {
-        try {
-          await running.reloadTls(nextConfig.tls);
-        } catch (err) {
-          return refuse([{ path: 'tls', message: (err as Error).message }]);
-        }
-      }
       // The workers read clients, users, scopes and resources from their boot data: a new pool
       // takes over as on a validator reload; the store, and with it every session and token, stays.
       let nextPool: Piscina;
@@ -367,6 +360,15 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
         nextPool = await startPoolWith(nextConfig, reload.modules);
       } catch (err) {
         return refuse([{ path: '(root)', message: `the worker threads did not start with the new config (${(err as Error).message})` }]);
+      }
+      // The certificate after the pool: a pool that does not start leaves the TLS files as they were.
+      if (nextConfig.tls !== undefined && running.secure) {
+        try {
+          await running.reloadTls(nextConfig.tls);
+        } catch (err) {
+          await nextPool.destroy();
+          return refuse([{ path: 'tls', message: (err as Error).message }]);
+        }
       }
       const limits = nextConfig.throttling.clientAuthentication;
       const sameLimits = JSON.stringify(limits) === JSON.stringify(config.throttling.clientAuthentication);
