@@ -8,19 +8,10 @@ import { decodeJwt } from 'jose';
 import { startTestGateway } from '../helpers/test_gateway.js';
 import { addPasswordFixtures, offlineUserClient, passwordFixtures } from '../helpers/password_users.js';
 import { AuthorizeFlow, callbackUri, codeFlowClient, pkcePair } from '../helpers/authorize_flow.js';
-import { basicAuthorization } from '../helpers/basic_authorization.js';
+import { tokenRequest } from '../helpers/token_request.js';
 
 const fixtures = await passwordFixtures();
 const example = (name: string) => readFileSync(new URL(`../../validators/examples/${name}`, import.meta.url), 'utf8');
-
-async function token(url: string, clientId: string, params: Record<string, string>) {
-  const res = await fetch(`${url}/connect/token`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basicAuthorization(clientId) },
-    body: new URLSearchParams(params).toString(),
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
 
 async function userInfo(url: string, accessToken: string) {
   const res = await fetch(`${url}/connect/userinfo`, { headers: { authorization: `Bearer ${accessToken}` } });
@@ -50,7 +41,7 @@ t.test('the example profile service (validators/examples) gives ID tokens, UserI
   });
   const flow = new AuthorizeFlow(gw);
   const { code, verifier } = await codeFor(flow, 'openid profile email api1 offline_access');
-  const redeemed = await token(gw.url, 'web', {
+  const redeemed = await tokenRequest(gw.url, 'web', {
     grant_type: 'authorization_code',
     code,
     redirect_uri: callbackUri,
@@ -70,7 +61,10 @@ t.test('the example profile service (validators/examples) gives ID tokens, UserI
   t.equal(info.status, 200);
   t.same(info.body, { sub: 'sub-alice', name: 'Alice Liddell', email: 'alice@example.com', email_verified: true });
 
-  const refreshed = await token(gw.url, 'web', { grant_type: 'refresh_token', refresh_token: redeemed.body.refresh_token as string });
+  const refreshed = await tokenRequest(gw.url, 'web', {
+    grant_type: 'refresh_token',
+    refresh_token: redeemed.body.refresh_token as string,
+  });
   t.equal(refreshed.status, 200);
   t.equal(decodeJwt(refreshed.body.id_token as string).name, 'Alice Liddell', 'a refresh asks the profile service again');
 });
@@ -131,7 +125,7 @@ t.test(
       },
     });
     const password = (clientId: string) =>
-      token(gw.url, clientId, {
+      tokenRequest(gw.url, clientId, {
         grant_type: 'password',
         username: 'alice',
         password: 'alice-pw',
@@ -144,9 +138,9 @@ t.test(
     const flow = new AuthorizeFlow(gw);
     const { code, verifier } = await codeFor(flow, 'openid api1');
     const redeem = () =>
-      token(gw.url, 'web', { grant_type: 'authorization_code', code, redirect_uri: callbackUri, code_verifier: verifier });
+      tokenRequest(gw.url, 'web', { grant_type: 'authorization_code', code, redirect_uri: callbackUri, code_verifier: verifier });
     const refresh = () =>
-      token(gw.url, 'ro-offline', { grant_type: 'refresh_token', refresh_token: signedIn.body.refresh_token as string });
+      tokenRequest(gw.url, 'ro-offline', { grant_type: 'refresh_token', refresh_token: signedIn.body.refresh_token as string });
 
     const flag = path.join(flags, 'inactive-sub-alice');
     writeFileSync(flag, '');
@@ -155,7 +149,7 @@ t.test(
     t.same(refusedPassword.body.error, 'invalid_grant', 'password: invalid_grant');
     t.same((await redeem()).body.error, 'invalid_grant', 'authorization_code: invalid_grant');
     t.same((await refresh()).body.error, 'invalid_grant', 'refresh_token: invalid_grant');
-    const extension = () => token(gw.url, 'extension', { grant_type: 'urn:example:grant:as-alice', scope: 'api1' });
+    const extension = () => tokenRequest(gw.url, 'extension', { grant_type: 'urn:example:grant:as-alice', scope: 'api1' });
     t.same((await extension()).body.error, 'invalid_grant', 'an extension grant for the user: invalid_grant');
     const info = await userInfo(gw.url, signedIn.body.access_token as string);
     t.equal(info.status, 401, 'UserInfo: 401');

@@ -5,20 +5,11 @@ import t from 'tap';
 import { decodeJwt } from 'jose';
 import { sha256Secret, startTestGateway } from '../helpers/test_gateway.js';
 import { addPasswordFixtures, passwordFixtures } from '../helpers/password_users.js';
-import { basicAuthorization } from '../helpers/basic_authorization.js';
+import { tokenRequest } from '../helpers/token_request.js';
 
 const fixtures = await passwordFixtures();
 // RFC 6749 §4.5: a new grant type is an absolute URI.
 const partnerGrant = 'urn:example:params:oauth:grant-type:partner-sso';
-
-async function token(url: string, clientId: string, params: Record<string, string>) {
-  const res = await fetch(`${url}/connect/token`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basicAuthorization(clientId) },
-    body: new URLSearchParams(params).toString(),
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
 
 t.test("a validator's identityProvider and authTime reach the token, and validators read the client's properties", async (t) => {
   const dir = t.testdir({
@@ -74,7 +65,7 @@ t.test("a validator's identityProvider and authTime reach the token, and validat
   });
 
   const signedInAt = Math.floor(Date.now() / 1000) - 600;
-  const issued = await token(gw.url, 'partner', { grant_type: partnerGrant, scope: 'api1', signed_in_at: String(signedInAt) });
+  const issued = await tokenRequest(gw.url, 'partner', { grant_type: partnerGrant, scope: 'api1', signed_in_at: String(signedInAt) });
   t.equal(issued.status, 200, JSON.stringify(issued.body));
   const payload = decodeJwt(issued.body.access_token as string);
   t.equal(payload.sub, 'partner-user-7');
@@ -84,10 +75,19 @@ t.test("a validator's identityProvider and authTime reach the token, and validat
   t.equal(payload.partner_tier, 'gold', "the validator read its client's properties");
   t.equal(payload.frozen, true, 'read-only');
 
-  const future = await token(gw.url, 'partner', { grant_type: partnerGrant, scope: 'api1', signed_in_at: String(signedInAt + 7200) });
+  const future = await tokenRequest(gw.url, 'partner', {
+    grant_type: partnerGrant,
+    scope: 'api1',
+    signed_in_at: String(signedInAt + 7200),
+  });
   t.same([future.status, future.body], [400, { error: 'invalid_grant' }], 'an authentication in the future is refused');
 
-  const password = await token(gw.url, 'directory-app', { grant_type: 'password', username: 'zoe', password: 'dir-pw', scope: 'api1' });
+  const password = await tokenRequest(gw.url, 'directory-app', {
+    grant_type: 'password',
+    username: 'zoe',
+    password: 'dir-pw',
+    scope: 'api1',
+  });
   t.equal(password.status, 200, JSON.stringify(password.body));
   const user = decodeJwt(password.body.access_token as string);
   t.equal(user.sub, 'dir-zoe');

@@ -2,25 +2,12 @@
 // cases run against two gateways in test/gateway/keys/key_rotation.test.ts).
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import t from 'tap';
-import type { CliCommand, CliIo } from '../../../gateway/cli/command.js';
+import { runCliCommand } from '../../helpers/cli_in_process.js';
 import { keysListCommand } from '../../../gateway/cli/keys_list_command.js';
 import { keysRotateCommand } from '../../../gateway/cli/keys_rotate_command.js';
 import { generateSigningKey } from '../../../gateway/key_loader.js';
 import { baseTestConfig } from '../../helpers/test_gateway.js';
-
-async function run(command: CliCommand, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (c: Buffer) => (out += c.toString()));
-  stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const io = { stdout, stderr, stdin: process.stdin, env: {} } as unknown as CliIo;
-  const code = await command.run(args, io);
-  return { code, stdout: out, stderr: err };
-}
 
 const dir = t.testdir({});
 const [first, second] = await Promise.all([generateSigningKey('ES256'), generateSigningKey('ES256')]);
@@ -32,7 +19,7 @@ const onMemory = path.join(dir, 'memory.json');
 writeFileSync(onMemory, JSON.stringify(baseTestConfig()));
 
 t.test('keys list shows key files in order: the first active, the others published', async (t) => {
-  const { code, stdout } = await run(keysListCommand, ['--config', withFiles]);
+  const { code, stdout } = await runCliCommand(keysListCommand, ['--config', withFiles]);
   t.equal(code, 0);
   const lines = stdout.trimEnd().split('\n');
   t.match(lines[0], /^KID +ALG +STATE +CREATED +ACTIVATES +EXPIRES$/);
@@ -41,16 +28,16 @@ t.test('keys list shows key files in order: the first active, the others publish
 });
 
 t.test('keys rotate refuses key files and says how to rotate them', async (t) => {
-  const { code, stderr } = await run(keysRotateCommand, ['--config', withFiles]);
+  const { code, stderr } = await runCliCommand(keysRotateCommand, ['--config', withFiles]);
   t.equal(code, 1);
   t.match(stderr, /^error: this config names key files \(signing\.keys\): add a key with "tessera keys generate"/);
 });
 
 t.test('on the memory store both explain that the keys live inside the gateway', async (t) => {
-  await t.rejects(run(keysRotateCommand, ['--config', onMemory]), /the memory store lives inside the running gateway/);
-  await t.rejects(run(keysListCommand, ['--config', onMemory]), /the memory store lives inside the running gateway/);
+  await t.rejects(runCliCommand(keysRotateCommand, ['--config', onMemory]), /the memory store lives inside the running gateway/);
+  await t.rejects(runCliCommand(keysListCommand, ['--config', onMemory]), /the memory store lives inside the running gateway/);
 });
 
 t.test('--config is required', async (t) => {
-  await t.rejects(run(keysListCommand, []), { name: 'UsageError', message: '--config FILE is required' });
+  await t.rejects(runCliCommand(keysListCommand, []), { name: 'UsageError', message: '--config FILE is required' });
 });

@@ -2,12 +2,11 @@
 // (docs/operations.md, "Signing keys and rotation"): by `tessera keys rotate` and on a schedule.
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose';
 import t, { type Test } from 'tap';
+import { runCliCommand } from '../../helpers/cli_in_process.js';
 import { keysListCommand } from '../../../gateway/cli/keys_list_command.js';
 import { keysRotateCommand } from '../../../gateway/cli/keys_rotate_command.js';
-import type { CliIo } from '../../../gateway/cli/command.js';
 import { validateConfig } from '../../../gateway/config/load.js';
 import { startGateway, type RunningGateway, type StartOptions } from '../../../gateway/server.js';
 import { basicAuthorization } from '../../helpers/basic_authorization.js';
@@ -99,19 +98,6 @@ async function verifiesAt(gateway: RunningGateway, token: string, issuer: string
   }
 }
 
-/** Runs a command in this process with captured output. */
-async function runCommand(command: typeof keysRotateCommand, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (c: Buffer) => (out += c.toString()));
-  stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const io = { stdout, stderr, stdin: process.stdin, env: {} } as unknown as CliIo;
-  const code = await command.run(args, io);
-  return { code, stdout: out, stderr: err };
-}
-
 /**
  * Issues tokens from both gateways in turn until `stop()` resolves; every token must verify, at
  * once, against the other gateway's JWKS (a key signs only once every node publishes it).
@@ -181,13 +167,13 @@ t.test('tessera keys rotate while requests flow', async (t) => {
 
   const flow = issueWhile(t, pair);
   await new Promise((r) => setTimeout(r, 200));
-  const rotated = await runCommand(keysRotateCommand, ['--config', pair.configFile]);
+  const rotated = await runCliCommand(keysRotateCommand, ['--config', pair.configFile]);
   t.equal(rotated.code, 0);
   t.match(rotated.stdout, /^Added \S+ \(ES256\): published now, signs from \S+ \(after 1 s of propagation\)\.\n$/);
-  const again = await runCommand(keysRotateCommand, ['--config', pair.configFile]);
+  const again = await runCliCommand(keysRotateCommand, ['--config', pair.configFile]);
   t.match(again.stdout, /^A key already waits to activate: .*; nothing added\.\n$/, 'a second rotate adds nothing while a key waits');
 
-  const listed = await runCommand(keysListCommand, ['--config', pair.configFile]);
+  const listed = await runCliCommand(keysListCommand, ['--config', pair.configFile]);
   t.match(listed.stdout, /^KID +ALG +STATE +CREATED +ACTIVATES +EXPIRES\n/);
   t.match(listed.stdout, new RegExp(`^${firstKid} +ES256 +active `, 'm'));
   t.match(listed.stdout, / ES256 +next +\S+ +\S+ +-$/m);
@@ -202,7 +188,7 @@ t.test('tessera keys rotate while requests flow', async (t) => {
   t.equal(onA[1], firstKid, 'newest first: the retired key follows');
   await checkEveryToken(t, pair, tokens);
 
-  const afterList = await runCommand(keysListCommand, ['--config', pair.configFile]);
+  const afterList = await runCliCommand(keysListCommand, ['--config', pair.configFile]);
   t.match(afterList.stdout, new RegExp(`^${firstKid} +ES256 +retired +\\S+ +\\S+ +\\d{4}-`, 'm'), 'the old key is retired, with an expiry');
 
   // The form from before the rotation, posted to the other gateway after it: the sign-in page follows.
