@@ -13,9 +13,8 @@ import { ClientAuthenticator } from './client_authentication/authenticator.js';
 import { ClientAuthThrottle } from './client_authentication/throttle.js';
 import { ClientKeys } from './client_authentication/client_keys.js';
 import type { ClientAuthenticationDeps } from './client_authentication/step.js';
-import { ConfigError, formatProblems, type ConfigProblem } from './config/config_error.js';
 import type { LoadedConfig } from './config/load.js';
-import { planReload } from './config/reload_plan.js';
+import { reloadConfig, type ReloadableGateway, type ReloadResult } from './config_reload.js';
 import { buildDiscoveryDocument } from './discovery.js';
 import { KeyRing, type KeyReloadResult } from './keys/key_ring.js';
 import { loadPageSecret } from './keys/page_secret.js';
@@ -86,15 +85,7 @@ export interface ProcessSlot {
   readonly count: number;
 }
 
-/** What {@link RunningGateway.reload} did. */
-export interface ReloadResult {
-  /** The new config is in service (perhaps with some fields waiting for a restart). */
-  readonly applied: boolean;
-  /** Why nothing was applied: the same problems `tessera start` would report. */
-  readonly problems: readonly ConfigProblem[];
-  /** Changed fields that only a restart applies (dotted paths); the rest was applied. */
-  readonly needsRestart: readonly string[];
-}
+export type { ReloadResult } from './config_reload.js';
 
 export interface RunningGateway {
   /** Base URL the gateway listens on, e.g. http://127.0.0.1:5000 */
@@ -334,59 +325,40 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     });
     const running = listener;
 
-    /** A config reload (SIGHUP): checked in full, then applied at once, or not at all. */
-    const reloadConfig = async (): Promise<ReloadResult> => {
-      const refuse = (problems: readonly ConfigProblem[]): ReloadResult => {
-        logger.error({ problems }, `config reload refused; the running config stays in service:\n${formatProblems(problems)}`);
-        return { applied: false, problems, needsRestart: [] };
-      };
-      if (draining) return refuse([{ path: '(root)', message: 'the gateway is stopping' }]);
-      if (options.reloadConfig === undefined) {
-        return refuse([{ path: '(root)', message: 'the gateway was not started from a config file: there is nothing to read again' }]);
-      }
-      let next: LoadedConfig;
-      try {
-        next = await options.reloadConfig([...reload.grantTypes]);
-      } catch (err) {
-        if (err instanceof ConfigError) return refuse(err.problems);
-        return refuse([{ path: '(root)', message: String(err) }]);
-      }
-      const plan = planReload(config, next);
-      const nextConfig = plan.config;
-      // The workers read clients, users, scopes and resources from their boot data: a new pool
-      // takes over as on a validator reload; the store, and with it every session and token, stays.
-      let nextPool: Piscina;
-      try {
-        nextPool = await startPoolWith(nextConfig, reload.modules);
-      } catch (err) {
-        return refuse([{ path: '(root)', message: `the worker threads did not start with the new config (${(err as Error).message})` }]);
-      }
-      // The certificate after the pool: a pool that does not start leaves the TLS files as they were.
-      if (nextConfig.tls !== undefined && running.secure) {
-        try {
-          await running.reloadTls(nextConfig.tls);
-        } catch (err) {
-          await nextPool.destroy();
-          return refuse([{ path: 'tls', message: (err as Error).message }]);
-        }
-      }
-      const limits = nextConfig.throttling.clientAuthentication;
-      const sameLimits = JSON.stringify(limits) === JSON.stringify(config.throttling.clientAuthentication);
-      const nextThrottle = sameLimits ? throttle : new ClientAuthThrottle(store, limits, logger);
-      if (!routes.replace(buildRoutes(nextConfig, nextThrottle))) {
-        await nextPool.destroy();
-        return refuse([{ path: '(root)', message: 'the new config registers other routes: it needs a restart' }]);
-      }
-      config = nextConfig;
-      throttle = nextThrottle;
-      const replaced = dispatcher.replacePool(nextPool);
-      discoveryBody = buildDiscoveryDocument(config, [...reload.grantTypes], keys.set.keys);
-      logger.level = config.logLevel;
-      if (plan.needsRestart.length > 0) {
-        logger.warn({ needsRestart: plan.needsRestart }, `config reloaded; changes to ${plan.needsRestart.join(', ')} need a restart`);
-      } else logger.info({ clients: config.clients.length, users: config.users.length }, 'config reloaded');
-      await replaced;
-      return { applied: true, problems: [], needsRestart: plan.needsRestart };
+    // The config reload's steps (gateway/config_reload.ts); the throttle keeps its counts unless
+    // its limits change.
+    const reloadable: ReloadableGateway = {
+      logger,
+      current: () => config,
+      unavailable: () =>
+        draining
+          ? 'the gateway is stopping'
+          : options.reloadConfig === undefined
+            ? 'the gateway was not started from a config file: there is nothing to read again'
+            : undefined,
+      read: async () => {
+        if (options.reloadConfig === undefined) throw new Error('no config file to read again');
+        return options.reloadConfig([...reload.grantTypes]);
+      },
+      startPool: (next) => startPoolWith(next, reload.modules),
+      reloadTls: async (next) => {
+        if (next.tls !== undefined && running.secure) await running.reloadTls(next.tls);
+      },
+      replaceRoutes: (next) => {
+        const limits = next.throttling.clientAuthentication;
+        const sameLimits = JSON.stringify(limits) === JSON.stringify(config.throttling.clientAuthentication);
+        const nextThrottle = sameLimits ? throttle : new ClientAuthThrottle(store, limits, logger);
+        if (!routes.replace(buildRoutes(next, nextThrottle))) return false;
+        throttle = nextThrottle;
+        return true;
+      },
+      commit: (next, nextPool) => {
+        config = next;
+        const replaced = dispatcher.replacePool(nextPool);
+        discoveryBody = buildDiscoveryDocument(config, [...reload.grantTypes], keys.set.keys);
+        logger.level = config.logLevel;
+        return replaced;
+      },
     };
     const port = listener.port;
     const host = config.listen.host;
@@ -423,7 +395,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       get config() {
         return config;
       },
-      reload: () => serially(() => reloadConfig()),
+      reload: () => serially(() => reloadConfig(reloadable)),
       reloadKeys(next) {
         return keys.reload(next);
       },
