@@ -12,6 +12,7 @@ import { createWrk, findWrk } from './load/wrk.js';
 import { renderChart } from './report/chart.js';
 import { formatProfiles, summariseProfiles } from './report/cpu_profile.js';
 import { writeResults, type BenchResults, type ScenarioResult } from './report/results.js';
+import { formatScale } from './report/scale.js';
 import { formatScenario, formatSettings } from './report/table.js';
 import { formatThroughputBound, throughputBound } from './report/throughput_bound.js';
 import { RunContext } from './runner/context.js';
@@ -19,6 +20,7 @@ import { parseOptions, usage, UsageError, type BenchOptions } from './runner/opt
 import { Progress } from './runner/progress.js';
 import { runScenario } from './runner/run_scenario.js';
 import { resolveTarget, type BaselineCheckout } from './runner/target.js';
+import { runScaleBench } from './scale/scale_bench.js';
 import { scenarios, findScenario } from './scenarios/index.js';
 import type { ActiveScenario, PendingScenario } from './scenarios/scenario.js';
 import { repoRoot } from './support/child_server.js';
@@ -48,9 +50,11 @@ async function main(): Promise<number> {
     return 0;
   }
 
-  const unknown = options.names.filter((name) => name !== 'sign' && findScenario(name) === undefined);
+  const unknown = options.names.filter((name) => name !== 'sign' && name !== 'scale' && findScenario(name) === undefined);
   if (unknown.length > 0) {
-    console.error(`unknown scenario ${unknown.map((n) => `"${n}"`).join(', ')}; known: sign, ${scenarios.map((s) => s.name).join(', ')}`);
+    console.error(
+      `unknown scenario ${unknown.map((n) => `"${n}"`).join(', ')}; known: sign, scale, ${scenarios.map((s) => s.name).join(', ')}`,
+    );
     return 2;
   }
   const everything = options.names.length === 0;
@@ -58,8 +62,10 @@ async function main(): Promise<number> {
   const active = chosen.filter((s): s is ActiveScenario => s.kind === 'active');
   const pending = chosen.filter((s): s is PendingScenario => s.kind === 'pending');
   const runSign = everything || options.names.includes('sign');
+  // Only when named: it writes 2M records and starts gateways of 100k clients (~7 min).
+  const runScale = options.names.includes('scale');
   if (!everything) for (const scenario of pending) console.log(`${scenario.name}: pending: ${scenario.pending}`);
-  if (active.length === 0 && !runSign) return 0;
+  if (active.length === 0 && !runSign && !runScale) return 0;
 
   let generator: LoadGenerator;
   try {
@@ -174,6 +180,12 @@ async function main(): Promise<number> {
       results.sign = await runSignBench(2, (line) => console.log(line));
       for (const line of formatSignRatios(results.sign)) console.log(line);
       console.log('');
+    }
+    if (runScale) {
+      results.scale = await runScaleBench(ctx);
+      results.settings.redis = ctx.redisVersion;
+      failed ||= results.scale.failures.length > 0 || results.scale.cost.some((row) => row.rounds.some((round) => !round.valid));
+      console.log(`${formatScale(results.scale)}\n`);
     }
   } finally {
     await ctx.close();

@@ -205,8 +205,12 @@ async function issueDeviceCode(
   );
 }
 
-// A user code is short enough to collide now and then: claim it atomically, draw again if taken.
-async function storeDeviceAuthorization(
+/**
+ * Writes one device authorization: the device code's record, then its user code, claimed
+ * atomically (a user code is short enough to collide now and then: drawn again if taken). Resolves
+ * the user code. Exported for the bench, which measures what these writes hold in Redis.
+ */
+export async function storeDeviceAuthorization(
   store: Store,
   deviceKey: StoreKey,
   record: DeviceCodeRecord,

@@ -57,18 +57,27 @@ instance = autocannon({
       setupRequest(request: AutocannonRequest): AutocannonRequest {
         const kind = pick();
         let body = kind.request.body;
+        const headers: Record<string, string> = { ...kind.request.headers };
         if (kind.lines !== null && kind.feed !== undefined) {
           if (kind.feed.mode === 'once' && kind.next >= kind.lines.length) {
             exhausted ??= kind.name;
             instance.stop();
             return { ...request, method: 'GET', path: '/healthz', headers: {}, body: '' };
           }
-          body = kind.lines[kind.next % kind.lines.length];
+          body = kind.lines[kind.next % kind.lines.length] ?? '';
+          const header = kind.feed.header;
+          if (header !== undefined) {
+            // `<header value>\t<body>` (load_generator.ts LoadFeed).
+            const tab = body.indexOf('\t');
+            for (const name of Object.keys(headers)) if (name.toLowerCase() === header.toLowerCase()) delete headers[name];
+            headers[header] = body.slice(0, tab);
+            body = body.slice(tab + 1);
+          }
           kind.next++;
           kind.count.taken++;
         }
         kind.count.sent++;
-        return { ...request, method: kind.request.method, path: kind.request.path, headers: { ...kind.request.headers }, body: body ?? '' };
+        return { ...request, method: kind.request.method, path: kind.request.path, headers, body: body ?? '' };
       },
       onResponse(status, body) {
         if (exhausted !== null) return;

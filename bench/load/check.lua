@@ -7,7 +7,9 @@
 --   body <body>                               its fixed body
 --   expect <status> <prefix>                  what its answers look like: status, start of body
 --   contains <text> / lacks <text>            and text the body must / must not contain
---   feed <once|cycle> <file> <start> <count>  bodies from a file, one per line, instead of body
+--   feed <once|cycle> <file> <start> <count> [<header>]
+--                                             bodies from a file, one per line, instead of body;
+--                                             with <header>, each line is `<its value>\t<body>`
 -- BENCH_THREADS is wrk's thread count (each thread takes every BENCH_THREADS-th feed line).
 --
 -- One kind with a fixed body: wrk replays one prebuilt request (no request() function, the
@@ -44,7 +46,7 @@ do
     elseif tag == "lacks" then
       kind.lacks[#kind.lacks + 1] = fields[2]
     elseif tag == "feed" then
-      kind.feed = { mode = fields[2], file = fields[3], start = tonumber(fields[4]), count = tonumber(fields[5]) }
+      kind.feed = { mode = fields[2], file = fields[3], start = tonumber(fields[4]), count = tonumber(fields[5]), header = fields[6] }
     end
   end
   spec:close()
@@ -85,13 +87,23 @@ function init(args)
     if not single then
       -- Everything but Content-Length and the body, built once.
       local head = { string.format("%s %s HTTP/1.1", kind.method, kind.path), "Host: " .. wrk.headers["Host"] }
-      for _, header in ipairs(kind.header_list) do head[#head + 1] = header end
+      local fed = kind.feed and kind.feed.header
+      for _, header in ipairs(kind.header_list) do
+        if fed == nil or string.lower(string.match(header, "^[^:]*")) ~= string.lower(fed) then head[#head + 1] = header end
+      end
       kind.head = table.concat(head, "\r\n") .. "\r\n"
       if kind.feed == nil then
         kind.fixed = kind.head .. "Content-Length: " .. #(kind.body or "") .. "\r\n\r\n" .. (kind.body or "")
       else
         local lines = {}
-        for line in io.lines(kind.feed.file) do lines[#lines + 1] = line end
+        for line in io.lines(kind.feed.file) do
+          if kind.feed.header ~= nil then
+            -- The line's header goes with the rest of the head: only Content-Length and the body follow.
+            local value, body = string.match(line, "^([^\t]*)\t(.*)$")
+            line = { head = kind.feed.header .. ": " .. value .. "\r\n", body = body }
+          end
+          lines[#lines + 1] = line
+        end
         kind.lines = lines
         kind.next = kind.feed.start + index
         kind.stride = stride
@@ -138,7 +150,11 @@ if not single then
     if text == nil then
       local body = next_body(i, kind)
       if body == nil then return stop(kind.name) end
-      text = kind.head .. "Content-Length: " .. #body .. "\r\n\r\n" .. body
+      if type(body) == "table" then
+        text = kind.head .. body.head .. "Content-Length: " .. #body.body .. "\r\n\r\n" .. body.body
+      else
+        text = kind.head .. "Content-Length: " .. #body .. "\r\n\r\n" .. body
+      end
     end
     _G["sent_" .. i] = _G["sent_" .. i] + 1
     return text

@@ -33,6 +33,11 @@ export interface LoadFeed {
   mode: 'once' | 'cycle';
   /** First line to use (0-based): a cycled feed continues where the previous run stopped. */
   start: number;
+  /**
+   * A header each line sets too (`Authorization`, for requests spread over many clients): each
+   * line is then `<the header's value>\t<body>`, and the header replaces the kind's own.
+   */
+  header?: string;
 }
 
 /** One kind of request in a run. A run has one kind, or a weighted mix chosen per request. */

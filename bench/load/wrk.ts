@@ -37,7 +37,16 @@ function writeSpec(options: LoadOptions): string {
     for (const text of expect.contains ?? []) lines.push(['contains', clean(text, 'contains')].join('\t'));
     for (const text of expect.lacks ?? []) lines.push(['lacks', clean(text, 'lacks')].join('\t'));
     if (kind.feed !== undefined)
-      lines.push(['feed', kind.feed.mode, clean(kind.feed.file, 'feed file'), String(kind.feed.start), String(kind.feed.count)].join('\t'));
+      lines.push(
+        [
+          'feed',
+          kind.feed.mode,
+          clean(kind.feed.file, 'feed file'),
+          String(kind.feed.start),
+          String(kind.feed.count),
+          ...(kind.feed.header === undefined ? [] : [clean(kind.feed.header, 'feed header')]),
+        ].join('\t'),
+      );
   }
   const file = path.join(options.workDir, `wrk-spec-${process.pid}-${++specSequence}.tsv`);
   writeFileSync(file, `${lines.join('\n')}\n`);

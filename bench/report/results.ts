@@ -11,6 +11,7 @@ import type { StoreKind } from '../scenarios/scenario.js';
 import type { GitInfo } from '../support/git_info.js';
 import type { MachineInfo } from '../support/machine.js';
 import type { RssTrend } from '../support/rss_trend.js';
+import type { ScaleResults } from './scale_results.js';
 
 export interface CpuFigures {
   /** CPU seconds per second of the server process (all its threads): 1.0 = one core busy. */
@@ -314,6 +315,8 @@ export interface BenchResults {
   sign: SignResults | null;
   /** Set when the run measured client_credentials, ceiling and sign (report/throughput_bound.ts). */
   bound?: ThroughputBound | null;
+  /** `npm run bench -- scale` (report/scale.ts); absent from runs without it. */
+  scale?: ScaleResults | null;
 }
 
 export const resultsDir = new URL('../results/', import.meta.url);

@@ -42,9 +42,10 @@ export interface BenchOptions {
   help: boolean;
 }
 
-export const usage = `Usage: npm run bench -- [scenario… | sign] [options]
+export const usage = `Usage: npm run bench -- [scenario… | sign | scale] [options]
 
-With no scenario, runs every current scenario and the sign micro-bench.
+With no scenario, runs every current scenario and the sign micro-bench. \`scale\` (only when
+named, ~7 min) measures start-up, per-request cost and store memory as clients and records grow.
 
 Options:
   --duration S         measured seconds per contender and round (10; --quick: 3)

@@ -33,7 +33,12 @@ export type ClientAuthResult =
     };
 
 const rememberMs = 60_000;
-const maxRememberedHeaders = 10_000;
+/**
+ * Headers remembered at most: past it the memory is emptied and starts again, so a stream of
+ * distinct valid headers costs a full check each, never unbounded memory (bench/README.md, "Costs
+ * as the work grows").
+ */
+export const maxRememberedHeaders = 10_000;
 
 // Compared against when the client is unknown, so an unknown id costs the same as a wrong secret.
 const dummySecrets: readonly StoredSecret[] = [{ hash: Buffer.alloc(32), expiresAt: 0 }];

@@ -1,0 +1,157 @@
+/**
+ * Server CPU per client_credentials request for several gateway set-ups (client counts, validators
+ * loaded) under the same load generator, interleaved: every round runs each load once, so all of
+ * them meet the same noise. Each load spreads its requests over a list of clients (one
+ * `Authorization: Basic` header per feed line, cycled), so a per-request cost that grows with the
+ * client count cannot hide behind one hot client.
+ */
+import { rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { invalidReason, type LoadGenerator, type LoadKind, type LoadResult } from '../load/load_generator.js';
+import type { CostRound } from '../report/scale_results.js';
+import type { Progress } from '../runner/progress.js';
+import { tokenExpectation } from '../scenarios/checks.js';
+import { formPost } from '../scenarios/requests.js';
+import type { ChildServer } from '../support/child_server.js';
+import { CpuWindow } from '../support/cpu_window.js';
+
+/** One row: a running gateway and the clients its load cycles over. */
+export interface CostLoad {
+  id: string;
+  label: string;
+  server: ChildServer;
+  /** `Authorization` header values, one per client the load uses. */
+  authorizations: readonly string[];
+}
+
+export interface InterleavedOptions {
+  generator: LoadGenerator;
+  rounds: number;
+  durationS: number;
+  warmupS: number;
+  connections: number;
+  workDir: string;
+  progress: Progress;
+}
+
+const sampleEveryMs = 250;
+
+/** The load's kind: client_credentials for api1, its Basic header from each feed line in turn. */
+function kindOf(load: CostLoad, feedFile: string, start: number): LoadKind {
+  return {
+    name: 'client_credentials',
+    weight: 1,
+    request: formPost('/connect/token', { grant_type: 'client_credentials', scope: 'api1' }),
+    expect: tokenExpectation({ refreshToken: false, idToken: false }),
+    feed: { file: feedFile, count: load.authorizations.length, mode: 'cycle', start, header: 'Authorization' },
+  };
+}
+
+async function runOnce(
+  load: CostLoad,
+  kind: LoadKind,
+  options: InterleavedOptions,
+  durationS: number,
+  measured: boolean,
+  phase: string,
+): Promise<{ result: LoadResult; serverCores: number | null; loadgenCores: number | null; otherCores: number | null }> {
+  const run = options.generator.start({
+    baseUrl: load.server.url,
+    kinds: [kind],
+    connections: options.connections,
+    durationS,
+    workDir: options.workDir,
+  });
+  const window = new CpuWindow(
+    new Map<string, number>([
+      ['server', load.server.pid],
+      ['loadgen', run.pid],
+      ['runner', process.pid],
+    ]),
+  );
+  await run.started;
+  window.sample();
+  const startedAt = performance.now();
+  const timer = setInterval(() => {
+    window.sample();
+    if (measured) {
+      const server = window.figure('server');
+      options.progress.update(
+        `${((performance.now() - startedAt) / 1000).toFixed(0)}/${durationS} s · server ${server === null ? '–' : `${Math.round(server.cores * 100)}%`} CPU`,
+      );
+    }
+  }, sampleEveryMs);
+  options.progress.phase(phase);
+  let result: LoadResult;
+  try {
+    result = await run.done;
+  } finally {
+    clearInterval(timer);
+  }
+  window.sample();
+  return {
+    result,
+    serverCores: window.figure('server')?.cores ?? null,
+    loadgenCores: window.figure('loadgen')?.cores ?? null,
+    otherCores: window.otherCores(),
+  };
+}
+
+/** Every load once per round, in order, each after a warm-up of its own; returns the rounds per load id. */
+export async function measureInterleaved(loads: readonly CostLoad[], options: InterleavedOptions): Promise<Map<string, CostRound[]>> {
+  const feeds = new Map<string, { file: string; start: number }>();
+  for (const load of loads) {
+    const file = path.join(options.workDir, `scale-feed-${load.id.replace(/\W+/g, '_')}.txt`);
+    const body = new URLSearchParams({ grant_type: 'client_credentials', scope: 'api1' }).toString();
+    writeFileSync(file, `${load.authorizations.map((authorization) => `${authorization}\t${body}`).join('\n')}\n`);
+    feeds.set(load.id, { file, start: 0 });
+  }
+  const rounds = new Map<string, CostRound[]>(loads.map((load) => [load.id, []]));
+  try {
+    for (let round = 1; round <= options.rounds; round++) {
+      for (const load of loads) {
+        const feed = feeds.get(load.id) as { file: string; start: number };
+        const base = `scale · ${load.label} · round ${round}/${options.rounds}`;
+        const advance = (result: LoadResult): void => {
+          // The next run goes on where this one stopped, so every client comes round in turn.
+          feed.start = (feed.start + (result.kinds[0]?.taken ?? 0)) % load.authorizations.length;
+        };
+        const warm = await runOnce(
+          load,
+          kindOf(load, feed.file, feed.start),
+          options,
+          options.warmupS,
+          false,
+          `${base} · warm-up ${options.warmupS} s`,
+        );
+        advance(warm.result);
+        const run = await runOnce(
+          load,
+          kindOf(load, feed.file, feed.start),
+          options,
+          options.durationS,
+          true,
+          `${base} · measuring ${options.durationS} s`,
+        );
+        advance(run.result);
+        const { result } = run;
+        const reason = invalidReason(result, options.connections);
+        rounds.get(load.id)?.push({
+          round,
+          rps: result.rps,
+          serverUsPerRequest: run.serverCores === null || result.rps <= 0 ? null : (run.serverCores * 1e6) / result.rps,
+          serverCores: run.serverCores,
+          loadgenCores: run.loadgenCores,
+          otherCores: run.otherCores,
+          p50Ms: result.latencyMs.p50,
+          p99Ms: result.latencyMs.p99,
+          valid: reason === null,
+          invalidReason: reason,
+        });
+      }
+    }
+  } finally {
+    for (const feed of feeds.values()) rmSync(feed.file, { force: true });
+  }
+  return rounds;
+}
