@@ -226,7 +226,9 @@ async function measureStores(ctx: RunContext, sizes: ScaleSizes): Promise<{ rows
   const stores = ctx.options.stores ?? ['memory', 'redis'];
   const rows: StoreRow[] = [];
   let redisVersion: string | null = null;
-  const progress = (line: string): void => ctx.progress.update(line);
+  // Redrawn in place on a terminal; every tenth also printed elsewhere, so a log shows it moving.
+  const progress = (line: string, milestone: boolean): void =>
+    milestone && !process.stderr.isTTY ? ctx.progress.phase(`scale · ${line}`) : ctx.progress.update(line);
   if (stores.includes('redis')) {
     ctx.progress.phase(`scale · writing ${sizes.redisRecords.toLocaleString('en-US')} refresh families and device codes to Redis`);
     const redis = await measureRedisStore(clients.family, clients.device, sizes.redisRecords, progress);

@@ -51,15 +51,15 @@ async function measureWrites(
   count: number,
   write: () => Promise<void>,
   used: () => Promise<number>,
-  progress: (line: string) => void,
+  progress: (line: string, milestone: boolean) => void,
 ): Promise<StoreMemoryFigure> {
   const before = await used();
   const started = performance.now();
   await writeMany(count, write, (done) => {
     const seconds = (performance.now() - started) / 1000;
-    progress(
-      `${item === 'family' ? 'refresh families' : 'device codes'}: ${done.toLocaleString('en-US')}/${count.toLocaleString('en-US')} · ${Math.round(done / seconds).toLocaleString('en-US')}/s`,
-    );
+    const what = item === 'family' ? 'refresh families' : 'device codes';
+    const line = `${what}: ${done.toLocaleString('en-US')}/${count.toLocaleString('en-US')} · ${Math.round(done / seconds).toLocaleString('en-US')}/s`;
+    progress(line, done % Math.max(1, Math.floor(count / 10)) === 0);
   });
   const seconds = (performance.now() - started) / 1000;
   return { item, count, bytes: (await used()) - before, seconds };
@@ -70,7 +70,7 @@ export async function measureRedisStore(
   familyClient: RecordClient,
   deviceClient: RecordClient,
   count: number,
-  progress: (line: string) => void,
+  progress: (line: string, milestone: boolean) => void,
 ): Promise<{ redisVersion: string; figures: StoreMemoryFigure[] }> {
   const redis = await startRedisServer();
   if (!redis.managed) throw new Error('redis-server is not installed (Debian: apt-get install -y redis-server)');
@@ -116,7 +116,7 @@ async function settledHeap(): Promise<number> {
 export async function measureMemoryStore(
   client: RecordClient,
   count: number,
-  progress: (line: string) => void,
+  progress: (line: string, milestone: boolean) => void,
 ): Promise<StoreMemoryFigure> {
   const store: Store = new MemoryStore();
   try {
