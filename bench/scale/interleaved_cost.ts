@@ -112,28 +112,16 @@ export async function measureInterleaved(loads: readonly CostLoad[], options: In
       for (const load of loads) {
         const feed = feeds.get(load.id) as { file: string; start: number };
         const base = `scale · ${load.label} · round ${round}/${options.rounds}`;
-        const advance = (result: LoadResult): void => {
-          // The next run goes on where this one stopped, so every client comes round in turn.
-          feed.start = (feed.start + (result.kinds[0]?.taken ?? 0)) % load.authorizations.length;
+        // Each run goes on where the last one stopped in the feed, so every client comes round in turn.
+        const runFed = async (measured: boolean): ReturnType<typeof runOnce> => {
+          const seconds = measured ? options.durationS : options.warmupS;
+          const phase = `${base} · ${measured ? 'measuring' : 'warm-up'} ${seconds} s`;
+          const done = await runOnce(load, kindOf(load, feed.file, feed.start), options, seconds, measured, phase);
+          feed.start = (feed.start + (done.result.kinds[0]?.taken ?? 0)) % load.authorizations.length;
+          return done;
         };
-        const warm = await runOnce(
-          load,
-          kindOf(load, feed.file, feed.start),
-          options,
-          options.warmupS,
-          false,
-          `${base} · warm-up ${options.warmupS} s`,
-        );
-        advance(warm.result);
-        const run = await runOnce(
-          load,
-          kindOf(load, feed.file, feed.start),
-          options,
-          options.durationS,
-          true,
-          `${base} · measuring ${options.durationS} s`,
-        );
-        advance(run.result);
+        await runFed(false);
+        const run = await runFed(true);
         const { result } = run;
         const reason = invalidReason(result, options.connections);
         rounds.get(load.id)?.push({
