@@ -9,6 +9,7 @@ import path from 'node:path';
 import { createAutocannon } from './load/autocannon.js';
 import type { LoadGenerator } from './load/load_generator.js';
 import { createWrk, findWrk } from './load/wrk.js';
+import { formatBars, judgeBars } from './report/bars.js';
 import { renderChart } from './report/chart.js';
 import { formatProfiles, summariseProfiles } from './report/cpu_profile.js';
 import { writeResults, type BenchResults, type ScenarioResult } from './report/results.js';
@@ -18,7 +19,7 @@ import { formatThroughputBound, throughputBound } from './report/throughput_boun
 import { RunContext } from './runner/context.js';
 import { parseOptions, usage, UsageError, type BenchOptions } from './runner/options.js';
 import { Progress } from './runner/progress.js';
-import { runScenario } from './runner/run_scenario.js';
+import { formatFloorComponents, measureFloors, runScenarioWithFloor, type FloorsRun } from './runner/floors.js';
 import { resolveTarget, type BaselineCheckout } from './runner/target.js';
 import { runScaleBench } from './scale/scale_bench.js';
 import { scenarios, findScenario } from './scenarios/index.js';
@@ -159,10 +160,25 @@ async function main(): Promise<number> {
 
   let failed = false;
   try {
+    let floors: FloorsRun | null = null;
+    try {
+      floors = await measureFloors(active, ctx);
+    } catch (err) {
+      progress.clear();
+      console.error(`floors: FAILED: ${(err as Error).stack ?? String(err)}`);
+      failed = true;
+    }
+    results.floors = floors?.components ?? null;
+    if (results.floors != null)
+      console.log(
+        `### Floors (measured in this run)\n\n${formatFloorComponents(results.floors)
+          .map((line) => `- ${line}`)
+          .join('\n')}\n`,
+      );
     for (const scenario of active) {
       let result: ScenarioResult | null;
       try {
-        result = await runScenario(scenario, ctx);
+        result = await runScenarioWithFloor(scenario, ctx, floors);
       } catch (err) {
         progress.clear();
         console.error(`${scenario.name}: FAILED: ${(err as Error).stack ?? String(err)}`);
@@ -193,6 +209,10 @@ async function main(): Promise<number> {
   results.finishedAt = new Date().toISOString();
   results.bound = throughputBound(results);
   if (results.bound !== null) console.log(`${formatThroughputBound(results.bound)}\n`);
+  if (results.scenarios.length > 0) {
+    results.bars = judgeBars(results);
+    console.log(`${formatBars(results.bars)}\n`);
+  }
 
   if (everything && results.pending.length > 0)
     console.log(`Pending scenarios: ${results.pending.map((p) => p.name).join(', ')} (\`npm run bench -- <name>\` says why)\n`);

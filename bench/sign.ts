@@ -18,7 +18,8 @@ import type { SignCase, SignResults } from './report/results.js';
 /** The case that is one bare ES256 signature: the signing share of the bound (report/throughput_bound.ts). */
 export const bareSignCase = "node:crypto sign('sha256', ieee-p1363)";
 
-function payloadAt(now: number): Record<string, unknown> {
+/** The claims of a client_credentials access token, as the workers sign them. */
+export function payloadAt(now: number): Record<string, unknown> {
   return {
     iss: 'http://127.0.0.1:5000',
     nbf: now,

@@ -15,6 +15,8 @@ interface ChartRow {
   kind: string;
   rps: number;
   us: number | null;
+  /** Its floor (report/floors.ts), drawn as a tick on its CPU bar; on Redis the bar is the server's alone. */
+  floorUs: number | null;
   round: number | null;
   roundRps: number | null;
 }
@@ -30,11 +32,20 @@ function rowsOf(results: BenchResults): ChartRow[] {
         kind: contender.kind,
         rps: contender.summary.rps,
         us: contender.summary.serverUsPerRequest,
+        floorUs: scenario.floor?.rows.find((r) => r.contender === contender.id)?.floorUs ?? null,
         round: null,
         roundRps: null,
       });
       for (const round of contender.rounds.filter((r) => r.valid)) {
-        rows.push({ row, kind: contender.kind, rps: contender.summary.rps, us: null, round: round.round, roundRps: round.load.rps });
+        rows.push({
+          row,
+          kind: contender.kind,
+          rps: contender.summary.rps,
+          us: null,
+          floorUs: null,
+          round: round.round,
+          roundRps: round.load.rps,
+        });
       }
     }
   }
@@ -96,7 +107,8 @@ export function chartSpec(results: BenchResults): TopLevelSpec {
       },
       {
         width: 520,
-        title: 'server CPU per request (µs, all threads of the server process; log scale)',
+        title:
+          'server CPU per request (µs, all threads of the server process; ticks: the floor of its request, which on Redis also counts redis-server; log scale)',
         transform: [summaries, { filter: 'datum.us !== null' }],
         layer: [
           { mark: 'bar', encoding: { y, x: { field: 'us', type: 'quantitative', title: 'µs', scale: usScale }, color } },
@@ -107,6 +119,11 @@ export function chartSpec(results: BenchResults): TopLevelSpec {
               x: { field: 'us', type: 'quantitative', scale: usScale },
               text: { field: 'us', type: 'quantitative', format: ',.1f' },
             },
+          },
+          {
+            transform: [{ filter: 'datum.floorUs !== null' }],
+            mark: { type: 'tick', color: 'black', thickness: 2 },
+            encoding: { y, x: { field: 'floorUs', type: 'quantitative', scale: usScale } },
           },
         ],
       },

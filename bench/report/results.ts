@@ -7,7 +7,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import type { LatencyMs, LoadResult } from '../load/load_generator.js';
+import type { RequestFloor, StoreCommand } from '../scenarios/floor.js';
 import type { StoreKind } from '../scenarios/scenario.js';
+import type { BenchAlgorithm } from '../support/keys.js';
 import type { GitInfo } from '../support/git_info.js';
 import type { MachineInfo } from '../support/machine.js';
 import type { RssTrend } from '../support/rss_trend.js';
@@ -222,6 +224,8 @@ export interface ScenarioResult {
   scaling?: ProcessScaling[];
   /** Figures measured beside the scenario (e.g. the password hash's cost). */
   notes: string[];
+  /** Its declared floor, what it came to in this run, and each row against it (absent: no floor). */
+  floor?: ScenarioFloor;
   /** True when any contender had an error or an invalid round. */
   hasErrors: boolean;
 }
@@ -303,6 +307,93 @@ export interface ThroughputBound {
   peerRps: number | null;
 }
 
+/** One signing algorithm, CPU µs on one thread of the bench process, measured in the run (runner/floors.ts). */
+export interface CryptoCost {
+  alg: BenchAlgorithm;
+  /** One full JWT as the workers' `JwtSigner` makes it (header, claims, signature): a floor's signature. */
+  jwtSignUs: number;
+  /** The signature alone (node:crypto `sign`): the bound's (report/throughput_bound.ts). */
+  signUs: number;
+  /** One compact JWS verified: signature decoded, node:crypto `verify`. */
+  verifyUs: number;
+}
+
+/** One Redis command of the store as a bare ioredis loop against the bench's redis-server. */
+export interface StoreCommandCost {
+  /** `storeCommandName` of the command. */
+  name: string;
+  command: StoreCommand;
+  /** Commands measured, and how many were in flight on the one connection (auto-pipelined). */
+  commands: number;
+  inFlight: number;
+  /** CPU µs per command in the bench process (ioredis) and in redis-server (null outside Linux). */
+  clientUs: number;
+  redisUs: number | null;
+}
+
+/** Every part a floor is made of, measured once in the run, before the scenarios. */
+export interface FloorComponents {
+  crypto: CryptoCost[];
+  /**
+   * The bare uWS POST: the ceiling endpoint's server CPU per request, from the `ceiling` scenario
+   * when the run has it, else from a run of it for the floors alone (`source`). Null: not measured validly.
+   */
+  http: { usPerRequest: number; rps: number; source: 'ceiling' | 'floors' } | null;
+  /** Each command some scenario's floor sends on Redis (empty when no Redis contender runs). */
+  store: StoreCommandCost[];
+  /** One argon2id verify of the bench user's hash, CPU µs, four at a time as the password lane runs them (when the password scenario runs). */
+  hashUs: number | null;
+}
+
+/** One part of a floor in this run: `count` × its cost, µs per request. */
+export interface FloorPart {
+  /** E.g. `ES256 JWT`, `bare uWS POST`, `GET 214 B`. */
+  name: string;
+  count: number;
+  us: number;
+  /** Part of the floor of rows on Redis only (a store command). */
+  redisOnly: boolean;
+}
+
+/** A scenario's floor in this run, by part, µs per request. */
+export interface FloorBreakdown {
+  /** Each part, for the report; the sums below add them up. */
+  parts: FloorPart[];
+  signUs: number;
+  verifyUs: number;
+  httpUs: number;
+  /** The store commands, client + redis-server; null when they were not measured. Rows on Redis only. */
+  storeUs: number | null;
+  /** Subtracted from Tessera's figure (the argon2id verify); 0 when the floor excludes nothing, null when not measured. */
+  excludedUs: number | null;
+}
+
+/** One row against its floor. */
+export interface FloorRow {
+  contender: string;
+  /** The floor: signatures, verifications, the bare request, and on Redis the store commands. */
+  floorUs: number;
+  /** Server µs/req, on Redis + Redis µs/req, minus the excluded work. */
+  figureUs: number;
+  /** `figureUs ÷ floorUs`. */
+  multiple: number;
+}
+
+export interface ScenarioFloor {
+  declared: RequestFloor;
+  breakdown: FloorBreakdown | null;
+  rows: FloorRow[];
+}
+
+/** One bar of issue 18, judged on this run (report/bars.ts). */
+export interface BarResult {
+  bar: string;
+  /** Null: the run did not measure what the bar needs. */
+  met: boolean | null;
+  /** The figures it was judged on. */
+  figures: string;
+}
+
 export interface BenchResults {
   schema: 1;
   startedAt: string;
@@ -313,10 +404,14 @@ export interface BenchResults {
   scenarios: ScenarioResult[];
   pending: { name: string; reason: string }[];
   sign: SignResults | null;
-  /** Set when the run measured client_credentials, ceiling and sign (report/throughput_bound.ts). */
+  /** Set when the run measured client_credentials, with the signature and the bare request (report/throughput_bound.ts). */
   bound?: ThroughputBound | null;
   /** `npm run bench -- scale` (report/scale.ts); absent from runs without it. */
   scale?: ScaleResults | null;
+  /** The parts of every floor, measured in the run (absent in older files; null: no scenario with a floor ran). */
+  floors?: FloorComponents | null;
+  /** Issue 18's bars judged on this run (absent in older files). */
+  bars?: BarResult[];
 }
 
 export const resultsDir = new URL('../results/', import.meta.url);

@@ -2,8 +2,17 @@
 import { errorCount } from '../load/load_generator.js';
 import { formatRssTrend } from '../support/rss_trend.js';
 import { medianOrNull } from '../support/stats.js';
+import { floorCells, formatFloor } from './floors.js';
 import { formatProcessScaling } from './process_scaling.js';
-import type { BaselineComparison, BenchResults, ContenderResult, RatioResult, ScenarioResult, UnderLoadComparison } from './results.js';
+import type {
+  BaselineComparison,
+  BenchResults,
+  ContenderResult,
+  FloorRow,
+  RatioResult,
+  ScenarioResult,
+  UnderLoadComparison,
+} from './results.js';
 
 const dash = '–';
 
@@ -34,7 +43,7 @@ export function contenderLabel(contender: ContenderResult): string {
   return `${contender.label}${version}${contender.store === null ? '' : ` (${contender.store})`}`;
 }
 
-function row(contender: ContenderResult): string {
+function row(contender: ContenderResult, floor: FloorRow | undefined): string {
   const s = contender.summary;
   const rounds = contender.rounds.map((r) => (r.valid ? formatInteger(r.load.rps) : `✗${formatInteger(r.load.rps)}`)).join(' · ');
   const non2xx = contender.rounds.reduce((sum, r) => sum + r.load.non2xx, 0);
@@ -59,6 +68,8 @@ function row(contender: ContenderResult): string {
           dash,
           dash,
           dash,
+          dash,
+          dash,
           memory,
         ]
       : [
@@ -74,6 +85,7 @@ function row(contender: ContenderResult): string {
           formatCores(s.serverCores),
           formatUs(s.serverUsPerRequest),
           formatUs(s.storeUsPerRequest),
+          ...floorCells(floor),
           formatCores(s.loadgenCores),
           formatCores(s.otherCores),
           s.stealPercent === null ? dash : `${Math.round(s.stealPercent)}%`,
@@ -185,11 +197,12 @@ function contenderDetails(contender: ContenderResult): string[] {
 }
 
 export const tableHeader =
-  '| contender | req/s (median) | each round | p50 ms | p90 ms | p99 ms | max ms | non-2xx | errors | server CPU | server µs/req | Redis µs/req | load gen CPU | other processes | steal | RSS MiB idle → after (peak) |\n' +
-  '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
+  '| contender | req/s (median) | each round | p50 ms | p90 ms | p99 ms | max ms | non-2xx | errors | server CPU | server µs/req | Redis µs/req | floor µs | × floor | load gen CPU | other processes | steal | RSS MiB idle → after (peak) |\n' +
+  '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
 
 export function formatScenario(scenario: ScenarioResult): string {
-  const lines = [`### ${scenario.name}`, '', scenario.measures, '', tableHeader, ...scenario.contenders.map(row)];
+  const floorOf = (id: string): FloorRow | undefined => scenario.floor?.rows.find((r) => r.contender === id);
+  const lines = [`### ${scenario.name}`, '', scenario.measures, '', tableHeader, ...scenario.contenders.map((c) => row(c, floorOf(c.id)))];
   const baselines = scenario.baselines ?? [];
   const underLoad = scenario.underLoad ?? [];
   const scaling = scenario.scaling ?? [];
@@ -204,7 +217,11 @@ export function formatScenario(scenario: ScenarioResult): string {
     };
     for (const comparison of scaling) lines.push(`- ${formatProcessScaling(comparison, labelOf)}`);
   }
-  const details = [...(scenario.notes ?? []), ...scenario.contenders.flatMap(contenderDetails)];
+  const details = [
+    ...(scenario.floor === undefined ? [] : [formatFloor(scenario.floor)]),
+    ...(scenario.notes ?? []),
+    ...scenario.contenders.flatMap(contenderDetails),
+  ];
   if (details.length > 0) lines.push('', ...details.map((d) => `- ${d}`));
   const busiest = Math.max(0, ...scenario.contenders.flatMap((c) => c.rounds.map((r) => r.cpu.otherCores ?? 0)));
   if (busiest >= 0.2) {

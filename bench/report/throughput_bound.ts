@@ -6,10 +6,15 @@ function summaryOf(results: BenchResults, scenario: string, pick: (c: ContenderR
   return found?.summary ?? null;
 }
 
-/** Null unless the run measured `client_credentials`, `ceiling` and `sign`, each validly. */
+/**
+ * Null unless the run measured `client_credentials` validly, one bare ES256 signature (the `sign`
+ * micro-bench, else the floors') and the bare uWS POST (the `ceiling` scenario, else the floors').
+ */
 export function throughputBound(results: BenchResults): ThroughputBound | null {
-  const sign = results.sign?.cases.find((c) => c.name === bareSignCase);
-  const ceiling = summaryOf(results, 'ceiling', (c) => c.kind === 'ceiling');
+  const benched = results.sign?.cases.find((c) => c.name === bareSignCase);
+  const floorSignUs = results.floors?.crypto.find((c) => c.alg === 'ES256')?.signUs;
+  const signUs = benched !== undefined && benched.perCpuSecond > 0 ? 1e6 / benched.perCpuSecond : floorSignUs;
+  const httpUs = summaryOf(results, 'ceiling', (c) => c.kind === 'ceiling')?.serverUsPerRequest ?? results.floors?.http?.usPerRequest;
   // The faster of Tessera's stores: the bound is compared with its best.
   const tessera = results.scenarios
     .find((s) => s.name === 'client_credentials')
@@ -17,9 +22,7 @@ export function throughputBound(results: BenchResults): ThroughputBound | null {
     .map((c) => c.summary!)
     .sort((a, b) => b.rps - a.rps)[0];
   const peer = summaryOf(results, 'client_credentials', (c) => c.kind === 'peer');
-  if (sign === undefined || sign.perCpuSecond <= 0 || ceiling?.serverUsPerRequest == null || tessera?.loadgenCores == null) return null;
-  const signUs = 1e6 / sign.perCpuSecond;
-  const httpUs = ceiling.serverUsPerRequest;
+  if (signUs === undefined || httpUs == null || tessera?.loadgenCores == null) return null;
   const loadgenUs = (tessera.loadgenCores * 1e6) / tessera.rps;
   const cores = results.machine.cores;
   return {

@@ -5,6 +5,7 @@ import { meets } from '../load/load_generator.js';
 import { sendOnce } from '../scenarios/requests.js';
 import type { ActiveScenario, BackgroundLoad } from '../scenarios/scenario.js';
 import { processScalingComparisons } from '../report/process_scaling.js';
+import { formatSeenCommands, seeStoreCommands } from '../support/store_monitor.js';
 import { tokenSignatureProblem, type KeySet } from '../support/token_signatures.js';
 import { contendersOf, type Contender, type StartedContender } from './contenders.js';
 import type { RunContext } from './context.js';
@@ -31,8 +32,26 @@ function describeError(err: unknown): string {
  * produce figures) and after each round (nor must one that hung). Here, unlike under load, the
  * signatures of the tokens are verified too, against the keys the server publishes.
  */
-async function checkRequests(workload: Workload, url: string, keys: KeySet | null, when: string): Promise<void> {
-  for (const { kind, request } of await workload.checks()) {
+async function checkRequests(
+  workload: Workload,
+  url: string,
+  keys: KeySet | null,
+  when: string,
+  around: (send: () => Promise<void>) => Promise<void> = (send) => send(),
+): Promise<void> {
+  // Items are made (seeded) before the requests, so that `around` sees the requests alone.
+  const checks = await workload.checks();
+  await around(() => checkEach(checks, workload, url, keys, when));
+}
+
+async function checkEach(
+  checks: Awaited<ReturnType<Workload['checks']>>,
+  workload: Workload,
+  url: string,
+  keys: KeySet | null,
+  when: string,
+): Promise<void> {
+  for (const { kind, request } of checks) {
     const label = workload.kinds.length > 1 ? `${when}, ${kind.name}` : when;
     let response: Response;
     try {
@@ -182,7 +201,20 @@ export async function runScenario(scenario: ActiveScenario, ctx: RunContext): Pr
           label: `${scenario.name}-${state.contender.id}`,
           connections: ctx.options.connections,
         });
-        await checkRequests(state.workload, state.started.server.url, state.started.keys, 'preflight');
+        // One request of a single-kind scenario on Redis: are its store commands the ones its floor declares?
+        const floor = scenario.floor;
+        const watched =
+          floor !== undefined &&
+          kinds.length === 1 &&
+          state.contender.kind === 'tessera' &&
+          state.contender.store === 'redis' &&
+          state.contender.background === null &&
+          state.contender.processes === 1;
+        await checkRequests(state.workload, state.started.server.url, state.started.keys, 'preflight', async (send) => {
+          if (!watched) return send();
+          const seen = await seeStoreCommands((await ctx.ensureRedis()).url, send);
+          notes.push(formatSeenCommands(floor, seen));
+        });
         if (state.contender.background !== null)
           await checkBackground(state.contender.background, state.started.server.url, state.started.keys);
       } catch (err) {

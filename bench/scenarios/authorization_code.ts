@@ -1,6 +1,17 @@
 import { addClients } from '../support/bench_config.js';
 import { authorizationCodeKind } from './kinds.js';
+import { oncePerRequest, type RequestFloor } from './floor.js';
 import type { ActiveScenario } from './scenario.js';
+
+/**
+ * An ES256 access token and an ID token; on Redis the read of the code and the consume that
+ * writes the refresh token with the access token record as its companion.
+ */
+export const authorizationCodeFloor: RequestFloor = {
+  signatures: { ES256: 2 },
+  verifications: {},
+  store: oncePerRequest({ op: 'get', bytes: 321 }, { op: 'rotate', oldBytes: 321, bytes: 408, companions: [80] }),
+};
 
 export const authorizationCode: ActiveScenario = {
   kind: 'active',
@@ -15,4 +26,5 @@ export const authorizationCode: ActiveScenario = {
     addClients(config, 'web');
   },
   workload: () => Promise.resolve([authorizationCodeKind()]),
+  floor: authorizationCodeFloor,
 };

@@ -1,6 +1,10 @@
 import { oidcProviderClientCredentials } from '../peers/peers.js';
 import { clientCredentialsPlan } from './kinds.js';
+import type { RequestFloor } from './floor.js';
 import type { ActiveScenario } from './scenario.js';
+
+/** One ES256 access token; no store command. */
+export const clientCredentialsFloor: RequestFloor = { signatures: { ES256: 1 }, verifications: {}, store: [] };
 
 export const clientCredentials: ActiveScenario = {
   kind: 'active',
@@ -12,5 +16,6 @@ export const clientCredentials: ActiveScenario = {
   stores: ['memory', 'redis'],
   signing: 'ES256',
   plan: clientCredentialsPlan('ES256'),
+  floor: clientCredentialsFloor,
   peers: [oidcProviderClientCredentials],
 };

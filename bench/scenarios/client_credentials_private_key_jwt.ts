@@ -3,11 +3,12 @@
  * request carries its own ES256 client assertion with a fresh `jti`, made before each run and fed
  * to the load generator from a file (a `once` supply: a replayed assertion is refused).
  */
-import { generateKeyPairSync, randomBytes, sign, verify, type KeyObject } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
 import { jwtBearerAssertionType } from '../../workers/protocol/client_assertion.js';
 import { benchClient } from '../support/bench_config.js';
 import { subjectIs, tokenExpectation, verifyAccessTokenResponse } from './checks.js';
 import { formPost, get } from './requests.js';
+import { oncePerRequest } from './floor.js';
 import type { ActiveScenario, RequestKind, ServerAccess } from './scenario.js';
 
 /** The bench's private_key_jwt client: its own id, the bench client's grant and scope. */
@@ -79,25 +80,11 @@ async function privateKeyJwtKind(server: ServerAccess): Promise<RequestKind> {
   };
 }
 
-/** CPU µs of one call of `work`, over about `ms` milliseconds on this thread. */
-function cpuMicroseconds(work: () => void, ms = 500): number {
-  for (let i = 0; i < 200; i++) work();
-  const cpuAt = process.cpuUsage();
-  const until = performance.now() + ms;
-  let calls = 0;
-  while (performance.now() < until) {
-    for (let i = 0; i < 32; i++) work();
-    calls += 32;
-  }
-  const cpu = process.cpuUsage(cpuAt);
-  return (cpu.user + cpu.system) / calls;
-}
-
 export const clientCredentialsPrivateKeyJwt: ActiveScenario = {
   kind: 'active',
   name: 'client_credentials_private_key_jwt',
   measures:
-    'POST /connect/token, grant_type=client_credentials, private_key_jwt (RFC 7523): each request carries its own ES256 client assertion (fresh jti, inline jwks); the gateway checks its claims, a worker verifies the signature and spends the jti in the store (atomic put-if-absent), then signs one ES256 access token. Floor: one ES256 signature + one ES256 verification + a bare uWS POST.',
+    'POST /connect/token, grant_type=client_credentials, private_key_jwt (RFC 7523): each request carries its own ES256 client assertion (fresh jti, inline jwks); the gateway checks its claims, a worker verifies the signature and spends the jti in the store (atomic put-if-absent), then signs one ES256 access token.',
   server: 'tessera',
   stores: ['memory', 'redis'],
   signing: 'ES256',
@@ -113,14 +100,11 @@ export const clientCredentialsPrivateKeyJwt: ActiveScenario = {
     });
   },
   workload: async (server) => [await privateKeyJwtKind(server)],
-  async notes() {
-    const { privateKey, publicKey } = benchKeys();
-    const input = Buffer.from('x'.repeat(300));
-    const signature = sign('sha256', input, { key: privateKey, dsaEncoding: 'ieee-p1363' });
-    const signUs = cpuMicroseconds(() => sign('sha256', input, { key: privateKey, dsaEncoding: 'ieee-p1363' }));
-    const verifyUs = cpuMicroseconds(() => verify('sha256', input, { key: publicKey, dsaEncoding: 'ieee-p1363' }, signature));
-    return [
-      `Floor of this scenario's own work per request: one ES256 signature (${signUs.toFixed(1)} µs here) + one ES256 verification (${verifyUs.toFixed(1)} µs) + the bare uWS POST (the \`ceiling\` scenario's server µs/req); client_credentials with a secret pays the signature and the POST only.`,
-    ];
+  // One ES256 access token and the client assertion's ES256 signature verified; on Redis its jti
+  // spent with a put-if-absent.
+  floor: {
+    signatures: { ES256: 1 },
+    verifications: { ES256: 1 },
+    store: oncePerRequest({ op: 'write', family: false, ifAbsent: true, bytes: 5 }),
   },
 };

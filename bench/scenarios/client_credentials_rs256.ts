@@ -9,4 +9,6 @@ export const clientCredentialsRs256: ActiveScenario = {
   stores: ['memory', 'redis'],
   signing: 'RS256',
   plan: clientCredentialsPlan('RS256'),
+  // One RS256 access token; no store command.
+  floor: { signatures: { RS256: 1 }, verifications: {}, store: [] },
 };

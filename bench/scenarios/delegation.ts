@@ -3,6 +3,7 @@ import { addBenchUser, addClients, benchClients, benchUser } from '../support/be
 import { obtainAccessToken } from './kinds.js';
 import { subjectIs, tokenExpectation, verifyAccessTokenResponse } from './checks.js';
 import { basicAuthorization, formPost } from './requests.js';
+import { presentedTokenFloor } from './introspection.js';
 import type { ActiveScenario } from './scenario.js';
 
 export const delegation: ActiveScenario = {
@@ -13,6 +14,8 @@ export const delegation: ActiveScenario = {
   server: 'tessera',
   stores: ['memory', 'redis'],
   signing: 'ES256',
+  // The presented token verified and looked up in the deny list, and one ES256 token issued.
+  floor: { ...presentedTokenFloor, signatures: { ES256: 1 } },
   configure(config, { gatewayRoot }) {
     addClients(config, 'frontend', 'api1');
     addBenchUser(config);

@@ -1,5 +1,6 @@
 import { addClients } from '../support/bench_config.js';
 import { devicePollKind } from './kinds.js';
+import { oncePerRequest } from './floor.js';
 import type { ActiveScenario } from './scenario.js';
 
 /** Pending device codes polled in turn: at 30k req/s each comes round every 3 s (interval 1 s). */
@@ -16,4 +17,10 @@ export const deviceCode: ActiveScenario = {
     addClients(config, 'tv');
   },
   workload: () => Promise.resolve([devicePollKind(poolSize)]),
+  // No token: on Redis the reads of the code and of its poll state, and the write of the poll state.
+  floor: {
+    signatures: {},
+    verifications: {},
+    store: oncePerRequest({ op: 'get', bytes: 103 }, { op: 'get', bytes: 34 }, { op: 'write', family: true, ifAbsent: false, bytes: 64 }),
+  },
 };

@@ -1,6 +1,14 @@
 import { addIntrospectionSecret } from '../support/bench_config.js';
 import { introspectionKind } from './kinds.js';
+import { oncePerRequest, type RequestFloor } from './floor.js';
 import type { ActiveScenario } from './scenario.js';
+
+/** A presented ES256 token verified, and its jti looked up in the deny list (absent) on Redis; nothing signed. */
+export const presentedTokenFloor: RequestFloor = {
+  signatures: {},
+  verifications: { ES256: 1 },
+  store: oncePerRequest({ op: 'get', bytes: 0 }),
+};
 
 export const introspection: ActiveScenario = {
   kind: 'active',
@@ -12,4 +20,5 @@ export const introspection: ActiveScenario = {
   signing: 'ES256',
   configure: addIntrospectionSecret,
   workload: async (server) => [await introspectionKind(server)],
+  floor: presentedTokenFloor,
 };

@@ -8,6 +8,8 @@ export const jwks: ActiveScenario = {
   measures: 'GET /.well-known/openid-configuration/jwks: a prebuilt body from the uWS thread, no worker hop.',
   server: 'tessera',
   stores: [],
+  // A prebuilt body: the bare uWS request is all of it.
+  floor: { signatures: {}, verifications: {}, store: [] },
   plan: {
     request: get('/.well-known/openid-configuration/jwks'),
     expect: { status: 200, bodyPrefix: '{"keys":[{' },

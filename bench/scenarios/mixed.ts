@@ -1,6 +1,14 @@
 import { addClients, addIntrospectionSecret } from '../support/bench_config.js';
 import { authorizationCodeKind, clientCredentialsKind, introspectionKind, refreshTokenKind } from './kinds.js';
+import { authorizationCodeFloor } from './authorization_code.js';
+import { clientCredentialsFloor } from './client_credentials.js';
+import { mixFloors } from './floor.js';
+import { presentedTokenFloor } from './introspection.js';
+import { refreshTokenFloor } from './refresh_token.js';
 import type { ActiveScenario } from './scenario.js';
+
+/** Each kind's share of the requests, in percent. */
+const shares = { clientCredentials: 60, refreshToken: 25, authorizationCode: 10, introspection: 5 } as const;
 
 export const mixed: ActiveScenario = {
   kind: 'active',
@@ -15,10 +23,16 @@ export const mixed: ActiveScenario = {
     addClients(config, 'ro', 'web');
     addIntrospectionSecret(config);
   },
+  floor: mixFloors([
+    { floor: clientCredentialsFloor, weight: shares.clientCredentials },
+    { floor: refreshTokenFloor, weight: shares.refreshToken },
+    { floor: authorizationCodeFloor, weight: shares.authorizationCode },
+    { floor: presentedTokenFloor, weight: shares.introspection },
+  ]),
   workload: async (server) => [
-    clientCredentialsKind(60),
-    refreshTokenKind(25),
-    authorizationCodeKind(10),
-    await introspectionKind(server, 5),
+    clientCredentialsKind(shares.clientCredentials),
+    refreshTokenKind(shares.refreshToken),
+    authorizationCodeKind(shares.authorizationCode),
+    await introspectionKind(server, shares.introspection),
   ],
 };

@@ -1,7 +1,19 @@
 import { oidcProviderRefreshToken, oidcProviderRefreshTokenOnRedis } from '../peers/peers.js';
 import { addClients } from '../support/bench_config.js';
 import { refreshTokenKind } from './kinds.js';
+import { oncePerRequest, type RequestFloor } from './floor.js';
 import type { ActiveScenario } from './scenario.js';
+
+/**
+ * One ES256 access token (scope api1 offline_access: no ID token); on Redis the read of the
+ * presented token and the rotation that writes its successor with two companions, the access
+ * token record and the grace window's retry record.
+ */
+export const refreshTokenFloor: RequestFloor = {
+  signatures: { ES256: 1 },
+  verifications: {},
+  store: oncePerRequest({ op: 'get', bytes: 214 }, { op: 'rotate', oldBytes: 214, bytes: 336, companions: [80, 310] }),
+};
 
 export const refreshToken: ActiveScenario = {
   kind: 'active',
@@ -16,5 +28,6 @@ export const refreshToken: ActiveScenario = {
     addClients(config, 'ro');
   },
   workload: () => Promise.resolve([refreshTokenKind()]),
+  floor: refreshTokenFloor,
   peers: [oidcProviderRefreshToken, oidcProviderRefreshTokenOnRedis],
 };

@@ -4,6 +4,7 @@
  */
 import type { Expectation, LoadRequest } from '../load/load_generator.js';
 import type { BenchAlgorithm } from '../support/keys.js';
+import type { RequestFloor } from './floor.js';
 import type { SeededItem, SeedRequest } from '../support/seed.js';
 
 export type StoreKind = 'memory' | 'redis';
@@ -124,6 +125,11 @@ export interface ActiveScenario {
   expectedRps?: number;
   /** Figures measured before the scenario that belong beside its table (e.g. a hash's cost). */
   notes?: () => Promise<string[]>;
+  /**
+   * The physical floor of one request's own work (floor.ts): measured in the same run, and each
+   * Tessera row is printed as a multiple of it. Absent: no floor (the ceiling is one itself).
+   */
+  floor?: RequestFloor;
   peers?: readonly PeerDefinition[];
   /** Also measure each Tessera contender under this load, as a row of its own. */
   background?: BackgroundLoad;

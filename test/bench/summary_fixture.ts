@@ -1,4 +1,4 @@
-import type { RoundResult, Summary } from '../../bench/report/results.js';
+import type { BenchResults, ContenderResult, RoundResult, Summary } from '../../bench/report/results.js';
 
 /** A contender's summary for report tests: `rps` req/s, every other figure unknown unless given. */
 export function summary(rps: number, figures: Partial<Summary> = {}): Summary {
@@ -47,5 +47,41 @@ export function roundResult(parts: {
     batch: null,
     itemsMade: null,
     ...(parts.background === undefined || parts.background === null ? {} : { background: parts.background }),
+  };
+}
+
+/** A contender's result for report tests: no rounds, no memory figures, no error. */
+export function contenderResult(
+  id: string,
+  kind: ContenderResult['kind'],
+  store: ContenderResult['store'],
+  s: Summary | null,
+): ContenderResult {
+  return {
+    id,
+    label: id,
+    kind,
+    store,
+    detail: {},
+    kinds: [],
+    rounds: [],
+    summary: s,
+    memory: { idleRssBytes: null, afterRssBytes: null, peakRssBytes: null },
+    error: null,
+  };
+}
+
+/** A run's results for report tests, on a machine of 2 cores: the scenarios and parts given, nothing else. */
+export function benchResults(parts: Partial<BenchResults> & Pick<BenchResults, 'scenarios'>): BenchResults {
+  return {
+    schema: 1,
+    startedAt: '',
+    finishedAt: '',
+    argv: [],
+    machine: { cpuModel: 'x', cores: 2, totalMemoryBytes: 0, node: 'v20', kernel: '', platform: 'linux', arch: 'x64', hostname: 'h' },
+    settings: {} as BenchResults['settings'],
+    pending: [],
+    sign: null,
+    ...parts,
   };
 }

@@ -2,46 +2,29 @@ import t from 'tap';
 import type { BenchResults, ContenderResult, ScenarioResult, Summary } from '../../bench/report/results.js';
 import { formatThroughputBound, throughputBound } from '../../bench/report/throughput_bound.js';
 import { bareSignCase } from '../../bench/sign.js';
-import { summary } from './summary_fixture.js';
+import { benchResults, contenderResult, summary } from './summary_fixture.js';
 
-function contender(kind: ContenderResult['kind'], store: ContenderResult['store'], s: Summary | null): ContenderResult {
-  return {
-    id: `${kind}/${store}`,
-    label: kind,
-    kind,
-    store,
-    detail: {},
-    kinds: [],
-    rounds: [],
-    summary: s,
-    memory: { idleRssBytes: null, afterRssBytes: null, peakRssBytes: null },
-    error: null,
-  };
-}
+const contender = (kind: ContenderResult['kind'], store: ContenderResult['store'], s: Summary | null): ContenderResult =>
+  contenderResult(`${kind}/${store}`, kind, store, s);
 
 function scenario(name: string, contenders: ContenderResult[]): ScenarioResult {
   return { name, measures: '', contenders, ratios: [], notes: [], hasErrors: false };
 }
 
-function results(parts: { scenarios: ScenarioResult[]; signPerCpuSecond?: number }): BenchResults {
-  return {
-    schema: 1,
-    startedAt: '',
-    finishedAt: '',
-    argv: [],
-    machine: { cpuModel: 'x', cores: 2, totalMemoryBytes: 0, node: 'v20', kernel: '', platform: 'linux', arch: 'x64', hostname: 'h' },
-    settings: {} as BenchResults['settings'],
+function results(parts: { scenarios: ScenarioResult[]; signPerCpuSecond?: number; floors?: BenchResults['floors'] }): BenchResults {
+  const perCpuSecond = parts.signPerCpuSecond;
+  return benchResults({
     scenarios: parts.scenarios,
-    pending: [],
+    floors: parts.floors ?? null,
     sign:
-      parts.signPerCpuSecond === undefined
+      perCpuSecond === undefined
         ? null
         : {
             durationS: 2,
             nodeCryptoOverJose: null,
-            cases: [{ name: bareSignCase, signatures: 1, seconds: 1, perSecond: 1, cpuSeconds: 1, perCpuSecond: parts.signPerCpuSecond }],
+            cases: [{ name: bareSignCase, signatures: 1, seconds: 1, perSecond: 1, cpuSeconds: 1, perCpuSecond }],
           },
-  };
+  });
 }
 
 const ceiling = scenario('ceiling', [contender('ceiling', null, summary(50_000, { serverUsPerRequest: 20 }))]);
@@ -91,4 +74,31 @@ t.test('a --baseline-root checkout is not the Tessera the bound is compared with
   ]);
   const bound = throughputBound(results({ scenarios: [withBaseline, ceiling], signPerCpuSecond: 25_000 }));
   t.equal(bound?.tesseraRps, 12_000, 'the measured checkout, though the baseline was faster');
+});
+
+t.test("without the sign micro-bench or the ceiling scenario the bound takes the floors' signature and bare request", async (t) => {
+  const floors: BenchResults['floors'] = {
+    crypto: [{ alg: 'ES256', jwtSignUs: 50, signUs: 40, verifyUs: 90 }],
+    http: { usPerRequest: 20, rps: 50_000, source: 'floors' },
+    store: [],
+    hashUs: null,
+  };
+  const bound = throughputBound(results({ scenarios: [clientCredentials], floors }));
+  t.equal(bound?.signUs, 40, 'the bare signature, not the full JWT');
+  t.equal(bound?.httpUs, 20);
+  t.equal(bound?.boundRps, 25_000);
+  const benched = throughputBound(
+    results({
+      scenarios: [clientCredentials, ceiling],
+      signPerCpuSecond: 50_000,
+      floors: { ...floors, http: { usPerRequest: 30, rps: 1, source: 'floors' } },
+    }),
+  );
+  t.equal(benched?.signUs, 20, 'the sign micro-bench first');
+  t.equal(benched?.httpUs, 20, 'the ceiling scenario first');
+  t.equal(
+    throughputBound(results({ scenarios: [clientCredentials], floors: { ...floors, http: null } })),
+    null,
+    'no bare request measured',
+  );
 });

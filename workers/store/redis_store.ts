@@ -179,6 +179,9 @@ end
 return {count, ttl}`,
 } as const;
 
+/** The scripts as the store defines them: the bench's floor sends the same ones (bench/support/store_command_cost.ts). */
+export { scripts as redisStoreScripts };
+
 type ScriptName = keyof typeof scripts;
 type ScriptArg = string | Buffer | number;
 /** The `…Buffer` variants `defineCommand` adds: bulk replies arrive as Buffers, not strings. */

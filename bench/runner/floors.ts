@@ -1,0 +1,129 @@
+/**
+ * The parts of every floor (scenarios/floor.ts), measured once per run before the scenarios so
+ * that each table can print its rows against its floor: signatures and verifications in this
+ * process, the store commands as bare ioredis loops against the bench's redis-server, the
+ * argon2id verify the password floor excludes, and the bare uWS request from the ceiling endpoint
+ * with the run's load generator (the `ceiling` scenario itself, measured first when the run has
+ * it, else once for the floors alone).
+ */
+import { scenarioFloor } from '../report/floors.js';
+import type { CryptoCost, FloorComponents, ScenarioResult, StoreCommandCost } from '../report/results.js';
+import { ceiling } from '../scenarios/ceiling.js';
+import { storeCommandName, type StoreCommand } from '../scenarios/floor.js';
+import type { ActiveScenario } from '../scenarios/scenario.js';
+import { measureHashCost } from '../support/argon2_cost.js';
+import { measureCryptoCost } from '../support/crypto_cost.js';
+import type { BenchAlgorithm } from '../support/keys.js';
+import { measureStoreCommand } from '../support/store_command_cost.js';
+import type { RunContext } from './context.js';
+import { runScenario } from './run_scenario.js';
+
+/** Verifies the password lane runs at once by default (`workers.passwordConcurrency`, docs/operations.md "Lanes"). */
+const passwordLaneConcurrency = 4;
+
+export interface FloorsRun {
+  components: FloorComponents;
+  /** The ceiling scenario's result, measured for the floors (the run's own `ceiling` when it has one). */
+  ceiling: ScenarioResult | null;
+}
+
+/** The algorithms the floors sign or verify with; ES256 always, for the bound's signature. */
+function algorithmsOf(scenarios: readonly ActiveScenario[]): BenchAlgorithm[] {
+  const algs = new Set<BenchAlgorithm>(['ES256']);
+  for (const floor of scenarios.map((s) => s.floor)) {
+    for (const alg of Object.keys({ ...floor?.signatures, ...floor?.verifications }) as BenchAlgorithm[]) algs.add(alg);
+  }
+  return [...algs];
+}
+
+/** Each distinct command of the floors of scenarios that run on Redis in this run. */
+function storeCommandsOf(scenarios: readonly ActiveScenario[], ctx: RunContext): StoreCommand[] {
+  const wanted = ctx.options.stores;
+  if (wanted !== undefined && !wanted.includes('redis')) return [];
+  const commands = new Map<string, StoreCommand>();
+  for (const scenario of scenarios) {
+    if (!scenario.stores.includes('redis')) continue;
+    for (const { command } of scenario.floor?.store ?? []) commands.set(storeCommandName(command), command);
+  }
+  return [...commands.values()];
+}
+
+/** Null when no scenario of the run declares a floor. */
+export async function measureFloors(active: readonly ActiveScenario[], ctx: RunContext): Promise<FloorsRun | null> {
+  const floored = active.filter((s) => s.floor !== undefined);
+  if (floored.length === 0) return null;
+  const { progress } = ctx;
+  const crypto: CryptoCost[] = [];
+  for (const alg of algorithmsOf(floored)) {
+    progress.phase(`floors · ${alg}: a JWT signed, a signature, a verification`);
+    crypto.push(measureCryptoCost(alg));
+  }
+  let hashUs: number | null = null;
+  if (floored.some((s) => s.floor?.excludes === 'argon2id-verify')) {
+    progress.phase(`floors · argon2id verifies, ${passwordLaneConcurrency} at a time`);
+    hashUs = (await measureHashCost(40, passwordLaneConcurrency)).cpuMs * 1000;
+  }
+  const store: StoreCommandCost[] = [];
+  const commands = storeCommandsOf(floored, ctx);
+  if (commands.length > 0) {
+    const redis = await ctx.ensureRedis();
+    // The process's first loop also compiles ioredis's paths: measured once more, that one is thrown away.
+    const first = commands[0] as StoreCommand;
+    progress.phase('floors · warming ioredis up');
+    await measureStoreCommand(redis.url, redis.pid, first, { seconds: 0.5 });
+    for (const command of commands) {
+      progress.phase(`floors · ${storeCommandName(command)}, a bare ioredis loop`);
+      store.push(await measureStoreCommand(redis.url, redis.pid, command));
+    }
+  }
+  const result = await runScenario(ceiling, ctx);
+  const summary = result?.contenders[0]?.summary ?? null;
+  progress.clear();
+  const http =
+    summary?.serverUsPerRequest == null
+      ? null
+      : {
+          usPerRequest: summary.serverUsPerRequest,
+          rps: summary.rps,
+          source: active.includes(ceiling) ? ('ceiling' as const) : ('floors' as const),
+        };
+  return { components: { crypto, http, store, hashUs }, ceiling: result };
+}
+
+/**
+ * Runs one scenario (the ceiling's result is the one the floors measured) and sets its rows against
+ * its floor.
+ */
+export async function runScenarioWithFloor(
+  scenario: ActiveScenario,
+  ctx: RunContext,
+  floors: FloorsRun | null,
+): Promise<ScenarioResult | null> {
+  const result = scenario === ceiling && floors?.ceiling != null ? floors.ceiling : await runScenario(scenario, ctx);
+  if (result === null) return null;
+  const floor = scenarioFloor(scenario.floor, result.contenders, floors?.components);
+  return floor === null ? result : { ...result, floor };
+}
+
+/** One line per part measured, for the console. */
+export function formatFloorComponents(components: FloorComponents): string[] {
+  const us = (value: number): string => value.toFixed(1);
+  return [
+    ...components.crypto.map(
+      (c) =>
+        `${c.alg}: a full JWT signed ${us(c.jwtSignUs)} µs, the signature alone ${us(c.signUs)} µs, a verification ${us(c.verifyUs)} µs`,
+    ),
+    components.http === null
+      ? 'bare uWS POST: not measured (the ceiling run failed)'
+      : `bare uWS POST: ${us(components.http.usPerRequest)} µs of server CPU at ${Math.round(components.http.rps).toLocaleString('en-US')} req/s (${components.http.source === 'ceiling' ? 'the ceiling scenario' : 'the ceiling endpoint, measured for the floors'})`,
+    ...components.store.map(
+      (c) =>
+        `${c.name}: ${us(c.clientUs)} µs ioredis + ${c.redisUs === null ? '?' : us(c.redisUs)} µs redis-server per command (${c.commands.toLocaleString('en-US')} commands, ${c.inFlight} in flight)`,
+    ),
+    ...(components.hashUs === null
+      ? []
+      : [
+          `argon2id verify: ${Math.round(components.hashUs).toLocaleString('en-US')} µs of CPU, ${passwordLaneConcurrency} at a time as the password lane runs them`,
+        ]),
+  ];
+}

@@ -1,0 +1,148 @@
+/**
+ * What one Redis command of the store costs, as a bare ioredis loop against the bench's
+ * redis-server: the store part of a request's floor (scenarios/floor.ts). The client is set up as
+ * the Redis store sets up its own (auto-pipelining, the same Lua scripts as EVALSHA), with several
+ * commands in flight on one connection, as a worker's batch of requests has them; every command
+ * finds the state the request finds (a live record to read or rotate, a counter to reset). CPU per
+ * command: the bench process's (ioredis) and redis-server's, read from /proc as for the runs.
+ */
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { redisStoreScripts } from '../../workers/store/redis_store.js';
+import type { StoreCommandCost } from '../report/results.js';
+import { storeCommandName, type StoreCommand } from '../scenarios/floor.js';
+import { processCpuSeconds } from './proc_stats.js';
+
+/** The floor's keys live in a database of their own, emptied afterwards; the gateways use 0. */
+const floorDatabase = 15;
+const ttlMs = 600_000;
+/** Commands in flight on the connection: about a worker's batch of requests (bench/README.md, batching). */
+const defaultInFlight = 16;
+/** Commands of the first loop, which also warms up; the measured loop is sized from it to last about `seconds`. */
+const calibrationCommands = 2_000;
+
+type ScriptName = keyof typeof redisStoreScripts;
+type ScriptCommands = Record<`${ScriptName}Buffer`, (numKeys: number, ...args: (string | Buffer | number)[]) => Promise<unknown>>;
+
+/** A record's bytes as the store writes them: the live header byte, then the body. */
+function recordBytes(bytes: number): Buffer {
+  const value = randomBytes(Math.max(1, bytes));
+  value[0] = 0;
+  return value;
+}
+
+interface Loop {
+  /** Writes what command `i` finds (not measured). */
+  prepare?: (client: Redis, i: number) => void;
+  run: (client: Redis, i: number) => Promise<unknown>;
+}
+
+function loopOf(command: StoreCommand, tag: string): Loop {
+  const record = (i: number): string => `${tag}:{f${i}}:record`;
+  const script = (client: Redis, name: ScriptName, keys: string[], args: (string | Buffer | number)[]): Promise<unknown> =>
+    (client as unknown as ScriptCommands)[`${name}Buffer`].call(client, keys.length, ...keys, ...args);
+  switch (command.op) {
+    case 'get': {
+      if (command.bytes === 0) return { run: (client, i) => client.getBuffer(record(i)) };
+      const value = recordBytes(command.bytes);
+      return { prepare: (client, i) => void client.set(record(i), value, 'PX', ttlMs), run: (client, i) => client.getBuffer(record(i)) };
+    }
+    case 'del':
+      return { prepare: (client, i) => void client.set(record(i), '1', 'PX', ttlMs), run: (client, i) => client.del(record(i)) };
+    case 'increment':
+      return { run: (client, i) => script(client, 'tesseraIncrement', [`${tag}:ctr:${i}`], [900_000, 1]) };
+    case 'write': {
+      const value = recordBytes(command.bytes);
+      const flag = command.ifAbsent ? '1' : '0';
+      return {
+        run: (client, i) =>
+          script(client, 'tesseraWrite', command.family ? [record(i), `${tag}:{f${i}}:members`, `${tag}:{f${i}}:revoked`] : [record(i)], [
+            value,
+            ttlMs,
+            flag,
+          ]),
+      };
+    }
+    case 'rotate': {
+      const old = recordBytes(command.oldBytes);
+      const successor = recordBytes(command.bytes);
+      const companions = command.companions.map(recordBytes);
+      return {
+        prepare: (client, i) => void client.set(record(i), old, 'PX', ttlMs),
+        run: (client, i) => {
+          const family = `${tag}:{f${i}}`;
+          const keys = [record(i), `${family}:successor`, `${family}:members`, `${family}:revoked`];
+          const args: (string | Buffer | number)[] = [successor, ttlMs];
+          companions.forEach((value, c) => {
+            keys.push(`${family}~c${c}:record`, `${family}~c${c}:members`);
+            args.push(value, ttlMs);
+          });
+          return script(client, 'tesseraRotate', keys, args);
+        },
+      };
+    }
+  }
+}
+
+/** Runs `count` commands from `from`, `inFlight` at a time; resolves the wall seconds it took. */
+async function runLoop(client: Redis, loop: Loop, from: number, count: number, inFlight: number): Promise<number> {
+  if (loop.prepare !== undefined) {
+    for (let i = from; i < from + count; i++) loop.prepare(client, i);
+    // Auto-pipelined writes: a PING after them answers once they are all done.
+    await client.ping();
+  }
+  let next = from;
+  const end = from + count;
+  const started = performance.now();
+  const worker = async (): Promise<void> => {
+    while (next < end) await loop.run(client, next++);
+  };
+  await Promise.all(Array.from({ length: inFlight }, worker));
+  return (performance.now() - started) / 1000;
+}
+
+/**
+ * Measures one command for about `seconds`. `redisPid` is the bench's redis-server (its CPU is
+ * read from /proc; null elsewhere). Leaves nothing behind: the floor's database is emptied.
+ */
+export async function measureStoreCommand(
+  redisUrl: string,
+  redisPid: number | null,
+  command: StoreCommand,
+  options: { seconds?: number; inFlight?: number } = {},
+): Promise<StoreCommandCost> {
+  const inFlight = options.inFlight ?? defaultInFlight;
+  const client = new Redis(redisUrl, {
+    db: floorDatabase,
+    enableAutoPipelining: true,
+    connectionName: 'tessera-bench-floor',
+    scripts: Object.fromEntries(Object.entries(redisStoreScripts).map(([name, lua]) => [name, { lua }])),
+  });
+  try {
+    const loop = loopOf(command, `floor:${randomBytes(4).toString('hex')}`);
+    const calibration = await runLoop(client, loop, 0, calibrationCommands, inFlight);
+    const commands = Math.min(200_000, Math.max(5_000, Math.round(((options.seconds ?? 1) * calibrationCommands) / calibration)));
+    // Prepared before the window opens: the window holds the commands alone.
+    if (loop.prepare !== undefined) {
+      for (let i = calibrationCommands; i < calibrationCommands + commands; i++) loop.prepare(client, i);
+      await client.ping();
+    }
+    const measured: Loop = { run: loop.run };
+    const clientAt = process.cpuUsage();
+    const redisAt = redisPid === null ? null : processCpuSeconds(redisPid);
+    await runLoop(client, measured, calibrationCommands, commands, inFlight);
+    const clientCpu = process.cpuUsage(clientAt);
+    const redisAfter = redisPid === null ? null : processCpuSeconds(redisPid);
+    return {
+      name: storeCommandName(command),
+      command,
+      commands,
+      inFlight,
+      clientUs: (clientCpu.user + clientCpu.system) / commands,
+      redisUs: redisAt === null || redisAfter === null ? null : ((redisAfter - redisAt) * 1e6) / commands,
+    };
+  } finally {
+    await client.flushdb().catch(() => {});
+    client.disconnect();
+  }
+}
