@@ -3,6 +3,7 @@
  * the arithmetic, and the line and cells the table prints.
  */
 import t from 'tap';
+import { otherGrants } from '../../bench/report/bars.js';
 import { floorBreakdown, floorCells, floorRows, formatFloor, scenarioFloor } from '../../bench/report/floors.js';
 import type { FloorComponents } from '../../bench/report/results.js';
 import { formatScenario } from '../../bench/report/table.js';
@@ -141,13 +142,7 @@ t.test('every request scenario of the bench declares a floor; the ceiling is one
     'client_credentials_signin_flood',
     'jwks',
     'discovery',
-    'password',
-    'refresh_token',
-    'authorization_code',
-    'device_code',
-    'delegation',
-    'token_exchange',
-    'introspection',
+    ...otherGrants,
     'mixed',
   ];
   for (const name of named) {
