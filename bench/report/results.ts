@@ -71,12 +71,23 @@ export interface RoundResult {
   warmup: { rps: number; invalidReason: string | null };
   /** Tessera: mean requests per task sent to the worker pool in the measured window (/metrics). */
   batch: number | null;
+  /**
+   * Tessera: server CPU per request on its main (uWS) thread and on all its other threads (workers,
+   * V8 and libuv helpers), from /proc/<pid>/task; absent in older files, null outside Linux.
+   */
+  threads?: ThreadFigures | null;
   /** The server's RSS sampled once a second through the measured run (absent in older files). */
   rss?: RssTrend | null;
   /** Items (refresh tokens, codes) made for the measured run, when its requests consume them. */
   itemsMade: number | null;
   /** The background load during the measured run, for a contender measured under one. */
   background?: BackgroundRound | null;
+}
+
+/** Server CPU per request on each side of the thread boundary (bench/README.md, "Per-thread CPU"). */
+export interface ThreadFigures {
+  mainUsPerRequest: number;
+  othersUsPerRequest: number;
 }
 
 /** Medians over the valid rounds. */

@@ -173,6 +173,12 @@ function contenderDetails(contender: ContenderResult): string[] {
   }
   const batch = medianOrNull(valid.map((r) => r.batch ?? null));
   if (batch !== null) out.push(`${label}: ${batch.toFixed(1)} requests per worker task on average (tessera_worker_batch_size)`);
+  const mainUs = medianOrNull(valid.map((r) => r.threads?.mainUsPerRequest ?? null));
+  const othersUs = medianOrNull(valid.map((r) => r.threads?.othersUsPerRequest ?? null));
+  if (mainUs !== null && othersUs !== null)
+    out.push(
+      `${label}: server CPU per request by thread: ${mainUs.toFixed(1)} µs on the main (uWS) thread, ${othersUs.toFixed(1)} µs on the others (workers, GC and libuv helpers)`,
+    );
   const made = medianOrNull(valid.map((r) => r.itemsMade ?? null));
   if (made !== null) out.push(`${label}: ${formatInteger(made)} single-use items made for each measured run`);
   // Runs too short to judge keep their samples in the results file only.

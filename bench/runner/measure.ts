@@ -1,8 +1,9 @@
 import { invalidReason, type LoadOptions, type LoadResult } from '../load/load_generator.js';
-import type { RoundResult } from '../report/results.js';
+import type { RoundResult, ThreadFigures } from '../report/results.js';
 import { CpuWindow, type CpuFigure } from '../support/cpu_window.js';
 import { processMemory, type ProcessMemory } from '../support/proc_stats.js';
 import { rssTrend, type RssSample } from '../support/rss_trend.js';
+import { threadCpuSeconds, type ThreadSplit } from '../support/thread_cpu.js';
 import { meanBatch, readBatchCounter } from '../support/metrics.js';
 import { backgroundRound, startBackground, type BackgroundRun } from './background.js';
 import { profileFolder, type Contender, type StartedContender } from './contenders.js';
@@ -117,6 +118,7 @@ export async function measureRound(
   const window = new CpuWindow(pids);
   await run.started;
   window.sample();
+  const threadsAt = gateway ? summedThreads(serverPids(started.server)) : null;
   const startedAt = performance.now();
   const startUs = Number(process.hrtime.bigint() / 1000n);
   const rss: RssSample[] = [];
@@ -144,6 +146,7 @@ export async function measureRound(
     clearInterval(timer);
   }
   window.sample();
+  const threads = threadFigures(threadsAt, gateway ? summedThreads(serverPids(started.server)) : null, result);
   sampleRss();
   const backgroundFigures =
     background === null || measuredLoad === null
@@ -182,6 +185,7 @@ export async function measureRound(
       invalidReason: joinReasons(invalidReason({ ...warm, exhausted: null }, options.connections), warmBackground?.problem ?? null),
     },
     batch,
+    threads,
     rss: rssTrend(rss),
     itemsMade: workload.consumes ? feed.made : null,
     ...(backgroundFigures === null ? {} : { background: backgroundFigures }),
@@ -198,6 +202,28 @@ function metricsUrlOf(server: { readonly url: string; readonly detail: Record<st
 export function serverPids(server: { readonly pid: number; readonly detail: Record<string, unknown> }): readonly number[] {
   const pids = server.detail.pids;
   return Array.isArray(pids) && pids.length > 0 && pids.every((pid) => typeof pid === 'number') ? (pids as number[]) : [server.pid];
+}
+
+/** The thread split of a server's processes added up (null when one cannot be read). */
+function summedThreads(pids: readonly number[]): ThreadSplit | null {
+  let main = 0;
+  let others = 0;
+  for (const pid of pids) {
+    const split = threadCpuSeconds(pid);
+    if (split === null) return null;
+    main += split.main;
+    others += split.others;
+  }
+  return { main, others };
+}
+
+/** CPU per request on the main threads and the others between two splits. */
+export function threadFigures(before: ThreadSplit | null, after: ThreadSplit | null, load: { requests: number }): ThreadFigures | null {
+  if (before === null || after === null || load.requests <= 0) return null;
+  return {
+    mainUsPerRequest: ((after.main - before.main) * 1e6) / load.requests,
+    othersUsPerRequest: ((after.others - before.others) * 1e6) / load.requests,
+  };
 }
 
 /** The memory of a server's processes added up (null when one cannot be read). */

@@ -10,7 +10,7 @@ export const procAvailable = existsSync('/proc/self/stat');
 
 let ticksPerSecond: number | undefined;
 
-function clockTicks(): number {
+export function clockTicks(): number {
   if (ticksPerSecond === undefined) {
     try {
       ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
@@ -30,13 +30,24 @@ export function processCpuSeconds(pid: number): number | null {
   } catch {
     return null;
   }
-  // proc(5): the command name may hold spaces and parentheses, so fields count from the last ')'.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const fields = statFields(stat);
   if (fields[0] === 'Z' || fields[0] === 'X') return null;
+  const ticks = statTicks(stat);
+  return ticks === null ? null : ticks / clockTicks();
+}
+
+/** The fields of a /proc stat line after the command name, from `state` on. */
+function statFields(stat: string): string[] {
+  // proc(5): the command name may hold spaces and parentheses, so fields count from the last ')'.
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/** utime + stime of a /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat line, in clock ticks; null when it does not parse. */
+export function statTicks(stat: string): number | null {
+  const fields = statFields(stat);
   const utime = Number(fields[11]);
   const stime = Number(fields[12]);
-  if (!Number.isFinite(utime) || !Number.isFinite(stime)) return null;
-  return (utime + stime) / clockTicks();
+  return Number.isFinite(utime) && Number.isFinite(stime) ? utime + stime : null;
 }
 
 export interface ProcessMemory {
