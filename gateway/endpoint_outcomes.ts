@@ -109,18 +109,38 @@ function observerFor(endpoint: MetricsEndpoint, deps: EndpointOutcomeDeps): Obse
       );
     }
     if (!events.enabled) return;
-    const common = { clientId, grantType: exchange.grantType, remoteAddress, endpoint: path };
+    // Each event written out in full, not spread from a shared object: one object per event.
+    const grant = exchange.grantType;
     if (authFailed && exchange.authFailure !== 'blocked') {
-      events.emit({ name: 'ClientAuthenticationFailure', outcome: 'failure', ...common, error });
+      events.emit({
+        name: 'ClientAuthenticationFailure',
+        outcome: 'failure',
+        clientId,
+        grantType: grant,
+        remoteAddress,
+        endpoint: path,
+        error,
+      });
     }
     if (isToken) {
+      const subject = facts?.subject;
       events.emit(
         status === 200
-          ? { name: 'TokenIssuedSuccess', outcome: 'success', ...common, subject: facts?.subject, jti: facts?.jti }
-          : { name: 'TokenIssuedFailure', outcome: 'failure', ...common, subject: facts?.subject, error },
+          ? {
+              name: 'TokenIssuedSuccess',
+              outcome: 'success',
+              clientId,
+              grantType: grant,
+              remoteAddress,
+              endpoint: path,
+              subject,
+              jti: facts?.jti,
+            }
+          : { name: 'TokenIssuedFailure', outcome: 'failure', clientId, grantType: grant, remoteAddress, endpoint: path, subject, error },
       );
     }
     if (facts === undefined) return;
+    const common = { clientId, grantType: grant, remoteAddress, endpoint: path };
     if (facts.reuse !== undefined) {
       const reuse: AuditEventInput = {
         name: reuseEvents[facts.reuse] ?? 'RefreshTokenReuseDetected',

@@ -104,15 +104,45 @@ export class AuditEvents {
   };
 }
 
-/** The event with its time, id and category, and without the members its input left undefined. */
+/**
+ * The event with its time, id and category, and without the members its input left undefined
+ * (docs/operations.md, "Events": members that do not apply are absent). Member by member, not a
+ * walk over `Object.entries` (an array per member, measured in bench/README.md, "Audit events on
+ * and off").
+ */
 function completed(input: AuditEventInput, processIndex: number | undefined): AuditEvent {
-  const event: Record<string, unknown> = {
-    time: new Date().toISOString(),
+  const event: Mutable<AuditEvent> = {
+    time: isoNow(),
     id: randomUUID(),
     name: input.name,
     category: categoryOf(input.name),
+    outcome: input.outcome,
   };
-  for (const [member, value] of Object.entries(input)) if (value !== undefined) event[member] = value;
+  if (input.clientId !== undefined) event.clientId = input.clientId;
+  if (input.subject !== undefined) event.subject = input.subject;
+  if (input.grantType !== undefined) event.grantType = input.grantType;
+  if (input.jti !== undefined) event.jti = input.jti;
+  if (input.remoteAddress !== undefined) event.remoteAddress = input.remoteAddress;
+  if (input.endpoint !== undefined) event.endpoint = input.endpoint;
+  if (input.username !== undefined) event.username = input.username;
+  if (input.error !== undefined) event.error = input.error;
+  if (input.details !== undefined) event.details = input.details;
   if (processIndex !== undefined) event.process = processIndex;
-  return event as unknown as AuditEvent;
+  return event;
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/** The millisecond whose ISO 8601 text {@link isoNow} last made: many events share one. */
+let isoMs = -1;
+let isoText = '';
+
+/** Now in ISO 8601, UTC, to the millisecond; formatted once per millisecond, not once per event. */
+function isoNow(): string {
+  const ms = Date.now();
+  if (ms !== isoMs) {
+    isoMs = ms;
+    isoText = new Date(ms).toISOString();
+  }
+  return isoText;
 }

@@ -1,5 +1,6 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
 import type { AuditEvent } from './audit_event.js';
+import { auditEventJson } from './audit_event_json.js';
 import type { AuditEventSink } from './audit_events.js';
 
 /** Bytes written and not yet flushed beyond which events are dropped rather than buffered without end. */
@@ -49,7 +50,7 @@ export class JsonLinesSink implements AuditEventSink {
       return;
     }
     this.recovered(this.name);
-    for (const event of events) this.pending += `${JSON.stringify(event)}\n`;
+    for (const event of events) this.pending += `${auditEventJson(event)}\n`;
     if (this.pending.length >= writeAtBytes) this.writePending();
     else if (this.timer === undefined) {
       this.timer = setTimeout(this.writePending, writeEveryMs);

@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import type { AuditEvent } from './audit_event.js';
+import { auditEventJson } from './audit_event_json.js';
 import type { AuditEventSink } from './audit_events.js';
 
 export interface RedisStreamOptions {
@@ -54,7 +55,7 @@ export class RedisStreamSink implements AuditEventSink {
     }
     const pipeline = this.redis.pipeline();
     for (const event of events) {
-      pipeline.xadd(this.options.key, 'MAXLEN', '~', this.maxLen, '*', 'name', event.name, 'event', JSON.stringify(event));
+      pipeline.xadd(this.options.key, 'MAXLEN', '~', this.maxLen, '*', 'name', event.name, 'event', auditEventJson(event));
     }
     this.inFlight++;
     pipeline.exec().then(

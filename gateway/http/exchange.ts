@@ -67,6 +67,8 @@ export class Exchange {
   allowOrigin: string | undefined = undefined;
   /** The DPoP server nonce this answer hands out (`DPoP-Nonce`, RFC 9449 §8), when the client needs one. */
   dpopNonce: string | undefined = undefined;
+  /** The client's address once read ({@link remoteAddress}). */
+  private address: string | undefined = undefined;
   /** RFC 9110 §9.3.2: a HEAD answer has the headers GET would have, and no content. */
   private readonly head: boolean;
 
@@ -88,7 +90,10 @@ export class Exchange {
    * gateway/http/trusted_proxies.ts).
    */
   remoteAddress(): string {
-    return clientAddressOf(this.res);
+    // Read once per request: the throttles, the access line and the audit events may each ask,
+    // and each read of the peer makes uWS allocate a new ArrayBuffer.
+    this.address ??= clientAddressOf(this.res);
+    return this.address;
   }
 
   get open(): boolean {
