@@ -1,24 +1,26 @@
 /**
- * Collects the {@link TaskFacts} of the request a worker is answering, wherever in a grant they
- * become known (the access token signed, a replay detected, a password checked), without passing
- * a context object through every grant and validator. Off unless the gateway asked for facts at
- * boot: then `note*` find no store and cost one lookup.
+ * Notes the {@link TaskFacts} of the request a worker is answering, wherever in a grant they become
+ * known (the access token signed, a replay detected, a password checked), on the record the
+ * request carries (`GrantRequest.facts`, `SingleUseItem.facts`); `undefined` when the gateway did
+ * not ask for facts at boot, and then each `note*` costs one check.
+ *
+ * An explicit record, not an AsyncLocalStorage: on Node 20 the first `run` of one turns on promise
+ * hooks for every promise of the thread, which cost each token request several microseconds of
+ * worker CPU (bench/README.md, "Audit events on and off"). Only the trace spans' store commands,
+ * which the store's observer sees far from any request object, still use one, and only when
+ * tracing is on.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { maxTimedStoreCommands, type LoginFact, type ReusedItem, type TaskFacts } from './protocol/task_facts.js';
 
-const current = new AsyncLocalStorage<TaskFacts>();
+const timed = new AsyncLocalStorage<TaskFacts>();
 
-/**
- * Runs `answer` with a fresh record of facts; resolves the answer and what was noted. With
- * `timed`, also when it ran and its store commands (for trace spans).
- */
-export async function recordingFacts<T>(answer: () => Promise<T>, timed = false): Promise<[T, TaskFacts]> {
-  const facts: TaskFacts = {};
-  if (timed) facts.timing = { start: epochNow(), end: 0, store: [] };
-  const result = await current.run(facts, answer);
-  if (facts.timing !== undefined) facts.timing.end = epochNow();
-  return [result, facts];
+/** Runs `answer` with `facts` as the record its store commands are timed into (tracing on). */
+export async function timingStoreCommands<T>(facts: TaskFacts, answer: () => Promise<T>): Promise<T> {
+  facts.timing = { start: epochNow(), end: 0, store: [] };
+  const result = await timed.run(facts, answer);
+  facts.timing.end = epochNow();
+  return result;
 }
 
 /** Epoch milliseconds with this thread's sub-millisecond clock. */
@@ -26,42 +28,37 @@ function epochNow(): number {
   return performance.timeOrigin + performance.now();
 }
 
-/** A store command of the request running now ended after `seconds` (the store's observer). */
+/** A store command of the request running now ended after `seconds` (the store's observer, tracing on). */
 export function noteStoreCommand(command: string, seconds: number, failed: boolean): void {
-  const timing = current.getStore()?.timing;
+  const timing = timed.getStore()?.timing;
   if (timing === undefined || timing.store.length >= maxTimedStoreCommands) return;
   const end = epochNow();
   timing.store.push([command, end - seconds * 1000, end, failed]);
 }
 
-/** The facts of the request running now, to add to from a `catch` (a store failure). */
-export function currentFacts(): TaskFacts | undefined {
-  return current.getStore();
-}
-
-export function noteIssued(jti: string, subject: string | undefined): void {
-  const facts = current.getStore();
+export function noteIssued(facts: TaskFacts | undefined, jti: string, subject: string | undefined): void {
   if (facts === undefined) return;
   facts.jti = jti;
   if (subject !== undefined) facts.subject = subject;
 }
 
-export function noteReuse(item: ReusedItem, subject: string | undefined): void {
-  const facts = current.getStore();
+export function noteReuse(facts: TaskFacts | undefined, item: ReusedItem, subject: string | undefined): void {
   if (facts === undefined) return;
   facts.reuse = item;
   if (subject !== undefined) facts.subject = subject;
 }
 
-export function noteLogin(login: LoginFact): void {
-  const facts = current.getStore();
+export function noteLogin(facts: TaskFacts | undefined, login: LoginFact): void {
   if (facts === undefined) return;
   facts.login = login;
   if (login.subject !== undefined) facts.subject = login.subject;
 }
 
-export function noteRevoked(kind: 'access_token' | 'refresh_token', ids: { jti?: string; subject?: string }): void {
-  const facts = current.getStore();
+export function noteRevoked(
+  facts: TaskFacts | undefined,
+  kind: 'access_token' | 'refresh_token',
+  ids: { jti?: string; subject?: string },
+): void {
   if (facts === undefined) return;
   facts.revoked = kind;
   if (ids.jti !== undefined) facts.jti = ids.jti;

@@ -45,7 +45,7 @@ import { FailureThrottle } from './grants/failure_throttle.js';
 import { createPasswordGrant, createResourceOwnerAuthenticator } from './grants/password.js';
 import { hashPassword } from './crypto/password_hash.js';
 import { ensureTypeScriptLoader, isTypeScriptModule } from './typescript_loader.js';
-import { noteStoreCommand, recordingFacts } from './task_facts_recorder.js';
+import { noteStoreCommand, timingStoreCommands } from './task_facts_recorder.js';
 import { StoreCommandStats } from './protocol/store_command_stats.js';
 import type { TaskFacts } from './protocol/task_facts.js';
 import { ClientAssertionVerifier } from './client_authentication/client_assertion_verifier.js';
@@ -189,15 +189,16 @@ const endpointServices = {
 
 /** One request's answer, with what its audit events need when the gateway asked for it. */
 async function answerItem(item: TaskItem): Promise<TokenTaskResult> {
-  if (!boot.recordFacts) return handleItem(item);
-  const [result, facts] = await recordingFacts(() => handleItem(item), boot.recordTiming);
+  if (!boot.recordFacts) return handleItem(item, undefined);
+  const facts: TaskFacts = {};
+  const result = boot.recordTiming ? await timingStoreCommands(facts, () => handleItem(item, facts)) : await handleItem(item, facts);
   // A store failure's answer carries its own (shared) facts: keep what was learned before it.
   if (result.length === 4)
     return result[3] === storeFailed ? [result[0], result[1], result[2], { ...facts, storeUnavailable: true }] : result;
   return Object.keys(facts).length === 0 ? result : [result[0], result[1], result[2], facts];
 }
 
-async function handleItem(item: TaskItem): Promise<TokenTaskResult> {
+async function handleItem(item: TaskItem, facts: TaskFacts | undefined): Promise<TokenTaskResult> {
   try {
     // Client authentication comes before anything else the request does (RFC 6749 §3.2.1).
     if (item.kind !== 'login' && item.kind !== 'userinfo' && item.clientAssertion !== undefined) {
@@ -207,14 +208,14 @@ async function handleItem(item: TaskItem): Promise<TokenTaskResult> {
       case 'client_assertion':
         return [200, '', null];
       case 'token':
-        return await handleTokenRequest(item);
+        return await handleTokenRequest(item, facts);
       case 'introspection':
         return [200, await introspect(item.caller, item.callerId, item.params, endpointServices), null];
       case 'revocation':
-        await revoke(item.clientId, item.params, endpointServices);
+        await revoke(item.clientId, item.params, endpointServices, facts);
         return [200, '', null];
       case 'login':
-        return await handleLogin(item);
+        return await handleLogin(item, facts);
       case 'userinfo':
         return await userInfo(item, endpointServices);
       default: {
@@ -254,16 +255,19 @@ function describeItem(item: TaskItem): Record<string, string> {
 }
 
 // The login pages' credential check: the password grant's, so both share validator and throttle.
-async function handleLogin({ clientId, params, address }: LoginItem): Promise<TokenTaskResult> {
+async function handleLogin({ clientId, params, address }: LoginItem, facts: TaskFacts | undefined): Promise<TokenTaskResult> {
   const client = services.clients.get(clientId);
   if (client === undefined) return serverError;
-  const request = { grantType: 'authorization_code', client, params, address };
+  const request = { grantType: 'authorization_code', client, params, address, facts };
   const scopes = services.scopes.resolve(client, params.scope, userPolicy);
   const user = await authenticateResourceOwner(request, services, scopes);
   return [200, JSON.stringify(user), null];
 }
 
-async function handleTokenRequest({ grantType, clientId, params, address, dpop }: TokenItem): Promise<TokenTaskResult> {
+async function handleTokenRequest(
+  { grantType, clientId, params, address, dpop }: TokenItem,
+  facts: TaskFacts | undefined,
+): Promise<TokenTaskResult> {
   const handler = registry.get(grantType);
   const client = services.clients.get(clientId);
   if (handler === undefined || client === undefined) {
@@ -272,7 +276,7 @@ async function handleTokenRequest({ grantType, clientId, params, address, dpop }
   }
   // RFC 9449 §5: the proof first; the grant then binds its tokens to the proof's key.
   const jkt = dpop === undefined ? undefined : await tokenRequestProofs.keyOf(dpop, client);
-  const response = await handler.handle({ grantType, client, params, address, jkt }, services);
+  const response = await handler.handle({ grantType, client, params, address, jkt, facts }, services);
   return [200, JSON.stringify(response), null];
 }
 

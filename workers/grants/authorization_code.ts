@@ -1,5 +1,6 @@
 import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
 import type { RegisteredClient } from '../protocol/client_model.js';
+import type { TaskFacts } from '../protocol/task_facts.js';
 import { parseFamilyHandle, type FamilyHandle } from '../tokens/refresh_token_handle.js';
 import type { AuthorizationCodeRecord } from '../tokens/authorization_code_record.js';
 import type { GrantHandler } from './grant_handler.js';
@@ -27,7 +28,7 @@ export const authorizationCodeGrant: GrantHandler = {
     }
     const handle = parseFamilyHandle('code', code);
     if (handle === undefined) throw invalidCode();
-    const item = codeItem(handle, client);
+    const item = codeItem(handle, client, request.facts);
 
     const record = await services.store.get<AuthorizationCodeRecord>(handle.key);
     if (record === null) return refuseRedeemed(services, item);
@@ -61,7 +62,7 @@ export const authorizationCodeGrant: GrantHandler = {
  * RFC 6749 §4.1.2: a code used twice revokes the tokens issued for it, whose family it names; the
  * revocation is remembered as long as a refresh token of that family could live.
  */
-function codeItem(handle: FamilyHandle, client: RegisteredClient): SingleUseItem<AuthorizationCodeRecord> {
+function codeItem(handle: FamilyHandle, client: RegisteredClient, facts: TaskFacts | undefined): SingleUseItem<AuthorizationCodeRecord> {
   return {
     name: 'authorization code',
     kind: 'authorization_code',
@@ -70,5 +71,6 @@ function codeItem(handle: FamilyHandle, client: RegisteredClient): SingleUseItem
     clientId: client.clientId,
     invalid: invalidCode,
     replayRetentionMs: () => client.config.absoluteRefreshTokenLifetime * 1000,
+    facts,
   };
 }

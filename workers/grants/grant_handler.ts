@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Store } from '../store/store.js';
 import type { RegisteredClient } from '../protocol/client_model.js';
 import type { FormParams } from '../protocol/token_task.js';
+import type { TaskFacts } from '../protocol/task_facts.js';
 import type { JwtSigner } from '../tokens/jwt_signer.js';
 import type { IdTokenBuilder } from '../tokens/id_token.js';
 import type { ScopeRules } from './scope_rules.js';
@@ -34,6 +35,11 @@ export interface GrantRequest {
    * token is bound to it (`cnf.jkt`, `token_type: DPoP`), and a public client's refresh token too.
    */
   readonly jkt?: string | undefined;
+  /**
+   * Where the grant notes what the gateway's audit events need (workers/task_facts_recorder.ts);
+   * absent when the gateway asked for none. Never handed to a validator.
+   */
+  readonly facts?: TaskFacts | undefined;
 }
 
 /** The members of a successful token response (RFC 6749 §5.1). */

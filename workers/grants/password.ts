@@ -79,7 +79,7 @@ export function createResourceOwnerAuthenticator(
     ] as const) {
       if (!blocked.blocked) continue;
       // Security events (docs/operations.md, "Logs"): one line when a block starts, never a secret.
-      noteLogin({ username: userName, success: false, reason: 'blocked' });
+      noteLogin(request.facts, { username: userName, success: false, reason: 'blocked' });
       if (blocked.firstRefusal === true) {
         const who = { clientId: client.clientId, username: userName, address: request.address, per };
         logger.info({ ...who, retryAfterSeconds: blocked.retryAfterSeconds }, 'password attempts blocked');
@@ -105,7 +105,7 @@ export function createResourceOwnerAuthenticator(
         { clientId: client.clientId, username: userName, address: request.address, reason: 'wrong credentials' },
         'password sign-in failed',
       );
-      noteLogin({ username: userName, success: false, reason: 'wrong_credentials' });
+      noteLogin(request.facts, { username: userName, success: false, reason: 'wrong_credentials' });
       throw failureOf(result);
     }
     // A sign-in the validator described wrongly is its bug: refused whole, as an extension grant's.
@@ -115,7 +115,7 @@ export function createResourceOwnerAuthenticator(
       throw new OAuthError(OAuthErrors.invalidGrant);
     }
     await Promise.all([throttle.recordSuccess(throttleSubject), userThrottle.recordSuccess(userSubject)]);
-    noteLogin({ username: userName, success: true, subject });
+    noteLogin(request.facts, { username: userName, success: true, subject });
 
     const claims = grantClaims(result.claims);
     claims.auth_time = result.authTime ?? Math.floor(services.now() / 1000);

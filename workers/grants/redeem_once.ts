@@ -6,7 +6,7 @@
  * is a replay, and a replayed item revokes what it was exchanged for: someone else may hold it.
  */
 import type { OAuthError } from '../protocol/oauth_errors.js';
-import type { ReusedItem } from '../protocol/task_facts.js';
+import type { ReusedItem, TaskFacts } from '../protocol/task_facts.js';
 import { noteReuse } from '../task_facts_recorder.js';
 import type { CompanionRecord, ConsumeResult, StoreKey } from '../store/store.js';
 import { revokeRefreshFamily } from '../tokens/token_revocation.js';
@@ -35,6 +35,8 @@ export interface SingleUseItem<T extends Redeemable> {
    * refused and revokes nothing (a device polling once more after success, RFC 8628 §3.5).
    */
   readonly replayRetentionMs?: (value: T, nowMs: number) => number;
+  /** The request's facts, where a replay is noted (`GrantRequest.facts`). */
+  readonly facts?: TaskFacts | undefined;
 }
 
 /** What redeeming needs of the grant services. */
@@ -98,7 +100,7 @@ async function refuse<T extends Redeemable>(services: RedeemServices, item: Sing
     await revokeRefreshFamily(services.store, item.family, retention(outcome.value, now), now);
     services.logger.warn({ clientId: item.clientId }, `${item.name} redeemed twice: its family is revoked`);
     const subject = (outcome.value as { subject?: unknown }).subject;
-    noteReuse(item.kind, typeof subject === 'string' ? subject : undefined);
+    noteReuse(item.facts, item.kind, typeof subject === 'string' ? subject : undefined);
   }
   throw item.invalid();
 }

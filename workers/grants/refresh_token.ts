@@ -9,6 +9,7 @@ import { redeemOrReplayed, refuseRedeemed, type SingleUseItem } from './redeem_o
 import { requestedResources, selectResources } from './resource_indicators.js';
 import { userPolicy, type GrantedScopes, type ScopeRules } from './scope_rules.js';
 import type { RegisteredClient } from '../protocol/client_model.js';
+import type { TaskFacts } from '../protocol/task_facts.js';
 import type { FormParams } from '../protocol/token_task.js';
 import { profiledGrant, signAccessToken, signIdToken, tokenResponse } from './token_issuance.js';
 
@@ -32,7 +33,7 @@ export const refreshTokenGrant: GrantHandler = {
     const { store } = services;
     const client = request.client;
     const now = services.now();
-    const item = refreshTokenItem(handle, client.clientId);
+    const item = refreshTokenItem(handle, client.clientId, request.facts);
 
     const record = await store.get<RefreshTokenRecord>(handle.key);
     // Gone or retired; a retired one presented again revokes its family, unless it is a retry.
@@ -116,7 +117,7 @@ function checkKeyBinding(request: GrantRequest, record: RefreshTokenRecord): voi
  * RFC 9700 §4.14.2: a refresh token presented after it was rotated may be held by someone else,
  * so its whole family goes, remembered as long as any token of the family could live.
  */
-function refreshTokenItem(handle: FamilyHandle, clientId: string): SingleUseItem<RefreshTokenRecord> {
+function refreshTokenItem(handle: FamilyHandle, clientId: string, facts: TaskFacts | undefined): SingleUseItem<RefreshTokenRecord> {
   return {
     name: 'refresh token',
     kind: 'refresh_token',
@@ -125,6 +126,7 @@ function refreshTokenItem(handle: FamilyHandle, clientId: string): SingleUseItem
     clientId,
     invalid: invalidGrant,
     replayRetentionMs: (retired, now) => Math.max(1000, retired.absoluteExpiresAt - now),
+    facts,
   };
 }
 

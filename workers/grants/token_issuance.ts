@@ -50,7 +50,7 @@ export function signAccessToken(
   if (grant.profile !== undefined) input.claims = { ...grant.claims, ...grant.profile.accessToken };
   if (request.jkt !== undefined) input.jkt = request.jkt;
   const claims = buildAccessTokenClaims(input);
-  noteIssued(claims.jti as string, grant.subject);
+  noteIssued(request.facts, claims.jti as string, grant.subject);
   return { token: services.signer.sign(claims, 'at+jwt'), jti: claims.jti as string, exp: claims.exp as number };
 }
 
