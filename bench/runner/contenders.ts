@@ -142,8 +142,9 @@ function tesseraContender(
     requestKinds: kindsOf(scenario.name, scenario.plan, scenario.workload),
     async start() {
       const redis = store === 'redis' ? await ctx.ensureRedis() : null;
-      // Audit events on for the checkout under test only: a baseline of the same commit is then "off".
-      const events = checkout.kind === 'tessera' ? ctx.options.events : 'none';
+      // `--events` for the checkout under test, `--baseline-events` (none by default) for the
+      // baseline: a baseline of the same commit is then "events off".
+      const events = checkout.kind === 'tessera' ? ctx.options.events : ctx.options.baselineEvents;
       const eventsEnv: Record<string, string> =
         events === 'none'
           ? {}

@@ -38,6 +38,11 @@ export interface BenchOptions {
    * temporary folder), `redis` (a Redis Stream on the bench Redis), or `none`.
    */
   events: 'none' | 'file' | 'redis';
+  /**
+   * Audit events of the `--baseline-root` gateway (`none` unless asked): with the same sink on
+   * both, one run compares two versions of the events' own cost.
+   */
+  baselineEvents: 'none' | 'file' | 'redis';
   cpuProf: boolean;
   help: boolean;
 }
@@ -72,6 +77,9 @@ Options:
   --events none|file|redis
                        audit events of the gateway under test (none): JSON lines to a file, or a
                        Redis Stream on the bench Redis; a --baseline-root runs without
+  --baseline-events none|file|redis
+                       audit events of the --baseline-root gateway (none): the same sink on both
+                       compares two versions of the events' cost in one run
   --cpu-prof           profile the gateway processes (node --cpu-prof) and print the hottest functions
   --no-save            do not write bench/results/<timestamp>.json and .svg
 `;
@@ -112,6 +120,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       'cpu-prof': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
       events: { type: 'string' },
+      'baseline-events': { type: 'string' },
     },
   });
   const quick = values.quick === true;
@@ -125,6 +134,9 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
   if (target !== undefined && target !== 'dist' && target !== 'source') throw new UsageError('--target must be dist or source');
   const events = values.events ?? 'none';
   if (events !== 'none' && events !== 'file' && events !== 'redis') throw new UsageError('--events must be none, file or redis');
+  const baselineEvents = values['baseline-events'] ?? 'none';
+  if (baselineEvents !== 'none' && baselineEvents !== 'file' && baselineEvents !== 'redis')
+    throw new UsageError('--baseline-events must be none, file or redis');
   const processes = [...new Set((values.processes ?? ['1']).flatMap((list) => list.split(',')))].map((count) => {
     const n = Number(count);
     if (!Number.isInteger(n) || n < 1 || n > 64) throw new UsageError(`--processes must be whole numbers from 1 to 64, not "${count}"`);
@@ -135,6 +147,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
   // `--baseline-root ""` would resolve to the current directory: a silent A/A run nobody asked for.
   if (baselineRoot !== undefined && baselineRoot.trim() === '') throw new UsageError('--baseline-root needs a directory');
   if (values['baseline-label'] !== undefined && baselineRoot === undefined) throw new UsageError('--baseline-label needs --baseline-root');
+  if (values['baseline-events'] !== undefined && baselineRoot === undefined)
+    throw new UsageError('--baseline-events needs --baseline-root');
   return {
     names: positionals,
     durationS: positiveNumber('duration', values.duration, quick ? 3 : 10),
@@ -154,6 +168,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     baselineLabel: values['baseline-label'],
     save,
     events,
+    baselineEvents,
     cpuProf: values['cpu-prof'] === true,
     help: values.help === true,
   };

@@ -53,4 +53,12 @@ t.test('--events is none unless asked, and only none, file or redis', async (t) 
   t.equal(parseOptions(['client_credentials', '--events', 'file']).events, 'file');
   t.equal(parseOptions(['client_credentials', '--events=redis']).events, 'redis');
   t.equal(refusal(['--events', 'stdout']), '--events must be none, file or redis');
+  t.equal(
+    parseOptions(['client_credentials', '--baseline-root', '/tmp/b']).baselineEvents,
+    'none',
+    'a baseline runs without events unless asked',
+  );
+  t.equal(parseOptions(['client_credentials', '--baseline-root', '/tmp/b', '--baseline-events', 'file']).baselineEvents, 'file');
+  t.equal(refusal(['--baseline-root', '/tmp/b', '--baseline-events', 'stdout']), '--baseline-events must be none, file or redis');
+  t.equal(refusal(['--baseline-events', 'file']), '--baseline-events needs --baseline-root');
 });
