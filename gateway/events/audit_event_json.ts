@@ -6,22 +6,31 @@ import type { AuditEvent } from './audit_event.js';
  * the generic walk cost the gateway thread about as much as the rest of the event together
  * (bench/README.md, "Audit events on and off"). Every text that can come from outside Tessera
  * goes through `JSON.stringify` of the string alone, which escapes quotes, backslashes, control
- * characters and lone surrogates (ECMA-262 well-formed `JSON.stringify`); `time`, `id`, `name`,
+ * characters and lone surrogates (ECMA-262 well-formed `JSON.stringify`), unless it is printable
+ * ASCII without a quote or a backslash, which JSON writes as it is (RFC 8259 §7); `time`, `id`, `name`,
  * `category` and `outcome` are made by Tessera (ISO 8601, a UUID, the closed lists of
  * audit_event.ts) and need no escaping. Members the event lacks are absent, as with
  * `JSON.stringify`.
  */
 export function auditEventJson(event: AuditEvent): string {
   let json = `{"time":"${event.time}","id":"${event.id}","name":"${event.name}","category":"${event.category}","outcome":"${event.outcome}"`;
-  if (event.clientId !== undefined) json += `,"clientId":${JSON.stringify(event.clientId)}`;
-  if (event.subject !== undefined) json += `,"subject":${JSON.stringify(event.subject)}`;
-  if (event.grantType !== undefined) json += `,"grantType":${JSON.stringify(event.grantType)}`;
-  if (event.jti !== undefined) json += `,"jti":${JSON.stringify(event.jti)}`;
-  if (event.remoteAddress !== undefined) json += `,"remoteAddress":${JSON.stringify(event.remoteAddress)}`;
-  if (event.endpoint !== undefined) json += `,"endpoint":${JSON.stringify(event.endpoint)}`;
-  if (event.username !== undefined) json += `,"username":${JSON.stringify(event.username)}`;
-  if (event.error !== undefined) json += `,"error":${JSON.stringify(event.error)}`;
+  if (event.clientId !== undefined) json += `,"clientId":${jsonString(event.clientId)}`;
+  if (event.subject !== undefined) json += `,"subject":${jsonString(event.subject)}`;
+  if (event.grantType !== undefined) json += `,"grantType":${jsonString(event.grantType)}`;
+  if (event.jti !== undefined) json += `,"jti":${jsonString(event.jti)}`;
+  if (event.remoteAddress !== undefined) json += `,"remoteAddress":${jsonString(event.remoteAddress)}`;
+  if (event.endpoint !== undefined) json += `,"endpoint":${jsonString(event.endpoint)}`;
+  if (event.username !== undefined) json += `,"username":${jsonString(event.username)}`;
+  if (event.error !== undefined) json += `,"error":${jsonString(event.error)}`;
   if (event.details !== undefined) json += `,"details":${JSON.stringify(event.details)}`;
   if (event.process !== undefined) json += `,"process":${event.process}`;
   return `${json}}`;
+}
+
+/** Printable ASCII but `"` and `\\`: the characters a JSON string holds unescaped (RFC 8259 §7). */
+const plainJsonText = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/** `text` as a JSON string; the test is cheaper than `JSON.stringify` on the identifiers events hold. */
+function jsonString(text: string): string {
+  return plainJsonText.test(text) ? `"${text}"` : JSON.stringify(text);
 }

@@ -7,22 +7,25 @@ import type { AuditEventSink } from './audit_events.js';
 const maxPendingBytes = 8 * 1024 * 1024;
 
 /**
+ * Lines are collected in a buffer and written at most every {@link writeEveryMs}, or when the
+ * buffer ({@link bufferBytes}) is full: one `write` per batch of the emitter's turns instead of
+ * one per turn (each costs the gateway thread a few microseconds of libuv request set-up). Each line
+ * is encoded into the buffer as it comes, not appended to a string that is flattened and encoded
+ * at the write (measured in bench/README.md, "Audit events on and off").
+ */
+const writeEveryMs = 50;
+const bufferBytes = 64 * 1024;
+
+/**
  * Audit events as JSON lines (one object per line) on a file or on stdout, written through
  * libuv's thread pool (an `fs` write stream), never synchronously: a slow disk or a full pipe
  * makes this sink drop events, not the event loop wait. The application log (pino) is not here.
  */
-/**
- * Lines are collected and written at most every {@link writeEveryMs}, or at {@link writeAtBytes}:
- * one `write` per batch of the emitter's turns instead of one per turn (each costs the gateway
- * thread a few microseconds of libuv request set-up; measured in bench/README.md, "Audit events on
- * and off").
- */
-const writeEveryMs = 50;
-const writeAtBytes = 64 * 1024;
-
 export class JsonLinesSink implements AuditEventSink {
   private broken = false;
-  private pending = '';
+  private buffer = Buffer.allocUnsafeSlow(bufferBytes);
+  /** Bytes of {@link buffer} holding lines not yet written. */
+  private used = 0;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -50,21 +53,36 @@ export class JsonLinesSink implements AuditEventSink {
       return;
     }
     this.recovered(this.name);
-    for (const event of events) this.pending += `${auditEventJson(event)}\n`;
-    if (this.pending.length >= writeAtBytes) this.writePending();
-    else if (this.timer === undefined) {
+    for (const event of events) this.append(auditEventJson(event));
+    if (this.used > 0 && this.timer === undefined) {
       this.timer = setTimeout(this.writePending, writeEveryMs);
       this.timer.unref();
     }
   }
 
+  private append(line: string): void {
+    // A UTF-16 code unit takes at most 3 bytes of UTF-8 (a surrogate pair 4 for two), + the newline.
+    const most = line.length * 3 + 1;
+    if (this.used + most > this.buffer.length) {
+      this.writePending();
+      if (most > this.buffer.length) {
+        this.stream.write(`${line}\n`);
+        return;
+      }
+    }
+    this.used += this.buffer.write(line, this.used);
+    this.buffer[this.used++] = 0x0a;
+  }
+
   private readonly writePending = (): void => {
     clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.pending === '') return;
-    const text = this.pending;
-    this.pending = '';
-    this.stream.write(text);
+    if (this.used === 0) return;
+    const lines = this.buffer.subarray(0, this.used);
+    // The stream holds on to the bytes until libuv has written them: the next lines go to a new buffer.
+    this.buffer = Buffer.allocUnsafeSlow(bufferBytes);
+    this.used = 0;
+    this.stream.write(lines);
   };
 
   close(): Promise<void> {
