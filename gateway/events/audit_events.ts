@@ -137,7 +137,10 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 let isoMs = -1;
 let isoText = '';
 
-/** Now in ISO 8601, UTC, to the millisecond; formatted once per millisecond, not once per event. */
+/**
+ * Now in ISO 8601, UTC, to the millisecond; formatted once per millisecond, not once per event
+ * (`toISOString` takes about 1.3 µs, longer than the rest of an event's fields together).
+ */
 function isoNow(): string {
   const ms = Date.now();
   if (ms !== isoMs) {

@@ -90,8 +90,8 @@ export class Exchange {
    * gateway/http/trusted_proxies.ts).
    */
   remoteAddress(): string {
-    // Read once per request: the throttles, the access line and the audit events may each ask,
-    // and each read of the peer makes uWS allocate a new ArrayBuffer.
+    // Read once per request: the throttles, the access line and the audit events may each ask, and
+    // each read of the peer is a getpeername(2) system call in uSockets and a new ArrayBuffer.
     this.address ??= clientAddressOf(this.res);
     return this.address;
   }
