@@ -206,15 +206,7 @@ export function serverPids(server: { readonly pid: number; readonly detail: Reco
 
 /** The thread split of a server's processes added up (null when one cannot be read). */
 function summedThreads(pids: readonly number[]): ThreadSplit | null {
-  let main = 0;
-  let others = 0;
-  for (const pid of pids) {
-    const split = threadCpuSeconds(pid);
-    if (split === null) return null;
-    main += split.main;
-    others += split.others;
-  }
-  return { main, others };
+  return summedOver(pids, threadCpuSeconds, { main: 0, others: 0 });
 }
 
 /** CPU per request on the main threads and the others between two splits. */
@@ -232,13 +224,16 @@ export function serverMemory(server: { readonly pid: number; readonly detail: Re
 }
 
 function summedMemory(pids: readonly number[]): ProcessMemory | null {
-  let rssBytes = 0;
-  let peakRssBytes = 0;
+  return summedOver(pids, processMemory, { rssBytes: 0, peakRssBytes: 0 });
+}
+
+/** Each figure of `read` added up over the processes; null when one of them cannot be read. */
+function summedOver<T extends Record<string, number>>(pids: readonly number[], read: (pid: number) => T | null, zero: T): T | null {
+  const sum: Record<string, number> = { ...zero };
   for (const pid of pids) {
-    const memory = processMemory(pid);
-    if (memory === null) return null;
-    rssBytes += memory.rssBytes;
-    peakRssBytes += memory.peakRssBytes;
+    const figures = read(pid);
+    if (figures === null) return null;
+    for (const key of Object.keys(zero)) sum[key] = (sum[key] ?? 0) + (figures[key] ?? 0);
   }
-  return { rssBytes, peakRssBytes };
+  return sum as T;
 }
