@@ -94,7 +94,8 @@ function otherGrantsBar(results: BenchResults): BarResult {
 }
 
 function memoryAgainstRedisBar(results: BenchResults): BarResult {
-  const bar = 'the memory store never slower than Redis (server CPU per request, same scenario, where the request uses the store)';
+  const bar =
+    'the memory store never slower than Redis (CPU per request wherever it runs: the gateway on memory against the gateway + redis-server on Redis, same scenario, where the request uses the store)';
   const parts: string[] = [];
   let failed = 0;
   // Where a request sends no store command (client_credentials) the two rows run the same code:
@@ -104,7 +105,10 @@ function memoryAgainstRedisBar(results: BenchResults): BarResult {
     const memory = rows.find((c) => c.store === 'memory')?.summary;
     const redis = rows.find((c) => c.store === 'redis')?.summary;
     if (memory?.serverUsPerRequest == null || redis?.serverUsPerRequest == null) continue;
-    const slower = memory.serverUsPerRequest > redis.serverUsPerRequest;
+    // On memory the store's work is on the gateway's own threads; on Redis part of it is in
+    // redis-server: the request's work is the sum.
+    const redisTotal = redis.serverUsPerRequest + (redis.storeUsPerRequest ?? 0);
+    const slower = memory.serverUsPerRequest > redisTotal;
     if (slower) failed++;
     const redisServer = redis.storeUsPerRequest === null ? '' : ` + ${us(redis.storeUsPerRequest)} in redis-server`;
     parts.push(`${scenario.name} ${us(memory.serverUsPerRequest)} vs ${us(redis.serverUsPerRequest)}${redisServer}${slower ? ' ✗' : ''}`);
