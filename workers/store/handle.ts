@@ -5,7 +5,8 @@
  * A handle is random (≥ 256 bits, RFC 6749 §10.10 and RFC 9700 §4.14 ask for unguessable tokens)
  * and the store only ever sees its SHA-256, so a leaked store dump holds no usable token.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { pooledRandomBytes } from '../crypto/random_pool.js';
 
 /** Entropy floor of a handle: 256 bits (RFC 6749 §10.10, docs/endpoints.md). */
 const minHandleBytes = 32;
@@ -24,7 +25,7 @@ export function newHandle(bytes: number = minHandleBytes): string {
   if (!Number.isInteger(bytes) || bytes < minHandleBytes) {
     throw new RangeError(`a handle needs at least ${minHandleBytes} random bytes, got ${bytes}`);
   }
-  return randomBytes(bytes).toString('base64url');
+  return pooledRandomBytes(bytes).toString('base64url');
 }
 
 /**

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { pooledRandomBytes } from '../crypto/random_pool.js';
 import { hashHandle } from '../store/handle.js';
 import { subFamily, type RecordKind, type StoreKey } from '../store/store.js';
 
@@ -21,11 +21,11 @@ export interface FamilyHandle {
 }
 
 export function newFamilyId(): string {
-  return randomBytes(familyBytes).toString('base64url');
+  return pooledRandomBytes(familyBytes).toString('base64url');
 }
 
 export function newFamilyHandle(kind: RecordKind, family: string): FamilyHandle {
-  const bytes = Buffer.concat([Buffer.from(family, 'base64url'), randomBytes(secretBytes)]);
+  const bytes = Buffer.concat([Buffer.from(family, 'base64url'), pooledRandomBytes(secretBytes)]);
   const handle = bytes.toString('base64url');
   return { handle, family, key: { kind, id: hashHandle(handle), family } };
 }

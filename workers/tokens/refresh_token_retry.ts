@@ -9,7 +9,8 @@
  * the key cannot be derived, so a store dump opens no record: only whoever holds the old token can,
  * and only for as long as the record lives (the client's grace window, its TTL).
  */
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac } from 'node:crypto';
+import { pooledRandomBytes } from '../crypto/random_pool.js';
 import type { CompanionRecord, StoreKey } from '../store/store.js';
 import type { FamilyHandle } from './refresh_token_handle.js';
 
@@ -23,6 +24,9 @@ export interface RetryRecord {
 const ivBytes = 12;
 const tagBytes = 16;
 const hkdfInfo = Buffer.from('tessera refresh-token retry v1');
+// RFC 5869 §2.2: an absent salt is HashLen zero bytes.
+const zeroSalt = Buffer.alloc(32);
+const firstBlock = Buffer.of(1);
 
 /** Where the retry record of `retired` lives: beside it, under the same store id and family. */
 export function retryKey(retired: FamilyHandle): StoreKey {
@@ -40,7 +44,7 @@ export function sealedRetryRecord(
   clientId: string,
   graceMs: number,
 ): CompanionRecord<RetryRecord> {
-  const iv = randomBytes(ivBytes);
+  const iv = pooledRandomBytes(ivBytes);
   const cipher = createCipheriv('aes-256-gcm', retryKeyMaterial(retired), iv);
   cipher.setAAD(Buffer.from(clientId, 'utf8'));
   const body = Buffer.concat([cipher.update(successor.handle, 'utf8'), cipher.final()]);
@@ -61,7 +65,14 @@ export function openRetryRecord(retired: FamilyHandle, record: RetryRecord, clie
   }
 }
 
-/** RFC 5869 with the whole handle as input keying material (256 bits of secret). */
+/**
+ * HKDF-SHA-256 (RFC 5869) with the whole handle as input keying material (256 bits of secret), no
+ * salt and 32 bytes of output, which is one block: PRK = HMAC(zero salt, IKM) (§2.2), OKM = T(1) =
+ * HMAC(PRK, info ‖ 0x01) (§2.3). Written as its two HMACs because `hkdfSync` costs twice as much
+ * (11.6 against 5.4 µs, bench/README.md): it makes a KeyObject of the input on every call. The
+ * bytes are `hkdfSync`'s; a test checks it.
+ */
 function retryKeyMaterial(retired: FamilyHandle): Buffer {
-  return Buffer.from(hkdfSync('sha256', Buffer.from(retired.handle, 'utf8'), Buffer.alloc(0), hkdfInfo, 32));
+  const prk = createHmac('sha256', zeroSalt).update(retired.handle, 'utf8').digest();
+  return createHmac('sha256', prk).update(hkdfInfo).update(firstBlock).digest();
 }
