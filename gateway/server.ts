@@ -148,7 +148,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   const storeStats = new StoreCommandStats(storeStatsBuffers);
   const store: Store = createStore(config.store, { observe: storeStats.record });
   // The memory store lives on this thread; each worker reaches it over a port of its own.
-  const storeHost = config.store.type === 'memory' ? new MemoryStoreHost(store) : null;
+  const storeHost = store instanceof MemoryStore ? new MemoryStoreHost(store) : null;
 
   let pool: Piscina | undefined;
   let listener: Listener | undefined;

@@ -1,8 +1,9 @@
 /**
  * The main-thread half of the memory store's thread bridge (the wire is
  * `workers/protocol/store_bridge.ts`, the worker half `workers/store/memory_store_client.ts`):
- * answers each worker's store calls on that worker's own port, with the one store the main
- * thread holds.
+ * answers each worker's store calls on that worker's own port, with the records of the one store
+ * the main thread holds. Record values arrive packed and leave packed: the worker packs and
+ * unpacks them, so this thread, which also runs every HTTP exchange, does neither.
  */
 import type { MessagePort } from 'node:worker_threads';
 import {
@@ -12,7 +13,8 @@ import {
   type BridgeRequest,
   type BridgeResponse,
 } from '../../workers/protocol/store_bridge.js';
-import type { Store } from '../../workers/store/store.js';
+import type { MemoryStore } from '../../workers/store/memory_store.js';
+import type { PackedRecords } from '../../workers/store/packing_store.js';
 
 type AnyStoreMethod = (...args: unknown[]) => Promise<unknown>;
 
@@ -30,12 +32,12 @@ type AnyStoreMethod = (...args: unknown[]) => Promise<unknown>;
  * ```
  */
 export class MemoryStoreHost {
-  readonly #store: Store;
+  readonly #store: PackedRecords;
   readonly #ports = new Set<MessagePort>();
   #closed = false;
 
-  constructor(store: Store) {
-    this.#store = store;
+  constructor(store: MemoryStore) {
+    this.#store = store.records;
   }
 
   /** Serves the port of a {@link StorePortOffer}; any other message is not the host's. */

@@ -1,16 +1,18 @@
 /**
- * The embedded store for one process (docs/storage.md, `"store": { "type": "memory" }`).
+ * The records of the embedded store for one process (docs/storage.md, `"store": { "type":
+ * "memory" }`), held as msgpack bytes: `MemoryStore` (`memory_store.ts`) packs and unpacks the
+ * values on the thread that calls it, and the worker threads pack theirs before they cross the
+ * thread bridge, so the main thread holding these records never packs or unpacks.
  *
  * Every operation runs synchronously between two awaits, so on one event loop it is atomic by
  * construction: that is what makes consume-once and rotate hold here without locks. Worker
  * threads reach the one instance on the main thread through its thread bridge
  * (`memory_store_client.ts`, served by the gateway's `MemoryStoreHost`).
  *
- * Semantics match `RedisStore` rule for rule (the conformance suite runs against both):
- * records are stored packed (callers can never mutate a stored record), a consumed record stays
- * until its TTL ends, a revoked family refuses writes, counters are fixed windows.
+ * Semantics match `RedisStore` rule for rule (the conformance suite runs against `MemoryStore`
+ * and the bridge): a consumed record stays until its TTL ends, a revoked family refuses writes,
+ * counters are fixed windows.
  */
-import { packRecord, unpackRecord } from './record_codec.js';
 import {
   FamilyRevokedError,
   StoreUnavailableError,
@@ -20,7 +22,8 @@ import {
   companionList,
   toTtlMs,
 } from './store.js';
-import type { CompanionRecord, ConsumeResult, CounterResult, RecordKind, Store, StoreKey } from './store.js';
+import type { CompanionRecord, ConsumeResult, CounterResult, RecordKind, StoreKey } from './store.js';
+import type { PackedRecords } from './packing_store.js';
 
 export interface MemoryStoreOptions {
   /**
@@ -39,7 +42,7 @@ export interface MemoryStoreOptions {
 }
 
 interface StoredRecord {
-  bytes: Buffer;
+  bytes: Uint8Array;
   consumed: boolean;
   expiresAt: number;
   family: string | undefined;
@@ -70,15 +73,18 @@ function toRecordKey(key: StoreKey): string {
 }
 
 /**
- * In-process {@link Store}.
- *
- * @example
- * ```ts
- * const store = new MemoryStore();
- * pool.on('message', new MemoryStoreHost(store).acceptOffer); // let worker threads use it
- * ```
+ * A value given to the records must be packed already; anything else is a caller's bug.
  */
-export class MemoryStore implements Store {
+function packedValue(value: unknown): Uint8Array {
+  if (!(value instanceof Uint8Array)) throw new TypeError('the memory records hold packed values (Uint8Array) only');
+  return value;
+}
+
+/**
+ * In-process records, values packed ({@link PackedRecords}); `MemoryStore` is the {@link Store}
+ * over them.
+ */
+export class MemoryRecords implements PackedRecords {
   readonly #now: () => number;
   readonly #records = new Map<string, StoredRecord>();
   readonly #families = new Map<string, FamilyIndex>();
@@ -112,7 +118,7 @@ export class MemoryStore implements Store {
     const ttl = toTtlMs(ttlMs);
     const recordKey = toRecordKey(key);
     if (key.family !== undefined && this.#isRevoked(key.family)) throw new FamilyRevokedError(key.family);
-    const bytes = packRecord(value);
+    const bytes = packedValue(value);
     this.#ensureRoom(1, recordKey);
     this.#write(recordKey, key.family, bytes, ttl);
   }
@@ -121,7 +127,7 @@ export class MemoryStore implements Store {
     this.#assertOpen();
     const record = this.#read(toRecordKey(key));
     if (record === undefined || record.consumed) return null;
-    return unpackRecord<T>(record.bytes);
+    return record.bytes as T;
   }
 
   async delete(key: StoreKey): Promise<boolean> {
@@ -150,8 +156,8 @@ export class MemoryStore implements Store {
     const ttl = toTtlMs(ttlMs);
     const oldRecordKey = toRecordKey(oldKey);
     const newRecordKey = toRecordKey(newKey);
-    // Pack before touching state: a value msgpack refuses must leave nothing half done.
-    const bytes = packRecord(newValue);
+    // Check before touching state: a value that is not packed must leave nothing half done.
+    const bytes = packedValue(newValue);
     const companionWrites = companions.map((c) => this.#prepare(c));
     // A revoked family: the refresh token is simply invalid (see Store.rotate).
     if (newKey.family !== undefined && this.#isRevoked(newKey.family)) return { status: 'missing' };
@@ -205,7 +211,7 @@ export class MemoryStore implements Store {
     for (const member of this.#families.get(family)?.members ?? []) {
       if (!member.startsWith(prefix)) continue;
       const record = this.#read(member);
-      if (record !== undefined && !record.consumed) values.push(unpackRecord<T>(record.bytes));
+      if (record !== undefined && !record.consumed) values.push(record.bytes as T);
     }
     return values;
   }
@@ -222,11 +228,11 @@ export class MemoryStore implements Store {
     const recordKey = toRecordKey(key);
     if (key.family !== undefined && this.#isRevoked(key.family)) throw new FamilyRevokedError(key.family);
     const existing = this.#read(recordKey);
-    if (existing !== undefined && !existing.consumed) return unpackRecord<T>(existing.bytes);
-    const bytes = packRecord(value);
+    if (existing !== undefined && !existing.consumed) return existing.bytes as T;
+    const bytes = packedValue(value);
     this.#ensureRoom(existing === undefined ? 1 : 0);
     this.#write(recordKey, key.family, bytes, ttl);
-    return unpackRecord<T>(bytes);
+    return bytes as T;
   }
 
   async increment(name: string, windowMs: number, by = 1): Promise<CounterResult> {
@@ -279,15 +285,15 @@ export class MemoryStore implements Store {
   #consume<T>(recordKey: string): ConsumeResult<T> {
     const record = this.#read(recordKey);
     if (record === undefined) return { status: 'missing' };
-    if (record.consumed) return { status: 'replayed', value: unpackRecord<T>(record.bytes) };
+    if (record.consumed) return { status: 'replayed', value: record.bytes as T };
     // Consuming keeps the TTL, as SETRANGE does on Redis.
     record.consumed = true;
-    return { status: 'consumed', value: unpackRecord<T>(record.bytes) };
+    return { status: 'consumed', value: record.bytes as T };
   }
 
-  /** A companion record packed and checked, before any state is touched. */
-  #prepare(record: CompanionRecord<unknown>): { key: string; family: string | undefined; bytes: Buffer; ttl: number } {
-    return { key: toRecordKey(record.key), family: record.key.family, bytes: packRecord(record.value), ttl: toTtlMs(record.ttlMs) };
+  /** A companion record checked, before any state is touched. */
+  #prepare(record: CompanionRecord<unknown>): { key: string; family: string | undefined; bytes: Uint8Array; ttl: number } {
+    return { key: toRecordKey(record.key), family: record.key.family, bytes: packedValue(record.value), ttl: toTtlMs(record.ttlMs) };
   }
 
   /**
@@ -311,7 +317,7 @@ export class MemoryStore implements Store {
     }
   }
 
-  #write(recordKey: string, family: string | undefined, bytes: Buffer, ttl: number): void {
+  #write(recordKey: string, family: string | undefined, bytes: Uint8Array, ttl: number): void {
     const expiresAt = this.#now() + ttl;
     this.#records.set(recordKey, { bytes, consumed: false, expiresAt, family });
     if (family === undefined) return;

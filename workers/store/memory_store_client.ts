@@ -3,7 +3,8 @@
  * on this worker's own `MessagePort` to the main thread's `MemoryStore`, answered on the same
  * port (the wire is `workers/protocol/store_bridge.ts`; the main-thread half is
  * `gateway/store/memory_store_host.ts`). Same semantics as the store it reaches, one
- * structured-clone hop away.
+ * structured-clone hop away. Record values are packed and unpacked here, on the worker
+ * (`packing_store.ts`): what crosses is one byte array per record.
  */
 import { MessageChannel, parentPort, type MessagePort } from 'node:worker_threads';
 import {
@@ -15,6 +16,7 @@ import {
   type StoreMethod,
   type StorePortOffer,
 } from '../protocol/store_bridge.js';
+import { PackingStore, type PackedRecords } from './packing_store.js';
 import { FamilyRevokedError, StoreUnavailableError, type Store } from './store.js';
 
 /** A call with no answer after this long rejects with StoreUnavailableError, unless told otherwise. */
@@ -49,11 +51,11 @@ export function connectMemoryStoreHost(options: BridgedStoreOptions = {}): Store
  */
 export function createBridgedStore(port: MessagePort, options: BridgedStoreOptions = {}): Store {
   const caller = new PortCaller(port, options.timeoutMs ?? defaultBridgeTimeoutMs);
-  // The methods are the bridge's list, each a call with the arguments as given: one generic
-  // proxy instead of a hand-written forwarder per method.
-  const store: Partial<Record<keyof Store, unknown>> = { close: () => caller.close() };
-  for (const method of storeMethods) store[method] = (...args: unknown[]) => caller.call(method, args);
-  return store as Store;
+  // The methods are the bridge's list, each a call with the (packed) arguments as given: one
+  // generic proxy instead of a hand-written forwarder per method.
+  const records: Partial<Record<keyof Store, unknown>> = { close: () => caller.close() };
+  for (const method of storeMethods) records[method] = (...args: unknown[]) => caller.call(method, args);
+  return new PackingStore(records as PackedRecords);
 }
 
 interface PendingCall {

@@ -22,6 +22,15 @@ export function packRecord(value: unknown): Buffer {
 }
 
 /**
+ * Packs a value into a `Uint8Array` of its own `ArrayBuffer`, exactly as long as the bytes: what
+ * crosses a thread by structured clone (a small `Buffer` is a view of Node's shared 8 KiB pool,
+ * and a clone copies the whole buffer under a view).
+ */
+export function packRecordBytes(value: unknown): Uint8Array {
+  return new Uint8Array(packr.pack(value));
+}
+
+/**
  * Packs a value behind `header` leading bytes (left zero for the caller to fill), in one copy.
  * The Redis store keeps its consumed marker in the first byte.
  */

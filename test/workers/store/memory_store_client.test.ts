@@ -162,22 +162,46 @@ t.test('close rejects the calls still waiting with StoreUnavailableError', async
   await t.rejects(pending, StoreUnavailableError);
 });
 
-t.test('a value that cannot be cloned is refused at once, not timed out, and only its own call fails', async (t) => {
+t.test('an argument that cannot be cloned is refused at once, not timed out, and only its own call fails', async (t) => {
   const { connect } = serveFreshStore(t);
   const store = connect({ timeoutMs: 5000 });
   t.teardown(() => store.close());
   const key: StoreKey = { kind: 'misc', id: newId() };
-  // Both calls leave in the same message.
-  const [bad, good] = await Promise.allSettled([
-    store.set({ kind: 'misc', id: newId() }, { fn: () => 1 }, 1000),
-    store.set(key, { ok: true }, 1000),
-  ]);
+  // Values cross packed (a function in one is dropped as msgpack drops it, as on every store);
+  // a key is cloned as given. Both calls leave in the same message.
+  const uncloneable = { kind: 'misc', id: newId(), toJSON: () => 1 } as StoreKey;
+  const [bad, good] = await Promise.allSettled([store.set(uncloneable, { ok: true }, 1000), store.set(key, { ok: true }, 1000)]);
   t.equal(bad.status, 'rejected');
   const err: unknown = bad.status === 'rejected' ? bad.reason : null;
   t.type(err, Error);
   t.notOk(err instanceof StoreUnavailableError || err instanceof FamilyRevokedError);
   t.equal(good.status, 'fulfilled');
   t.same(await store.get(key), { ok: true });
+});
+
+t.test('record values cross the bridge packed: one byte array each way, none of them a view of a larger buffer', async (t) => {
+  const store = new MemoryStore();
+  const host = new MemoryStoreHost(store);
+  t.teardown(async () => {
+    host.close();
+    await store.close();
+  });
+  const { port1, port2 } = new MessageChannel();
+  const sent: unknown[] = [];
+  const answered: unknown[] = [];
+  port2.on('message', (requests: { args: unknown[] }[]) => sent.push(...requests.map((r) => r.args[1])));
+  port1.on('message', (responses: { value?: unknown }[]) => answered.push(...responses.map((r) => r.value)));
+  host.serve(port2);
+  const bridged = createBridgedStore(port1);
+  t.teardown(() => bridged.close());
+  const key: StoreKey = { kind: 'misc', id: newId() };
+  await bridged.set(key, { nested: { list: [1, 'two'] } }, 60_000);
+  t.same(await bridged.get(key), { nested: { list: [1, 'two'] } });
+  const [value] = sent;
+  t.ok(value instanceof Uint8Array && value.byteLength === value.buffer.byteLength, 'the value sent is its own bytes');
+  const read = answered[1];
+  t.ok(read instanceof Uint8Array && read.byteLength === read.buffer.byteLength, 'and so is the record read');
+  t.same(await store.get(key), { nested: { list: [1, 'two'] } }, 'the main thread reads it unpacked');
 });
 
 t.test('the calls made in one turn of the event loop cross as one message each way', async (t) => {
