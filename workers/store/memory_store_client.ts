@@ -61,18 +61,25 @@ export function createBridgedStore(port: MessagePort, options: BridgedStoreOptio
 interface PendingCall {
   resolve: (value: unknown) => void;
   reject: (err: Error) => void;
-  timer: NodeJS.Timeout;
+  method: StoreMethod;
+  /** `performance.now()` after which the call fails. */
+  deadline: number;
 }
 
 /**
  * Requests out, responses in, matched by id; every call settles, at the latest on its timeout.
  * The calls made in one turn of the event loop leave as one message (a worker runs a batch of
  * requests at once, so their store calls come together): one wake-up of the main thread for all.
+ * One timer watches every pending call: all share one timeout, so the oldest call's deadline is
+ * the next to come, and the timer runs only while calls are pending (it keeps the thread alive
+ * for them, never longer).
  */
 class PortCaller {
   readonly #port: MessagePort;
   readonly #timeoutMs: number;
+  // Insertion order is deadline order.
   readonly #pending = new Map<number, PendingCall>();
+  #timer: NodeJS.Timeout | undefined;
   #outbox: BridgeRequest[] = [];
   #lastId = 0;
   #closed = false;
@@ -93,14 +100,25 @@ class PortCaller {
     if (this.#closed) return Promise.reject(new StoreUnavailableError('bridged store closed'));
     const id = ++this.#lastId;
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#pending.delete(id);
-        reject(new StoreUnavailableError(`no answer to ${method} from the main thread within ${this.#timeoutMs} ms`));
-      }, this.#timeoutMs);
-      this.#pending.set(id, { resolve, reject, timer });
+      this.#pending.set(id, { resolve, reject, method, deadline: performance.now() + this.#timeoutMs });
+      this.#timer ??= setTimeout(this.#expire, this.#timeoutMs);
       if (this.#outbox.push({ id, method, args }) === 1) setImmediate(this.#flush);
     });
   }
+
+  /** Fails the calls past their deadline, then waits for the next one's. */
+  readonly #expire = (): void => {
+    this.#timer = undefined;
+    const now = performance.now();
+    for (const [id, call] of this.#pending) {
+      if (call.deadline > now) {
+        this.#timer = setTimeout(this.#expire, call.deadline - now);
+        return;
+      }
+      this.#pending.delete(id);
+      call.reject(new StoreUnavailableError(`no answer to ${call.method} from the main thread within ${this.#timeoutMs} ms`));
+    }
+  };
 
   async close(): Promise<void> {
     if (this.#closed) return;
@@ -129,11 +147,16 @@ class PortCaller {
 
   #shut(reason: string): void {
     this.#closed = true;
+    this.#stopTimer();
     for (const [id, call] of this.#pending) {
-      clearTimeout(call.timer);
       this.#pending.delete(id);
       call.reject(new StoreUnavailableError(reason));
     }
+  }
+
+  #stopTimer(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
   }
 
   #receive(response: BridgeResponse): void {
@@ -145,7 +168,7 @@ class PortCaller {
     // A call that already timed out.
     if (call === undefined) return;
     this.#pending.delete(id);
-    clearTimeout(call.timer);
+    if (this.#pending.size === 0) this.#stopTimer();
     if (response.ok) call.resolve(response.value);
     else call.reject(fromBridgeError(response.error));
   }

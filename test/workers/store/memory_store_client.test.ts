@@ -153,6 +153,36 @@ t.test('a call nobody answers rejects with StoreUnavailableError after the timeo
   t.ok(ms >= 140 && ms < 1000, `after ${Math.round(ms)} ms`);
 });
 
+t.test('each unanswered call gets its own whole timeout, and answered ones are not failed by it', async (t) => {
+  const { port1, port2 } = new MessageChannel();
+  // Answers only `ping`, and only after the first call has timed out.
+  port2.on('message', (requests: { id: number; method: string }[]) => {
+    const pings = requests.filter((r) => r.method === 'ping');
+    if (pings.length > 0) setTimeout(() => port2.postMessage(pings.map((r) => ({ id: r.id, ok: true, value: undefined }))), 150);
+  });
+  const store = createBridgedStore(port1, { timeoutMs: 200 });
+  t.teardown(async () => {
+    await store.close();
+    port2.close();
+  });
+  const started = performance.now();
+  const failure = (call: Promise<unknown>): Promise<{ err: unknown; ms: number }> =>
+    call.then(
+      () => ({ err: undefined, ms: performance.now() - started }),
+      (err: unknown) => ({ err, ms: performance.now() - started }),
+    );
+  const first = failure(store.get({ kind: 'code', id: newId() }));
+  await new Promise((resolve) => setTimeout(resolve, 120));
+  const second = failure(store.get({ kind: 'code', id: newId() }));
+  const answered = store.ping();
+  const [a, b] = await Promise.all([first, second]);
+  t.type(a.err, StoreUnavailableError);
+  t.type(b.err, StoreUnavailableError);
+  t.ok(a.ms >= 190 && a.ms < 300, `the first after ${Math.round(a.ms)} ms`);
+  t.ok(b.ms >= 310 && b.ms < 600, `the second 200 ms after it was made: ${Math.round(b.ms)} ms`);
+  await t.resolves(answered, 'a call answered after an earlier one timed out settles with its answer');
+});
+
 t.test('close rejects the calls still waiting with StoreUnavailableError', async (t) => {
   const { port1, port2 } = new MessageChannel();
   t.teardown(() => port2.close());
