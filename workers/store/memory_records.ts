@@ -73,11 +73,24 @@ function toRecordKey(key: StoreKey): string {
 }
 
 /**
- * A value given to the records must be packed already; anything else is a caller's bug.
+ * A value given to the records must be packed already; anything else is a caller's bug. It is
+ * kept as a copy in Node's shared Buffer pool: a small `Buffer` is a slice of an 8 KiB pool, so a
+ * million records are a few hundred thousand `ArrayBuffer`s fewer than if each kept the one it
+ * arrived in (a structured clone gives every array its own), which the garbage collector of the
+ * main thread, holding them all, pays for in long pauses (bench/README.md, "Refresh on Redis and
+ * memory: what the cuts bought").
  */
-function packedValue(value: unknown): Uint8Array {
+function packedValue(value: unknown): Buffer {
   if (!(value instanceof Uint8Array)) throw new TypeError('the memory records hold packed values (Uint8Array) only');
-  return value;
+  return Buffer.from(value);
+}
+
+/**
+ * A stored value handed out: an exact copy in an `ArrayBuffer` of its own, since the stored one is
+ * a view of a shared pool that a structured clone would copy whole.
+ */
+function copyOut<T>(bytes: Uint8Array): T {
+  return new Uint8Array(bytes) as T;
 }
 
 /**
@@ -127,7 +140,7 @@ export class MemoryRecords implements PackedRecords {
     this.#assertOpen();
     const record = this.#read(toRecordKey(key));
     if (record === undefined || record.consumed) return null;
-    return record.bytes as T;
+    return copyOut<T>(record.bytes);
   }
 
   async delete(key: StoreKey): Promise<boolean> {
@@ -211,7 +224,7 @@ export class MemoryRecords implements PackedRecords {
     for (const member of this.#families.get(family)?.members ?? []) {
       if (!member.startsWith(prefix)) continue;
       const record = this.#read(member);
-      if (record !== undefined && !record.consumed) values.push(record.bytes as T);
+      if (record !== undefined && !record.consumed) values.push(copyOut<T>(record.bytes));
     }
     return values;
   }
@@ -228,11 +241,11 @@ export class MemoryRecords implements PackedRecords {
     const recordKey = toRecordKey(key);
     if (key.family !== undefined && this.#isRevoked(key.family)) throw new FamilyRevokedError(key.family);
     const existing = this.#read(recordKey);
-    if (existing !== undefined && !existing.consumed) return existing.bytes as T;
+    if (existing !== undefined && !existing.consumed) return copyOut<T>(existing.bytes);
     const bytes = packedValue(value);
     this.#ensureRoom(existing === undefined ? 1 : 0);
     this.#write(recordKey, key.family, bytes, ttl);
-    return bytes as T;
+    return copyOut<T>(bytes);
   }
 
   async increment(name: string, windowMs: number, by = 1): Promise<CounterResult> {
@@ -285,14 +298,14 @@ export class MemoryRecords implements PackedRecords {
   #consume<T>(recordKey: string): ConsumeResult<T> {
     const record = this.#read(recordKey);
     if (record === undefined) return { status: 'missing' };
-    if (record.consumed) return { status: 'replayed', value: record.bytes as T };
+    if (record.consumed) return { status: 'replayed', value: copyOut<T>(record.bytes) };
     // Consuming keeps the TTL, as SETRANGE does on Redis.
     record.consumed = true;
-    return { status: 'consumed', value: record.bytes as T };
+    return { status: 'consumed', value: copyOut<T>(record.bytes) };
   }
 
   /** A companion record checked, before any state is touched. */
-  #prepare(record: CompanionRecord<unknown>): { key: string; family: string | undefined; bytes: Uint8Array; ttl: number } {
+  #prepare(record: CompanionRecord<unknown>): { key: string; family: string | undefined; bytes: Buffer; ttl: number } {
     return { key: toRecordKey(record.key), family: record.key.family, bytes: packedValue(record.value), ttl: toTtlMs(record.ttlMs) };
   }
 
