@@ -1,6 +1,6 @@
 /**
  * The records of the embedded store for one process (docs/storage.md, `"store": { "type":
- * "memory" }`), held as msgpack bytes: `MemoryStore` (`memory_store.ts`) packs and unpacks the
+ * "memory" }`), held as msgpack bytes in latin1 strings: `MemoryStore` (`memory_store.ts`) packs and unpacks the
  * values on the thread that calls it, and the worker threads pack theirs before they cross the
  * thread bridge, so the main thread holding these records never packs or unpacks.
  *
@@ -42,7 +42,7 @@ export interface MemoryStoreOptions {
 }
 
 interface StoredRecord {
-  bytes: Uint8Array;
+  bytes: string;
   consumed: boolean;
   expiresAt: number;
   family: string | undefined;
@@ -72,25 +72,10 @@ function toRecordKey(key: StoreKey): string {
   return `{${key.family}}:${key.kind}:${key.id}`;
 }
 
-/**
- * A value given to the records must be packed already; anything else is a caller's bug. It is
- * kept as a copy in Node's shared Buffer pool: a small `Buffer` is a slice of an 8 KiB pool, so a
- * million records are a few hundred thousand `ArrayBuffer`s fewer than if each kept the one it
- * arrived in (a structured clone gives every array its own), which the garbage collector of the
- * main thread, holding them all, pays for in long pauses (bench/README.md, "Refresh on Redis and
- * memory: what the cuts bought").
- */
-function packedValue(value: unknown): Buffer {
-  if (!(value instanceof Uint8Array)) throw new TypeError('the memory records hold packed values (Uint8Array) only');
-  return Buffer.from(value);
-}
-
-/**
- * A stored value handed out: an exact copy in an `ArrayBuffer` of its own, since the stored one is
- * a view of a shared pool that a structured clone would copy whole.
- */
-function copyOut<T>(bytes: Uint8Array): T {
-  return new Uint8Array(bytes) as T;
+/** A value given to the records must be packed already; anything else is a caller's bug. */
+function packedValue(value: unknown): string {
+  if (typeof value !== 'string') throw new TypeError('the memory records hold packed values (strings) only');
+  return value;
 }
 
 /**
@@ -140,7 +125,7 @@ export class MemoryRecords implements PackedRecords {
     this.#assertOpen();
     const record = this.#read(toRecordKey(key));
     if (record === undefined || record.consumed) return null;
-    return copyOut<T>(record.bytes);
+    return record.bytes as T;
   }
 
   async delete(key: StoreKey): Promise<boolean> {
@@ -224,7 +209,7 @@ export class MemoryRecords implements PackedRecords {
     for (const member of this.#families.get(family)?.members ?? []) {
       if (!member.startsWith(prefix)) continue;
       const record = this.#read(member);
-      if (record !== undefined && !record.consumed) values.push(copyOut<T>(record.bytes));
+      if (record !== undefined && !record.consumed) values.push(record.bytes as T);
     }
     return values;
   }
@@ -241,11 +226,11 @@ export class MemoryRecords implements PackedRecords {
     const recordKey = toRecordKey(key);
     if (key.family !== undefined && this.#isRevoked(key.family)) throw new FamilyRevokedError(key.family);
     const existing = this.#read(recordKey);
-    if (existing !== undefined && !existing.consumed) return copyOut<T>(existing.bytes);
+    if (existing !== undefined && !existing.consumed) return existing.bytes as T;
     const bytes = packedValue(value);
     this.#ensureRoom(existing === undefined ? 1 : 0);
     this.#write(recordKey, key.family, bytes, ttl);
-    return copyOut<T>(bytes);
+    return bytes as T;
   }
 
   async increment(name: string, windowMs: number, by = 1): Promise<CounterResult> {
@@ -298,14 +283,14 @@ export class MemoryRecords implements PackedRecords {
   #consume<T>(recordKey: string): ConsumeResult<T> {
     const record = this.#read(recordKey);
     if (record === undefined) return { status: 'missing' };
-    if (record.consumed) return { status: 'replayed', value: copyOut<T>(record.bytes) };
+    if (record.consumed) return { status: 'replayed', value: record.bytes as T };
     // Consuming keeps the TTL, as SETRANGE does on Redis.
     record.consumed = true;
-    return { status: 'consumed', value: copyOut<T>(record.bytes) };
+    return { status: 'consumed', value: record.bytes as T };
   }
 
   /** A companion record checked, before any state is touched. */
-  #prepare(record: CompanionRecord<unknown>): { key: string; family: string | undefined; bytes: Buffer; ttl: number } {
+  #prepare(record: CompanionRecord<unknown>): { key: string; family: string | undefined; bytes: string; ttl: number } {
     return { key: toRecordKey(record.key), family: record.key.family, bytes: packedValue(record.value), ttl: toTtlMs(record.ttlMs) };
   }
 
@@ -330,7 +315,7 @@ export class MemoryRecords implements PackedRecords {
     }
   }
 
-  #write(recordKey: string, family: string | undefined, bytes: Uint8Array, ttl: number): void {
+  #write(recordKey: string, family: string | undefined, bytes: string, ttl: number): void {
     const expiresAt = this.#now() + ttl;
     this.#records.set(recordKey, { bytes, consumed: false, expiresAt, family });
     if (family === undefined) return;

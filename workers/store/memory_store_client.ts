@@ -4,7 +4,7 @@
  * port (the wire is `workers/protocol/store_bridge.ts`; the main-thread half is
  * `gateway/store/memory_store_host.ts`). Same semantics as the store it reaches, one
  * structured-clone hop away. Record values are packed and unpacked here, on the worker
- * (`packing_store.ts`): what crosses is one byte array per record.
+ * (`packing_store.ts`): what crosses is one string per record.
  */
 import { MessageChannel, parentPort, type MessagePort } from 'node:worker_threads';
 import {

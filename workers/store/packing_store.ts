@@ -1,22 +1,22 @@
 /**
  * A {@link Store} of values over a store of packed records: every record value is packed with
- * msgpackr (`record_codec.ts`) on the way in and unpacked on the way out, on the caller's thread.
+ * msgpackr (`record_codec.ts`, into a latin1 string) on the way in and unpacked on the way out, on
+ * the caller's thread.
  *
  * The memory store is one: its records live as bytes on the main thread (`memory_records.ts`),
  * and a worker thread reaches them through the thread bridge (`memory_store_client.ts`) with its
  * values packed by the worker. So the main thread, which also runs every HTTP exchange, neither
- * packs nor unpacks, and a record crosses the bridge as one byte array instead of an object
- * graph to clone (bench/README.md, "Refresh on Redis and memory: what the cuts bought").
+ * packs nor unpacks, and a record crosses the bridge as one string instead of an object graph
+ * to clone (bench/README.md, "Refresh on Redis and memory: what the cuts bought").
  */
-import { packRecordBytes, unpackRecord } from './record_codec.js';
+import { packRecordText, unpackRecordText } from './record_codec.js';
 import { companionList } from './store.js';
 import type { CompanionRecord, ConsumeResult, CounterResult, RecordKind, Store, StoreKey } from './store.js';
 
 /**
- * A {@link Store} whose record values are msgpack bytes (`Uint8Array`), given and returned as
- * such. It never keeps a reference to an array it was given in a way the caller can still change
- * (the bridge hands over clones), and it may return its own arrays: only {@link PackingStore}
- * and the bridge read them, and both copy.
+ * A {@link Store} whose record values are msgpack bytes in a latin1 string
+ * (`record_codec.ts`'s `packRecordText`), given and returned as such. Strings are immutable, so
+ * it keeps and hands out the very strings, no copies.
  */
 export type PackedRecords = Store;
 
@@ -29,12 +29,12 @@ export class PackingStore implements Store {
   }
 
   set<T>(key: StoreKey, value: T, ttlMs: number): Promise<void> {
-    return this.#records.set(key, packRecordBytes(value), ttlMs);
+    return this.#records.set(key, packRecordText(value), ttlMs);
   }
 
   async get<T>(key: StoreKey): Promise<T | null> {
-    const bytes = await this.#records.get<Uint8Array>(key);
-    return bytes === null ? null : unpackRecord<T>(bytes);
+    const bytes = await this.#records.get<string>(key);
+    return bytes === null ? null : unpackRecordText<T>(bytes);
   }
 
   delete(key: StoreKey): Promise<boolean> {
@@ -42,7 +42,7 @@ export class PackingStore implements Store {
   }
 
   async consume<T>(key: StoreKey): Promise<ConsumeResult<T>> {
-    return unpackOutcome<T>(await this.#records.consume<Uint8Array>(key));
+    return unpackOutcome<T>(await this.#records.consume<string>(key));
   }
 
   async rotate<T, U, V = unknown>(
@@ -53,7 +53,7 @@ export class PackingStore implements Store {
     companion?: CompanionRecord<V> | readonly CompanionRecord<unknown>[],
   ): Promise<ConsumeResult<T>> {
     const companions = companionList(companion).map(packCompanion);
-    const outcome = await this.#records.rotate<Uint8Array, Uint8Array>(oldKey, newKey, packRecordBytes(newValue), ttlMs, companions);
+    const outcome = await this.#records.rotate<string, string>(oldKey, newKey, packRecordText(newValue), ttlMs, companions);
     return unpackOutcome<T>(outcome);
   }
 
@@ -70,11 +70,11 @@ export class PackingStore implements Store {
   }
 
   async familyRecords<T>(family: string, kind: RecordKind): Promise<T[]> {
-    return (await this.#records.familyRecords<Uint8Array>(family, kind)).map((bytes) => unpackRecord<T>(bytes));
+    return (await this.#records.familyRecords<string>(family, kind)).map((bytes) => unpackRecordText<T>(bytes));
   }
 
   async putIfAbsent<T>(key: StoreKey, value: T, ttlMs: number): Promise<T> {
-    return unpackRecord<T>(await this.#records.putIfAbsent(key, packRecordBytes(value), ttlMs));
+    return unpackRecordText<T>(await this.#records.putIfAbsent(key, packRecordText(value), ttlMs));
   }
 
   increment(name: string, windowMs: number, by?: number): Promise<CounterResult> {
@@ -98,10 +98,10 @@ export class PackingStore implements Store {
   }
 }
 
-function packCompanion(record: CompanionRecord<unknown>): CompanionRecord<Uint8Array> {
-  return { key: record.key, value: packRecordBytes(record.value), ttlMs: record.ttlMs };
+function packCompanion(record: CompanionRecord<unknown>): CompanionRecord<string> {
+  return { key: record.key, value: packRecordText(record.value), ttlMs: record.ttlMs };
 }
 
-function unpackOutcome<T>(outcome: ConsumeResult<Uint8Array>): ConsumeResult<T> {
-  return outcome.status === 'missing' ? outcome : { status: outcome.status, value: unpackRecord<T>(outcome.value) };
+function unpackOutcome<T>(outcome: ConsumeResult<string>): ConsumeResult<T> {
+  return outcome.status === 'missing' ? outcome : { status: outcome.status, value: unpackRecordText<T>(outcome.value) };
 }

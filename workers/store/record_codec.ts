@@ -12,26 +12,27 @@ import { Packr } from 'msgpackr';
 const packr = new Packr({ useRecords: false });
 
 /**
- * Packs a value into a Buffer the caller owns.
- *
+ * Packs a value into a string holding its bytes one per character (latin1): what crosses a
+ * thread by structured clone and what the memory store keeps. A string is one immutable object
+ * the garbage collector never scans into, where a `Uint8Array` is an object and an `ArrayBuffer`
+ * with memory outside the heap: moving 1.5M records of 180 bytes from a worker into a main-thread
+ * Map and back cost 2.8-3.1 µs each as strings against 7.5-7.7 µs as byte arrays, with the worst
+ * event-loop stall 61 ms against 110-147 ms (`bench/bridge_values.ts`, bench/README.md "Refresh
+ * on Redis and memory: what the cuts bought").
+ */
+export function packRecordText(value: unknown): string {
+  return packr.pack(value).toString('latin1');
+}
+
+/** Unpacks a string written by {@link packRecordText}. */
+export function unpackRecordText<T>(text: string): T {
+  return packr.unpack(Buffer.from(text, 'latin1')) as T;
+}
+
+/**
+ * Packs a value behind `header` leading bytes (left zero for the caller to fill), in one copy:
  * msgpackr's `pack()` returns a view of a buffer it reuses for the next call, so the bytes are
- * copied before they are stored or handed to another thread.
- */
-export function packRecord(value: unknown): Buffer {
-  return Buffer.from(packr.pack(value));
-}
-
-/**
- * Packs a value into a `Uint8Array` of its own `ArrayBuffer`, exactly as long as the bytes: what
- * crosses a thread by structured clone (a small `Buffer` is a view of Node's shared 8 KiB pool,
- * and a clone copies the whole buffer under a view).
- */
-export function packRecordBytes(value: unknown): Uint8Array {
-  return new Uint8Array(packr.pack(value));
-}
-
-/**
- * Packs a value behind `header` leading bytes (left zero for the caller to fill), in one copy.
+ * copied before they are stored.
  * The Redis store keeps its consumed marker in the first byte.
  */
 export function packRecordWithHeader(value: unknown, header: number): Buffer {
@@ -42,7 +43,7 @@ export function packRecordWithHeader(value: unknown, header: number): Buffer {
   return out;
 }
 
-/** Unpacks bytes written by {@link packRecord} (or the body after a header) on any thread. */
+/** Unpacks the body after a header written by {@link packRecordWithHeader}, on any thread. */
 export function unpackRecord<T>(bytes: Uint8Array): T {
   return packr.unpack(bytes) as T;
 }
