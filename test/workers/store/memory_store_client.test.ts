@@ -1,7 +1,7 @@
 import t from 'tap';
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { MemoryStoreHost } from '../../../gateway/store/memory_store_host.js';
-import { isStorePortOffer } from '../../../workers/protocol/store_bridge.js';
+import { isStorePortOffer, type BridgeRequest, type BridgeResponse } from '../../../workers/protocol/store_bridge.js';
 import { MemoryStore } from '../../../workers/store/memory_store.js';
 import { createBridgedStore, type BridgedStoreOptions } from '../../../workers/store/memory_store_client.js';
 import { FamilyRevokedError, StoreUnavailableError } from '../../../workers/store/store.js';
@@ -15,8 +15,13 @@ const workerFile = new URL('../../fixtures/memory_store_client_worker.ts', impor
 interface ServedStore {
   store: MemoryStore;
   host: MemoryStoreHost;
-  /** A bridged store on this thread, over a fresh port the host serves. */
-  connect(options?: BridgedStoreOptions): Store;
+  /** A bridged store on this thread, over a fresh port the host serves; `watch` sees each message. */
+  connect(options?: BridgedStoreOptions, watch?: PortWatch): Store;
+}
+
+interface PortWatch {
+  requests?: (requests: BridgeRequest[]) => void;
+  responses?: (responses: BridgeResponse[]) => void;
 }
 
 /** A MemoryStore behind a fresh host, torn down with the subtest. */
@@ -27,10 +32,14 @@ function serveFreshStore(t: TapTest): ServedStore {
     host.close();
     await store.close();
   });
-  const connect = (options?: BridgedStoreOptions): Store => {
+  const connect = (options?: BridgedStoreOptions, watch: PortWatch = {}): Store => {
     const { port1, port2 } = new MessageChannel();
+    if (watch.requests !== undefined) port2.on('message', watch.requests);
+    if (watch.responses !== undefined) port1.on('message', watch.responses);
     host.serve(port2);
-    return createBridgedStore(port1, options);
+    const store = createBridgedStore(port1, options);
+    t.teardown(() => store.close());
+    return store;
   };
   return { store, host, connect };
 }
@@ -210,20 +219,13 @@ t.test('an argument that cannot be cloned is refused at once, not timed out, and
 });
 
 t.test('record values cross the bridge packed: one string each way, unpacked on each side', async (t) => {
-  const store = new MemoryStore();
-  const host = new MemoryStoreHost(store);
-  t.teardown(async () => {
-    host.close();
-    await store.close();
-  });
-  const { port1, port2 } = new MessageChannel();
+  const { store, connect } = serveFreshStore(t);
   const sent: unknown[] = [];
   const answered: unknown[] = [];
-  port2.on('message', (requests: { args: unknown[] }[]) => sent.push(...requests.map((r) => r.args[1])));
-  port1.on('message', (responses: { value?: unknown }[]) => answered.push(...responses.map((r) => r.value)));
-  host.serve(port2);
-  const bridged = createBridgedStore(port1);
-  t.teardown(() => bridged.close());
+  const bridged = connect(undefined, {
+    requests: (requests) => sent.push(...requests.map((r) => r.args[1])),
+    responses: (responses) => answered.push(...responses.map((r) => (r.ok ? r.value : r.error))),
+  });
   const key: StoreKey = { kind: 'misc', id: newId() };
   const value = { nested: { list: [1, 'two'] }, at: new Date('2025-05-06T07:08:09.010Z') };
   await bridged.set(key, value, 60_000);
@@ -234,20 +236,10 @@ t.test('record values cross the bridge packed: one string each way, unpacked on 
 });
 
 t.test('the calls made in one turn of the event loop cross as one message each way', async (t) => {
-  const store = new MemoryStore();
-  const host = new MemoryStoreHost(store);
-  t.teardown(async () => {
-    host.close();
-    await store.close();
-  });
-  const { port1, port2 } = new MessageChannel();
+  const { connect } = serveFreshStore(t);
   let requests = 0;
   let responses = 0;
-  port2.on('message', () => requests++);
-  port1.on('message', () => responses++);
-  host.serve(port2);
-  const bridged = createBridgedStore(port1);
-  t.teardown(() => bridged.close());
+  const bridged = connect(undefined, { requests: () => requests++, responses: () => responses++ });
   const results = await Promise.all(Array.from({ length: 20 }, (_, i) => bridged.increment(`c-${i % 2}`, 60_000)));
   t.same(
     results.map((r) => r.count).sort((a, b) => a - b),
