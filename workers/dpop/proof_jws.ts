@@ -8,6 +8,7 @@
  */
 import { createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
 import type { JWK } from 'jose';
+import { decodeJsonObject, signingInputOf, splitCompactJws } from '../crypto/compact_jws.js';
 import { keyFitsAlgorithm, verifyJwsSignature } from '../crypto/jws_signature.js';
 import { dpopSigningAlgorithms } from '../protocol/dpop_algorithms.js';
 
@@ -19,7 +20,6 @@ function isDPoPAlgorithm(alg: unknown): alg is DPoPAlgorithm {
 
 // Members of a private or symmetric JWK (RFC 7518 §6.2.2, §6.3.2, §6.4): never in a proof.
 const privateMembers = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'] as const;
-const base64url = /^[A-Za-z0-9_-]+$/;
 
 export interface DecodedProof {
   readonly header: Readonly<Record<string, unknown>>;
@@ -33,11 +33,10 @@ export interface DecodedProof {
  * that fits the key, a public key only, no `crit` extension this verifier would ignore.
  */
 export function verifyProofJws(proof: string): DecodedProof | string {
-  const parts = proof.split('.');
-  if (parts.length !== 3 || !parts.every((part) => base64url.test(part))) return 'not a compact JWS';
-  const [encodedHeader, encodedPayload, encodedSignature] = parts as [string, string, string];
-  const header = parseObject(encodedHeader);
-  const payload = parseObject(encodedPayload);
+  const parts = splitCompactJws(proof);
+  if (parts === undefined) return 'not a compact JWS';
+  const header = decodeJsonObject(parts.header);
+  const payload = decodeJsonObject(parts.payload);
   if (header === undefined || payload === undefined) return 'header or payload not a JSON object';
   // RFC 9449 §4.3 check 4; RFC 7515 §4.1.11: an extension we do not understand must be refused.
   if (header.typ !== 'dpop+jwt') return 'typ';
@@ -57,16 +56,6 @@ export function verifyProofJws(proof: string): DecodedProof | string {
   }
   if (!keyFitsAlgorithm(key, alg)) return 'jwk does not fit alg';
   // Check 6: the signature.
-  const signingInput = Buffer.from(`${encodedHeader}.${encodedPayload}`);
-  const signature = Buffer.from(encodedSignature, 'base64url');
-  return verifyJwsSignature(alg, signingInput, signature, key) ? { header, payload, jwk: jwk as JWK } : 'signature';
-}
-
-function parseObject(part: string): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
+  const signature = Buffer.from(parts.signature, 'base64url');
+  return verifyJwsSignature(alg, signingInputOf(parts), signature, key) ? { header, payload, jwk: jwk as JWK } : 'signature';
 }

@@ -1,7 +1,8 @@
-import { createLocalJWKSet, jwtVerify, type JWTPayload } from 'jose';
+import type { JWTPayload } from 'jose';
 import type { Claim, TokenValidationResult, TokenValidator } from '../protocol/validator_api.js';
 import type { Store } from '../store/store.js';
-import { publicJwk, type SigningKeyMaterial } from '../protocol/signing_key.js';
+import type { SigningKeyMaterial } from '../protocol/signing_key.js';
+import { PublishedKeys, type JwsRefusal } from './published_keys.js';
 import { validatedTokens } from './validated_tokens.js';
 
 /** Seconds of clock skew tolerated on `exp`/`nbf`/`iat` between gateway instances. */
@@ -10,19 +11,35 @@ export const clockToleranceSeconds = 5;
 // An access token longer than this is not ours; refuse before parsing.
 const maxTokenLength = 16 * 1024;
 
+/** Present in every access token this service issues (workers/tokens/access_token.ts). */
+const requiredClaims = ['iss', 'client_id', 'sub', 'jti', 'iat', 'exp'] as const;
+
+/**
+ * Why a token is refused, for logs and validators (`invalid_token: <reason>`): jose's error codes
+ * for the checks jose defined (these were jose's own until the check moved to node:crypto), ours
+ * for the rest.
+ */
+export type TokenRefusal =
+  | JwsRefusal
+  | 'ERR_JWT_CLAIM_VALIDATION_FAILED'
+  | 'ERR_JWT_EXPIRED'
+  | 'malformed token'
+  | 'iat in the future'
+  | 'token revoked';
+
 /** A revoked `jti` lives in the store until the token would have expired (docs/storage.md, "Records"). */
 export function revokedJtiKey(jti: string) {
   return { kind: 'jti', id: jti } as const;
 }
 
 /**
- * Validates this service's own JWT access tokens: jose over the published keys (so retired keys
- * still verify), only the configured asymmetric algorithms (no `none`, no HS256 with a public
- * key), `typ: at+jwt` (so ID tokens are refused), `iss`, time claims, then the `jti` deny list.
+ * Validates this service's own JWT access tokens: the signature over the published keys (so
+ * retired keys still verify) with only their asymmetric algorithms (no `none`, no HS256 with a
+ * public key; workers/tokens/published_keys.ts), `typ: at+jwt` (so ID tokens are refused), `iss`,
+ * the required claims, time claims, then the `jti` deny list.
  */
 export class AccessTokenValidator implements TokenValidator {
-  private keySet: ReturnType<typeof createLocalJWKSet>;
-  private algorithms: string[];
+  private keys: PublishedKeys;
 
   constructor(
     private readonly options: {
@@ -32,14 +49,12 @@ export class AccessTokenValidator implements TokenValidator {
       now: () => number;
     },
   ) {
-    this.keySet = createLocalJWKSet({ keys: options.keys.map(publicJwk) });
-    this.algorithms = [...new Set(options.keys.map((k) => k.alg))];
+    this.keys = new PublishedKeys(options.keys);
   }
 
   /** Verifies with these keys from now on: the published set changed (a rotation, a reload). */
   useKeys(keys: readonly SigningKeyMaterial[]): void {
-    this.keySet = createLocalJWKSet({ keys: keys.map(publicJwk) });
-    this.algorithms = [...new Set(keys.map((k) => k.alg))];
+    this.keys = new PublishedKeys(keys);
   }
 
   /** @throws StoreUnavailableError when the deny list cannot be read: the caller answers 503. */
@@ -63,30 +78,48 @@ export class AccessTokenValidator implements TokenValidator {
   async verify(
     token: string,
     options: { checkTime?: boolean } = {},
-  ): Promise<{ ok: true; payload: JWTPayload } | { ok: false; reason: string }> {
+  ): Promise<{ ok: true; payload: JWTPayload } | { ok: false; reason: TokenRefusal }> {
     if (typeof token !== 'string' || token.length === 0 || token.length > maxTokenLength) return { ok: false, reason: 'malformed token' };
-    let payload: JWTPayload;
-    try {
-      ({ payload } = await jwtVerify(token, this.keySet, {
-        issuer: this.options.issuer,
-        typ: 'at+jwt',
-        algorithms: this.algorithms,
-        clockTolerance: options.checkTime === false ? Number.MAX_SAFE_INTEGER : clockToleranceSeconds,
-        currentDate: new Date(this.options.now()),
-        requiredClaims: ['exp', 'iat', 'jti', 'sub', 'client_id'],
-      }));
-    } catch (err) {
-      return { ok: false, reason: (err as { code?: string }).code ?? 'invalid token' };
-    }
-    // jose checks exp and nbf but not an iat in the future: a token "issued" later than now was not
-    // issued by this clock (RFC 7519 §4.1.6; a forged or mis-clocked token), so it is refused.
-    if (options.checkTime !== false && (payload.iat as number) > this.options.now() / 1000 + clockToleranceSeconds) {
-      return { ok: false, reason: 'iat in the future' };
-    }
+    const verified = this.keys.verify(token);
+    if (typeof verified === 'string') return { ok: false, reason: verified };
+    const refusal = this.claimsRefusal(verified.header, verified.payload, options.checkTime !== false);
+    if (refusal !== undefined) return { ok: false, reason: refusal };
     // A store failure propagates: the caller answers 503 rather than trusting an unchecked token.
-    if ((await this.options.store.get(revokedJtiKey(payload.jti as string))) !== null) return { ok: false, reason: 'token revoked' };
-    return { ok: true, payload };
+    if ((await this.options.store.get(revokedJtiKey(verified.payload.jti as string))) !== null)
+      return { ok: false, reason: 'token revoked' };
+    return { ok: true, payload: verified.payload };
   }
+
+  /** The claims checks of RFC 9068 §4 and RFC 7519 §4.1, in jose's order, or none when they hold. */
+  private claimsRefusal(
+    header: Readonly<Record<string, unknown>>,
+    payload: Record<string, unknown>,
+    checkTime: boolean,
+  ): TokenRefusal | undefined {
+    // RFC 9068 §4: `typ` is `at+jwt` (an ID token is `JWT`), compared as a media type (RFC 7515 §4.1.9).
+    if (typeof header.typ !== 'string' || mediaType(header.typ) !== 'application/at+jwt') return 'ERR_JWT_CLAIM_VALIDATION_FAILED';
+    for (const claim of requiredClaims) if (!Object.hasOwn(payload, claim)) return 'ERR_JWT_CLAIM_VALIDATION_FAILED';
+    if (payload.iss !== this.options.issuer) return 'ERR_JWT_CLAIM_VALIDATION_FAILED';
+    const nowMs = this.options.now();
+    const now = Math.floor(nowMs / 1000);
+    // An expired token is still ours to revoke: then no tolerance bounds the time claims.
+    const tolerance = checkTime ? clockToleranceSeconds : Number.MAX_SAFE_INTEGER;
+    const { iat, nbf, exp } = payload;
+    if (typeof iat !== 'number' || (nbf !== undefined && typeof nbf !== 'number')) return 'ERR_JWT_CLAIM_VALIDATION_FAILED';
+    if (nbf !== undefined && nbf > now + tolerance) return 'ERR_JWT_CLAIM_VALIDATION_FAILED';
+    if (typeof exp !== 'number') return 'ERR_JWT_CLAIM_VALIDATION_FAILED';
+    if (exp <= now - tolerance) return 'ERR_JWT_EXPIRED';
+    // A token "issued" later than now was not issued by this clock (RFC 7519 §4.1.6; a forged or
+    // mis-clocked token), so it is refused.
+    if (checkTime && iat > nowMs / 1000 + clockToleranceSeconds) return 'iat in the future';
+    return undefined;
+  }
+}
+
+/** A `typ` as the media type it names: `at+jwt` is short for `application/at+jwt` (RFC 7515 §4.1.9), any case. */
+function mediaType(typ: string): string {
+  const lower = typ.toLowerCase();
+  return lower.includes('/') ? lower : `application/${lower}`;
 }
 
 /**
