@@ -29,10 +29,20 @@ t.test(
   { skip: threadCpuSeconds(process.pid) === null && 'no /proc' },
   async (t) => {
     const before = threadCpuSeconds(process.pid);
-    // Spins for 800 ms in a worker thread, says so, and stays alive until told to go.
+    // Spins in a worker thread until that thread has used 0.4 s of CPU by its own count
+    // (/proc/thread-self: a busy machine gives a spin less CPU than its wall time), says so, and
+    // stays alive until told to go.
     const worker = new Worker(
       `const { parentPort } = require('node:worker_threads');
-     const end = Date.now() + 800; while (Date.now() < end) {}
+     const { readFileSync } = require('node:fs');
+     const ticks = () => {
+       const stat = readFileSync('/proc/thread-self/stat', 'latin1');
+       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+       return Number(fields[11]) + Number(fields[12]);
+     };
+     const start = ticks();
+     const giveUp = Date.now() + 30000;
+     while (ticks() - start < 40 && Date.now() < giveUp) for (let i = 0; i < 100000; i++);
      parentPort.postMessage('spun'); parentPort.once('message', () => process.exit(0));`,
       { eval: true },
     );
