@@ -315,7 +315,9 @@ t.test(
     ];
     const answers = await Promise.all(stuck);
     const ms = performance.now() - started;
-    t.ok(ms < 5000, `answered in ${Math.round(ms)} ms, not after the 20 s loop`);
+    // Far under the 20 s loop, with room for a loaded CI machine to terminate and restart a thread
+    // (5.9 s seen under coverage with four test files at once).
+    t.ok(ms < 15_000, `answered in ${Math.round(ms)} ms, not after the 20 s loop`);
     const spinAnswers = answers.filter((a) => a[0] !== 200);
     const ids = answers.filter((a) => a[0] === 200).map((a) => echoOf(a).id);
     t.ok(ids.includes('cc0') && ids.includes('cc1'), 'client_credentials answered, wherever it ran');
