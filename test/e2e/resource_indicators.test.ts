@@ -2,13 +2,13 @@
 // device authorization and token endpoints, for every grant, over raw HTTP; and openid-client
 // passing it through the code flow and a refresh, the tokens checked with jose against the JWKS.
 import t from 'tap';
+import { decideDeviceCode } from '../helpers/device_approval.js';
 import * as oidc from 'openid-client';
 import { createRemoteJWKSet, decodeJwt, jwtVerify } from 'jose';
 import { startTestGateway, type TestGateway } from '../helpers/test_gateway.js';
 import { addPasswordFixtures, offlineUserClient, passwordFixtures } from '../helpers/password_users.js';
 import { AuthorizeFlow, callbackUri, codeFlowClient, pkcePair } from '../helpers/authorize_flow.js';
 import { basicAuthorization } from '../helpers/basic_authorization.js';
-import { BrowserSession } from '../helpers/browser_session.js';
 
 const deviceGrant = 'urn:ietf:params:oauth:grant-type:device_code';
 const fixtures = await passwordFixtures();
@@ -247,23 +247,10 @@ t.test('device_code', async (t) => {
   });
 });
 
-/** The user's side of the device flow: the code typed on /device, alice signs in and allows. */
+/** The user's side of the device flow: alice signs in and allows. */
 async function approve(userCode: string): Promise<void> {
-  const browser = new BrowserSession();
-  const entry = await browser.get(`${gw.url}/device`);
-  const login = await browser.post(`${gw.url}/device`, { csrf_token: entry.hidden('csrf_token'), user_code: userCode });
-  const consent = await browser.post(`${gw.url}/device/login`, {
-    csrf_token: login.hidden('csrf_token'),
-    request: login.hidden('request'),
-    username: 'alice',
-    password: 'alice-pw',
-  });
-  const done = await browser.post(`${gw.url}/device/consent`, {
-    csrf_token: consent.hidden('csrf_token'),
-    request: consent.hidden('request'),
-    decision: 'allow',
-  });
-  if (done.status !== 200) throw new Error(`device approval failed: ${done.status}`);
+  const status = await decideDeviceCode(gw.url, userCode, 'allow');
+  if (status !== 200) throw new Error(`device approval failed: ${status}`);
 }
 
 t.test('openid-client passes resource through the code flow and a refresh; jose verifies aud against the JWKS', async (t) => {

@@ -5,10 +5,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
+import { decideDeviceCode } from '../../helpers/device_approval.js';
 import { Redis } from 'ioredis';
 import type { AuditEvent } from '../../../gateway/events/audit_event.js';
 import { basicAuthorization } from '../../helpers/basic_authorization.js';
-import { BrowserSession } from '../../helpers/browser_session.js';
 import { addPasswordFixtures, offlineUserClient, passwordFixtures } from '../../helpers/password_users.js';
 import { startRedisServer } from '../../helpers/redis_server.js';
 import { startTestGateway } from '../../helpers/test_gateway.js';
@@ -166,21 +166,7 @@ t.test('a device approved and one denied on the /device page', async (t) => {
     ).json()) as { device_code: string; user_code: string };
     carried.add(authorization.device_code);
     carried.add(authorization.user_code);
-    const browser = new BrowserSession();
-    const entry = await browser.get(`${gw.url}/device`);
-    const login = await browser.post(`${gw.url}/device`, { csrf_token: entry.hidden('csrf_token'), user_code: authorization.user_code });
-    const consent = await browser.post(`${gw.url}/device/login`, {
-      csrf_token: login.hidden('csrf_token'),
-      request: login.hidden('request'),
-      username: 'alice',
-      password: 'alice-pw',
-    });
-    const done = await browser.post(`${gw.url}/device/consent`, {
-      csrf_token: consent.hidden('csrf_token'),
-      request: consent.hidden('request'),
-      decision,
-    });
-    t.equal(done.status, 200);
+    t.equal(await decideDeviceCode(gw.url, authorization.user_code, decision), 200);
   }
   t.match(await eventLike((e) => e.name === 'UserLoginSuccess' && e.endpoint === 'login_page'), { clientId: 'tv', subject: 'sub-alice' });
   t.match(await eventLike((e) => e.name === 'DeviceAuthorizationSuccess'), { clientId: 'tv', subject: 'sub-alice', outcome: 'success' });

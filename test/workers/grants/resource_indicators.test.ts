@@ -1,7 +1,7 @@
 import t from 'tap';
+import { oauthErrorOf } from '../../helpers/oauth_error_of.js';
 import { clientSchema } from '../../../gateway/config/schema.js';
 import { registerClient } from '../../../workers/protocol/client_model.js';
-import { OAuthError } from '../../../workers/protocol/oauth_errors.js';
 import { requestedResources, selectResources } from '../../../workers/grants/resource_indicators.js';
 import { clientOnlyPolicy, ScopeRules } from '../../../workers/grants/scope_rules.js';
 import type { FormParams } from '../../../workers/protocol/token_task.js';
@@ -18,16 +18,6 @@ const client = registerClient(clientSchema.parse({ clientId: 'c', allowedGrantTy
 const granted = rules.resolve(client, undefined, clientOnlyPolicy);
 const params = (resource?: string): FormParams => (resource === undefined ? {} : { resource });
 
-function errorOf(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof OAuthError) return `${err.error}: ${err.description}`;
-    throw err;
-  }
-  return undefined;
-}
-
 t.test('reads the resource values in order without repeats', async (t) => {
   t.equal(requestedResources(params()), undefined);
   t.same(requestedResources(params('urn:a https://b.example/api urn:a')), ['urn:a', 'https://b.example/api']);
@@ -36,7 +26,7 @@ t.test('reads the resource values in order without repeats', async (t) => {
 t.test('refuses a value that is not an absolute URI without a fragment', async (t) => {
   for (const value of ['a', '/api', 'urn:a#f', 'urn:a\turn:b', '1urn:a', 'urn:a '])
     t.equal(
-      errorOf(() => requestedResources(params(value))),
+      oauthErrorOf(() => requestedResources(params(value))),
       'invalid_target: The resource parameter must be an absolute URI without a fragment.',
       JSON.stringify(value),
     );
@@ -53,7 +43,7 @@ t.test('narrows to the grant resources when the request names none', async (t) =
 t.test('a request may name some of the grant resources, never another', async (t) => {
   t.same(selectResources(rules, granted, ['https://b.example/api'], ['urn:a', 'https://b.example/api']).scopes, ['b']);
   t.equal(
-    errorOf(() => selectResources(rules, granted, ['https://b.example/api'], ['urn:a'])),
+    oauthErrorOf(() => selectResources(rules, granted, ['https://b.example/api'], ['urn:a'])),
     'invalid_target: The requested resource exceeds the resources originally granted.',
   );
 });

@@ -1,8 +1,8 @@
 import t from 'tap';
+import { oauthErrorOf } from '../../helpers/oauth_error_of.js';
 import { clientSchema } from '../../../gateway/config/schema.js';
 import type { ClientConfig } from '../../../workers/protocol/worker_config.js';
 import { clientOnlyPolicy, ScopeRules, userPolicy } from '../../../workers/grants/scope_rules.js';
-import { OAuthError } from '../../../workers/protocol/oauth_errors.js';
 import { registerClient } from '../../../workers/protocol/client_model.js';
 
 const rules = new ScopeRules({
@@ -20,16 +20,6 @@ const make = (c: Partial<ClientConfig>) =>
   registerClient(clientSchema.parse({ clientId: 'c', allowedGrantTypes: ['client_credentials'], ...c }));
 const m2m = make({ allowedScopes: ['api2', 'api1', 'api3', 'openid'] });
 const user = make({ allowedScopes: ['openid', 'profile', 'api1', 'offline_access'], allowOfflineAccess: true });
-
-function scopeError(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof OAuthError) return `${err.error}: ${err.description}`;
-    throw err;
-  }
-  return undefined;
-}
 
 t.test('grants all allowed API scopes to a client-only grant when scope is omitted', async (t) => {
   const g = rules.resolve(m2m, undefined, clientOnlyPolicy);
@@ -49,25 +39,25 @@ t.test('maps API scopes to their resources for aud', async (t) => {
 
 t.test('refuses an unregistered scope', async (t) => {
   t.equal(
-    scopeError(() => rules.resolve(m2m, 'api1 nope', clientOnlyPolicy)),
+    oauthErrorOf(() => rules.resolve(m2m, 'api1 nope', clientOnlyPolicy)),
     'invalid_scope: A requested scope is not registered.',
   );
 });
 
 t.test('refuses a registered scope the client is not allowed', async (t) => {
   t.equal(
-    scopeError(() => rules.resolve(user, 'api2', userPolicy)),
+    oauthErrorOf(() => rules.resolve(user, 'api2', userPolicy)),
     'invalid_scope: The client is not allowed a requested scope.',
   );
 });
 
 t.test('refuses identity scopes and offline_access for a client-only grant', async (t) => {
   t.equal(
-    scopeError(() => rules.resolve(m2m, 'openid', clientOnlyPolicy)),
+    oauthErrorOf(() => rules.resolve(m2m, 'openid', clientOnlyPolicy)),
     'invalid_scope: A requested scope is not allowed for this grant type.',
   );
   t.equal(
-    scopeError(() => rules.resolve(user, 'offline_access', clientOnlyPolicy)),
+    oauthErrorOf(() => rules.resolve(user, 'offline_access', clientOnlyPolicy)),
     'invalid_scope: A requested scope is not allowed for this grant type.',
   );
 });
@@ -82,7 +72,7 @@ t.test('grants identity scopes and offline access to a user grant', async (t) =>
 t.test('refuses a client-only grant when no allowed scope fits it', async (t) => {
   const idOnly = make({ allowedScopes: ['openid'] });
   t.equal(
-    scopeError(() => rules.resolve(idOnly, undefined, clientOnlyPolicy)),
+    oauthErrorOf(() => rules.resolve(idOnly, undefined, clientOnlyPolicy)),
     'invalid_scope: The client has no scope allowed for this grant type.',
   );
 });
@@ -97,11 +87,11 @@ t.test('resolves a repeated scope string once and keeps refusing an invalid one'
   t.equal(rules.resolve(m2m, 'api1 api2', userPolicy).scope, 'api2 api1', 'per policy');
   for (let i = 0; i < 2; i++)
     t.equal(
-      scopeError(() => rules.resolve(m2m, 'nope', clientOnlyPolicy)),
+      oauthErrorOf(() => rules.resolve(m2m, 'nope', clientOnlyPolicy)),
       'invalid_scope: A requested scope is not registered.',
     );
   t.equal(
-    scopeError(() => rules.resolve(m2m, 'openid', clientOnlyPolicy)),
+    oauthErrorOf(() => rules.resolve(m2m, 'openid', clientOnlyPolicy)),
     'invalid_scope: A requested scope is not allowed for this grant type.',
   );
 });
@@ -127,7 +117,7 @@ t.test('refuses an unknown or unreached resource only when the request named it'
   const g = rules.resolve(m2m, 'api2', clientOnlyPolicy);
   for (const target of ['urn:nope', 'urn:one', 'urn:both urn:nope'])
     t.equal(
-      scopeError(() => rules.forResources(g, target.split(' '), true)),
+      oauthErrorOf(() => rules.forResources(g, target.split(' '), true)),
       'invalid_target: The client cannot obtain a token for the requested resource with the requested scope.',
       target,
     );
