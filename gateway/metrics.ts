@@ -1,9 +1,10 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { storeLatencyBuckets, type StoreCommandFigures } from '../workers/protocol/store_command_stats.js';
 import type { ReusedItem } from '../workers/protocol/task_facts.js';
+import { bucketBounds, histogramValues, registerComputedMetric } from './computed_metrics.js';
+import { RequestMetrics, type MetricsEndpoint } from './request_metrics.js';
 
-/** The endpoints the request metrics name (label `endpoint`). */
-export type MetricsEndpoint = 'token' | 'introspection' | 'revocation' | 'device_authorization';
+export type { MetricsEndpoint };
 
 /** The throttles whose refusals are counted (label `throttle`, docs/security.md "Throttles"). */
 export type ThrottleName = 'client_authentication' | 'password' | 'device_authorization' | 'introspection_inactive' | 'user_code';
@@ -21,22 +22,14 @@ export interface PoolGauges {
   readonly threads: () => number;
 }
 
-/** The label children of one endpoint and grant type, cached: a label lookup costs more than the increment. */
-interface GrantChildren {
-  readonly duration: Histogram.Internal<'endpoint' | 'grant_type'>;
-  readonly byStatus: Map<number, Counter.Internal>;
-}
-
 /**
  * Prometheus metrics of one gateway (docs/operations.md, "Metrics"). Its own registry, not
  * prom-client's global one, so that several gateways in one process (tests, embedding) do not
- * collide. Per-request updates go to cached label children.
+ * collide. The per-request metrics are counted by {@link RequestMetrics}.
  */
 export class GatewayMetrics {
   readonly registry = new Registry();
-  private readonly requests: Counter<'endpoint' | 'grant_type' | 'status'>;
-  private readonly durations: Histogram<'endpoint' | 'grant_type'>;
-  private readonly children = new Map<MetricsEndpoint, Map<string, GrantChildren>>();
+  private readonly requests: RequestMetrics;
   private readonly reuses: Counter<'item'>;
   private readonly throttleHits: Counter<'throttle'>;
   private readonly rotations: Counter;
@@ -58,19 +51,7 @@ export class GatewayMetrics {
   ) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'tessera_' });
-    this.requests = new Counter({
-      name: 'tessera_http_requests_total',
-      help: 'Answers of the OAuth endpoints by endpoint, grant type (token endpoint) and HTTP status.',
-      labelNames: ['endpoint', 'grant_type', 'status'],
-      registers,
-    });
-    this.durations = new Histogram({
-      name: 'tessera_http_request_duration_seconds',
-      help: 'Time from a request read to its answer, by endpoint and grant type.',
-      labelNames: ['endpoint', 'grant_type'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-      registers,
-    });
+    this.requests = new RequestMetrics(this.registry);
     this.reuses = new Counter({
       name: 'tessera_token_reuse_detected_total',
       help: 'Single-use items presented again (a refresh token or a code): their family was revoked.',
@@ -160,23 +141,7 @@ export class GatewayMetrics {
 
   /** One answered request; `grantType` is `''` except at the token endpoint (a registered grant type). */
   observeRequest(endpoint: MetricsEndpoint, grantType: string, status: number, seconds: number): void {
-    let byGrant = this.children.get(endpoint);
-    if (byGrant === undefined) {
-      byGrant = new Map();
-      this.children.set(endpoint, byGrant);
-    }
-    let children = byGrant.get(grantType);
-    if (children === undefined) {
-      children = { duration: this.durations.labels(endpoint, grantType), byStatus: new Map() };
-      byGrant.set(grantType, children);
-    }
-    let counter = children.byStatus.get(status);
-    if (counter === undefined) {
-      counter = this.requests.labels(endpoint, grantType, String(status));
-      children.byStatus.set(status, counter);
-    }
-    counter.inc();
-    children.duration.observe(seconds);
+    this.requests.observe(endpoint, grantType, status, seconds);
   }
 
   countReuse(item: ReusedItem): void {
@@ -210,44 +175,16 @@ function gauge(registry: Registry, name: string, help: string, read: () => numbe
  * take counts made on other threads, so these two are formatted here.
  */
 function registerStoreCommandMetrics(registry: Registry, read: () => readonly StoreCommandFigures[]): void {
-  const bounds = [...storeLatencyBuckets.map(String), '+Inf'];
-  registry.registerMetric({
+  const bounds = bucketBounds(storeLatencyBuckets);
+  registerComputedMetric(registry, {
     name: 'tessera_store_command_duration_seconds',
     help: 'Store (Redis) command latency by command, from every thread of the gateway.',
     type: 'histogram',
-    get: () => {
-      const values: { metricName: string; labels: Record<string, string>; value: number }[] = [];
-      for (const figure of read()) {
-        let cumulative = 0;
-        figure.buckets.forEach((count, b) => {
-          cumulative += count;
-          values.push({
-            metricName: 'tessera_store_command_duration_seconds_bucket',
-            labels: { le: bounds[b] as string, command: figure.command },
-            value: cumulative,
-          });
-        });
-        values.push({
-          metricName: 'tessera_store_command_duration_seconds_sum',
-          labels: { command: figure.command },
-          value: figure.sumSeconds,
-        });
-        values.push({
-          metricName: 'tessera_store_command_duration_seconds_count',
-          labels: { command: figure.command },
-          value: figure.count,
-        });
-      }
-      return {
-        name: 'tessera_store_command_duration_seconds',
-        help: 'Store (Redis) command latency by command.',
-        type: 'histogram',
-        values,
-        aggregator: 'sum',
-      };
-    },
-    reset: () => {},
-  } as unknown as Parameters<Registry['registerMetric']>[0]);
+    values: () =>
+      read().flatMap((figure) =>
+        histogramValues('tessera_store_command_duration_seconds', { command: figure.command }, bounds, figure.buckets, figure.sumSeconds),
+      ),
+  });
   new Counter({
     name: 'tessera_store_command_errors_total',
     help: 'Store (Redis) commands that failed (timeout, connection, refused write), by command.',
