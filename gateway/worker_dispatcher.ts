@@ -3,7 +3,7 @@ import { Piscina } from 'piscina';
 import { BatchState, heartbeatSlot, newBatchControl, stateSlot, threadSlot, type BatchTask } from '../workers/protocol/batch_control.js';
 import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import { mayRunAgainAfterStart } from '../workers/protocol/rerun.js';
-import { packMessage, unpackMessage, type TaskItem, type TokenTaskResult } from '../workers/protocol/token_task.js';
+import { packTaskItems, unpackMessage, type TaskItem, type TokenTaskResult } from '../workers/protocol/token_task.js';
 import type { Exchange } from './http/exchange.js';
 
 export interface DispatcherOptions {
@@ -253,7 +253,7 @@ export class WorkerDispatcher {
     lane.batchesInFlight++;
     lane.running += items.length;
     this.options.onBatch?.(items.length);
-    const task: BatchTask = { batch: packMessage(items), control: newBatchControl() };
+    const task: BatchTask = { batch: packTaskItems(items), control: newBatchControl() };
     const watched: WatchedBatch = {
       control: new Int32Array(task.control),
       items,

@@ -9,7 +9,7 @@ import { isStoreUnavailable, type Store } from './store/store.js';
 import { createStore } from './store/create_store.js';
 import { registerClients } from './protocol/client_model.js';
 import { OAuthError, OAuthErrors } from './protocol/oauth_errors.js';
-import { packMessage, unpackMessage, type LoginItem, type TaskItem, type TokenItem, type TokenTaskResult } from './protocol/token_task.js';
+import { packMessage, unpackTaskItems, type LoginItem, type TaskItem, type TokenItem, type TokenTaskResult } from './protocol/token_task.js';
 import { introspect } from './endpoints/introspection.js';
 import { IntrospectionThrottle } from './endpoints/introspection_throttle.js';
 import { revoke } from './endpoints/revocation.js';
@@ -311,11 +311,11 @@ function untrack(control: Int32Array): void {
  */
 export default async function runTokenBatch(task: BatchTask | Uint8Array): Promise<unknown> {
   keyRing.refresh(Date.now());
-  if (!isBatchTask(task)) return move(packMessage(await Promise.all(unpackMessage<TaskItem[]>(task).map(answerItem))));
+  if (!isBatchTask(task)) return move(packMessage(await Promise.all(unpackTaskItems(task).map(answerItem))));
   const control = new Int32Array(task.control);
   track(control);
   try {
-    const items = unpackMessage<TaskItem[]>(task.batch);
+    const items = unpackTaskItems(task.batch);
     const results = await Promise.all(items.map(answerItem));
     return move(packMessage(results));
   } finally {
