@@ -114,52 +114,28 @@ export function unpackMessage<T>(bytes: Uint8Array): T {
 }
 
 /**
- * A batch of task items as rows: each item's members as name, value, name, value, and `params`
- * as such a list of its own. msgpackr packs a list of strings at a third of the cost of the same
- * members as an object (12 client_credentials items: 6.5 µs against 20 µs, most of it on forms'
- * null-prototype objects), and the batch is packed on the uWS thread (bench/README.md, "The uWS
- * thread's own work"). Members that are `undefined` are left out, as msgpackr leaves them out of
- * objects' members; nested objects (a client assertion, UserInfo's DPoP details) go as they are.
+ * A batch of task items: each item as its JSON text, the batch as msgpack. Packed on the uWS
+ * thread, where msgpackr's JavaScript string loop cost 8-12% of the thread's CPU on a
+ * client_credentials request: the form's strings come in several of V8's string representations
+ * (sliced, internalized, thin), and its property loads turned generic (perf, bench/README.md,
+ * "The uWS thread's own work"). V8's JSON is native and reads every representation alike.
+ * Members that are `undefined` are left out, as they were in msgpack.
  */
 export function packTaskItems(items: readonly TaskItem[]): Uint8Array {
-  const rows: unknown[][] = new Array(items.length);
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i] as TaskItem;
-    const row: unknown[] = [];
-    for (const name in item) {
-      const value = item[name as keyof TaskItem] as unknown;
-      if (value === undefined) continue;
-      row.push(name, name === 'params' ? paramsRow(value as FormParams) : value);
-    }
-    rows[i] = row;
-  }
+  const rows: string[] = new Array(items.length);
+  for (let i = 0; i < items.length; i++) rows[i] = JSON.stringify(items[i]);
   return packMessage(rows);
-}
-
-function paramsRow(params: FormParams): string[] {
-  const row: string[] = [];
-  for (const name in params) row.push(name, params[name] as string);
-  return row;
 }
 
 /** The items {@link packTaskItems} packed; every `params` is a null-prototype record again. */
 export function unpackTaskItems(bytes: Uint8Array): TaskItem[] {
-  const rows = unpackMessage<unknown[][]>(bytes);
+  const rows = unpackMessage<string[]>(bytes);
   const items: TaskItem[] = new Array(rows.length);
   for (let i = 0; i < rows.length; i++) {
-    const row = rows[i] as unknown[];
-    const item: Record<string, unknown> = {};
-    for (let m = 0; m < row.length; m += 2) {
-      const name = row[m] as string;
-      item[name] = name === 'params' ? paramsOf(row[m + 1] as string[]) : row[m + 1];
-    }
+    const item = JSON.parse(rows[i] as string) as { params: FormParams };
+    // JSON.parse makes a parameter named `__proto__` an own member, never the prototype.
+    Object.setPrototypeOf(item.params, null);
     items[i] = item as unknown as TaskItem;
   }
   return items;
-}
-
-function paramsOf(row: readonly string[]): FormParams {
-  const params: FormParams = Object.create(null) as FormParams;
-  for (let p = 0; p < row.length; p += 2) params[row[p] as string] = row[p + 1] as string;
-  return params;
 }
