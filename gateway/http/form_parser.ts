@@ -1,4 +1,4 @@
-import { isUtf8 } from 'node:buffer';
+import { isAscii, isUtf8 } from 'node:buffer';
 import type { FormParams } from '../../workers/protocol/token_task.js';
 
 export type { FormParams };
@@ -25,12 +25,17 @@ export const maxFormParameters = 128;
  * one sent without a value counts as omitted.
  */
 export function parseForm(body: Uint8Array): FormParseResult {
-  if (!isUtf8(body)) return { ok: false, reason: 'encoding' };
+  const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  // Forms are ASCII unless a client sends raw non-ASCII bytes (escaped text is ASCII too): latin1
+  // decodes those at a byte a character, where a UTF-8 decode must check every sequence.
+  let text: string;
+  if (isAscii(bytes)) text = bytes.toString('latin1');
+  else if (isUtf8(bytes)) text = bytes.toString('utf8');
+  else return { ok: false, reason: 'encoding' };
   const params: FormParams = Object.create(null) as FormParams;
-  // A name seen once, with or without value: repeated names are refused even when one is empty.
-  let seen: Set<string> | undefined;
+  // Names sent without a value: they are not in `params`, and a repeat of one is still refused.
+  let empty: string[] | undefined;
   let count = 0;
-  const text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
   let start = 0;
   const length = text.length;
   while (start <= length) {
@@ -38,12 +43,10 @@ export function parseForm(body: Uint8Array): FormParseResult {
     if (end === -1) end = length;
     if (end > start) {
       if (++count > maxFormParameters) return { ok: false, reason: 'too_many' };
-      const segment = text.slice(start, end);
-      const eq = segment.indexOf('=');
-      const rawName = eq === -1 ? segment : segment.slice(0, eq);
-      const rawValue = eq === -1 ? '' : segment.slice(eq + 1);
-      const name = decodeComponent(rawName);
-      const value = decodeComponent(rawValue);
+      let eq = text.indexOf('=', start);
+      if (eq === -1 || eq > end) eq = end;
+      const name = decodeComponent(text.slice(start, eq));
+      const value = eq === end ? '' : decodeComponent(text.slice(eq + 1, end));
       if (name === null || value === null) return { ok: false, reason: 'encoding' };
       if (name.length > 0 && repeatable.has(name)) {
         if (value.length > 0) {
@@ -52,10 +55,9 @@ export function parseForm(body: Uint8Array): FormParseResult {
           params[name] = before === undefined ? one : `${before} ${one}`;
         }
       } else if (name.length > 0) {
-        seen ??= new Set();
-        if (seen.has(name)) return { ok: false, reason: 'duplicate' };
-        seen.add(name);
+        if (params[name] !== undefined || empty?.includes(name) === true) return { ok: false, reason: 'duplicate' };
         if (value.length > 0) params[name] = value;
+        else (empty ??= []).push(name);
       }
     }
     start = end + 1;
