@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 
 /** RFC 7636 §4.1: 43 to 128 unreserved characters. */
 const verifierPattern = /^[A-Za-z0-9\-._~]{43,128}$/;
@@ -9,9 +9,14 @@ export function isValidCodeChallenge(challenge: string): boolean {
   return challengePattern.test(challenge);
 }
 
-/** RFC 7636 §4.6 with S256, compared in constant time. */
+/**
+ * RFC 7636 §4.6 with S256: BASE64URL(SHA256(ASCII(code_verifier))) == code_challenge, compared as
+ * text in constant time. As text, not as decoded bytes: the last of 43 base64url characters carries
+ * two unused bits, so four different challenges decode to the same bytes.
+ */
 export function verifyCodeVerifier(verifier: string, challenge: string): boolean {
   if (!verifierPattern.test(verifier) || !challengePattern.test(challenge)) return false;
-  const computed = createHash('sha256').update(verifier, 'ascii').digest();
-  return timingSafeEqual(computed, Buffer.from(challenge, 'base64url'));
+  // The verifier is ASCII (the pattern above): its UTF-8 bytes are its ASCII bytes.
+  const computed = hash('sha256', verifier, 'base64url');
+  return timingSafeEqual(Buffer.from(computed, 'latin1'), Buffer.from(challenge, 'latin1'));
 }
