@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { WorkerConfig } from '../protocol/worker_config.js';
 import type { RegisteredClient } from '../protocol/client_model.js';
 import type { GrantedScopes } from '../grants/scope_rules.js';
@@ -66,8 +66,7 @@ export class IdTokenBuilder {
  * the hash of the signing algorithm (SHA-512 for Ed25519).
  */
 export function tokenHash(token: string, alg: SigningAlgorithm): string {
-  const digest = createHash(alg === 'EdDSA' ? 'sha512' : 'sha256')
-    .update(token, 'ascii')
-    .digest();
+  // Tokens are ASCII (base64url and dots): their UTF-8 bytes are their ASCII bytes.
+  const digest = hash(alg === 'EdDSA' ? 'sha512' : 'sha256', token, 'buffer');
   return digest.subarray(0, digest.length / 2).toString('base64url');
 }
