@@ -4,6 +4,7 @@ import { decodeSecrets, type StoredSecret } from '../workers/protocol/client_mod
 import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import { matchesStoredSecret } from './client_authentication/authenticator.js';
 import { decodeBasicAuthorization, type BasicCredentials } from './client_authentication/credentials.js';
+import { VerifiedHeaders } from './client_authentication/verified_headers.js';
 import {
   authenticateClient,
   createClientAuthentication,
@@ -30,6 +31,8 @@ interface IntrospectionRoute extends FormRoute {
   readonly clientAuthentication: ClientAuthentication;
   /** API resource names and their stored secrets. */
   readonly resources: ReadonlyMap<string, readonly StoredSecret[]>;
+  /** Basic headers that authenticated an API resource recently, and its name (as clients' are). */
+  readonly verifiedResources: VerifiedHeaders<string>;
   readonly dispatcher: WorkerDispatcher;
   readonly now: () => number;
 }
@@ -54,6 +57,7 @@ export function createIntrospectionEndpoint(deps: IntrospectionEndpointDeps): (r
     begin: deps.begin,
     clientAuthentication: createClientAuthentication(deps),
     resources,
+    verifiedResources: new VerifiedHeaders(deps.now ?? Date.now),
     dispatcher: deps.dispatcher,
     now: deps.now ?? Date.now,
   };
@@ -74,6 +78,12 @@ function answerAuthenticatedIntrospectionRequest(route: IntrospectionRoute, requ
 
 /** RFC 7662 §2.1: the caller must be authorized to introspect, as an API resource or a confidential client. */
 function authenticateCaller(route: IntrospectionRoute, request: FormRequest): void {
+  const known = request.authorization.length > 0 ? route.verifiedResources.get(request.authorization) : undefined;
+  if (known !== undefined) {
+    const resource = admitKnownApiResource(route, request, known);
+    if (resource !== undefined) answerAuthenticatedIntrospectionRequest(route, request, resource);
+    return;
+  }
   const basic = request.authorization.length > 0 ? decodeBasicAuthorization(request.authorization) : undefined;
   const resourceSecrets = basic ? route.resources.get(basic.clientId) : undefined;
   if (basic && resourceSecrets !== undefined) {
@@ -87,19 +97,34 @@ function authenticateCaller(route: IntrospectionRoute, request: FormRequest): vo
 /** Resource secrets are guessed like client secrets: the same per-id throttle and answers apply. */
 function authenticateApiResource(
   route: IntrospectionRoute,
-  { exchange, params }: FormRequest,
+  { exchange, params, authorization }: FormRequest,
   basic: BasicCredentials,
   secrets: readonly StoredSecret[],
 ): Caller | undefined {
   const gate = route.clientAuthentication.gate;
   if (gate.refuseBlocked(exchange, basic.clientId)) return undefined;
-  // One method per request (RFC 6749 §2.3): Basic, and nothing in the body.
-  const alsoInBody = params.client_secret !== undefined || params.client_assertion !== undefined;
-  if (alsoInBody || !matchesStoredSecret(basic.clientSecret, secrets, route.now())) {
+  if (alsoInBody(params) || !matchesStoredSecret(basic.clientSecret, secrets, route.now())) {
     gate.refuseFailed(exchange, basic.clientId, true);
     return undefined;
   }
+  route.verifiedResources.remember(authorization, basic.clientId, secrets);
   return ['resource', basic.clientId];
+}
+
+/** A resource whose Basic header proved its secret recently: the throttle and the one-method rule still apply. */
+function admitKnownApiResource(route: IntrospectionRoute, { exchange, params }: FormRequest, name: string): Caller | undefined {
+  const gate = route.clientAuthentication.gate;
+  if (gate.refuseBlocked(exchange, name)) return undefined;
+  if (alsoInBody(params)) {
+    gate.refuseFailed(exchange, name, true);
+    return undefined;
+  }
+  return ['resource', name];
+}
+
+/** One method per request (RFC 6749 §2.3): a resource's Basic header, and no credentials in the body. */
+function alsoInBody(params: FormRequest['params']): boolean {
+  return params.client_secret !== undefined || params.client_assertion !== undefined;
 }
 
 function answerAuthenticatedClientIntrospection(route: IntrospectionRoute, request: FormRequest, authenticated: AuthenticatedClient): void {

@@ -15,7 +15,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { maxRememberedHeaders } from '../../gateway/client_authentication/authenticator.js';
+import { maxRememberedHeaders } from '../../gateway/client_authentication/verified_headers.js';
 import { validateConfig } from '../../gateway/config/load.js';
 import { freePort } from '../../test/helpers/free_port.js';
 import type { CostRow, ScaleResults, StartUpRow, StoreRow } from '../report/scale_results.js';

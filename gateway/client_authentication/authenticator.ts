@@ -4,6 +4,7 @@ import type { FormParams } from '../../workers/protocol/token_task.js';
 import { carriesClientAssertion, readClientAssertion, type AssertionRules, type ReadAssertion } from './client_assertion.js';
 import { ClientKeys } from './client_keys.js';
 import { decodeBasicAuthorization, type ClientAuthMethod } from './credentials.js';
+import { VerifiedHeaders } from './verified_headers.js';
 
 export type ClientAuthFailure =
   /** Unknown client, wrong/expired secret, disabled client, or no client identified: 401. */
@@ -32,14 +33,6 @@ export type ClientAuthResult =
       clientId: string | undefined;
     };
 
-const rememberMs = 60_000;
-/**
- * Headers remembered at most: past it the memory is emptied and starts again, so a stream of
- * distinct valid headers costs a full check each, never unbounded memory (bench/README.md, "Costs
- * as the work grows").
- */
-export const maxRememberedHeaders = 10_000;
-
 // Compared against when the client is unknown, so an unknown id costs the same as a wrong secret.
 const dummySecrets: readonly StoredSecret[] = [{ hash: Buffer.alloc(32), expiresAt: 0 }];
 
@@ -50,19 +43,17 @@ const dummySecrets: readonly StoredSecret[] = [{ hash: Buffer.alloc(32), expires
  * length can neither leak nor make the comparison throw.
  */
 export class ClientAuthenticator {
-  /**
-   * Authorization headers that authenticated recently, to the client and until when. A header is
-   * only remembered after it proved the secret, so a hit reveals nothing a caller did not already
-   * know; it spares the hot path the Base64, form decoding and SHA-256 of repeat callers.
-   */
-  private readonly verifiedHeaders = new Map<string, { result: ClientAuthResult & { ok: true }; until: number }>();
+  /** Authorization headers that authenticated recently, and their clients. */
+  private readonly verifiedHeaders: VerifiedHeaders<ClientAuthResult & { ok: true }>;
 
   constructor(
     private readonly clients: ReadonlyMap<string, RegisteredClient>,
     private readonly now: () => number = Date.now,
     /** `private_key_jwt` claim checks; without them every assertion is refused. */
     private readonly assertionRules: AssertionRules = { audiences: new Set(), maxLifetimeSeconds: 0, now },
-  ) {}
+  ) {
+    this.verifiedHeaders = new VerifiedHeaders(now);
+  }
 
   authenticate(authorization: string, params: FormParams): ClientAuthResult {
     if (carriesClientAssertion(params)) return this.readAssertion(authorization, params);
@@ -70,11 +61,10 @@ export class ClientAuthenticator {
       const known = this.verifiedHeaders.get(authorization);
       if (
         known !== undefined &&
-        known.until > this.now() &&
         params.client_secret === undefined &&
-        (params.client_id === undefined || params.client_id === known.result.client.clientId)
+        (params.client_id === undefined || params.client_id === known.client.clientId)
       ) {
-        return known.result;
+        return known;
       }
       const basic = decodeBasicAuthorization(authorization);
       if (basic === undefined) return fail('invalid_client', true, undefined);
@@ -84,7 +74,7 @@ export class ClientAuthenticator {
         return fail('multiple_methods', true, basic.clientId);
       }
       const result = this.verifySecret(basic.clientId, basic.clientSecret, 'client_secret_basic', true);
-      if (result.ok) this.remember(authorization, result);
+      if (result.ok) this.verifiedHeaders.remember(authorization, result, result.client.secrets);
       return result;
     }
     const clientId = params.client_id;
@@ -112,14 +102,6 @@ export class ClientAuthenticator {
       return fail('invalid_client', false, read.assertion.clientId, 'client assertion: unknown client or client without keys');
     }
     return { ok: true, client, method: 'private_key_jwt', assertion: read.assertion };
-  }
-
-  private remember(authorization: string, result: ClientAuthResult & { ok: true }): void {
-    if (this.verifiedHeaders.size >= maxRememberedHeaders) this.verifiedHeaders.clear();
-    const now = this.now();
-    // Never past the expiry of the secret that matched (any of the client's, to stay simple).
-    const secretsEnd = Math.min(...result.client.secrets.map((s) => s.expiresAt).filter((t) => t > now), Number.POSITIVE_INFINITY);
-    this.verifiedHeaders.set(authorization, { result, until: Math.min(now + rememberMs, secretsEnd) });
   }
 
   private verifySecret(clientId: string, secret: string, method: ClientAuthMethod, header: boolean): ClientAuthResult {

@@ -273,6 +273,18 @@ t.test('introspection endpoint', async (t) => {
     }
   });
 
+  t.test('an API resource that authenticated before is still held to one method and to its secret', async (t) => {
+    const { access_token } = await login();
+    t.equal((await asApi1(access_token)).status, 200);
+    t.equal((await asApi1(access_token)).status, 200, 'again, from the remembered header');
+    const twoMethods = await asApi1(access_token, { client_secret: 'api1-secret' });
+    t.equal(twoMethods.status, 401, 'a remembered header with a secret in the body is refused');
+    t.equal(twoMethods.text, invalidClient);
+    const wrong = await introspect({ token: access_token }, basicAuthorization('urn:api1', 'not-the-secret'));
+    t.equal(wrong.status, 401, 'another secret for the same resource is checked, and refused');
+    t.equal(wrong.text, invalidClient);
+  });
+
   t.test('refuses a public client with 401 (RFC 7662 §2.1)', async (t) => {
     const { access_token } = await login();
     const answer = await introspect({ token: access_token, client_id: 'spa' });
