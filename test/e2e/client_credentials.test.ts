@@ -15,8 +15,13 @@ async function verifyAsResourceServer(issuer: string, token: string, audience: s
   return jwtVerify(token, jwks, { issuer, audience, typ: 'at+jwt' });
 }
 
+// One gateway for every subtest on the base config: a start (worker threads booting their loaders)
+// costs more than all of these subtests' requests. Two threads, so that the jti test sees tokens
+// of both; the other subtests do not depend on the thread count. Subtests needing a config of
+// their own (an issuer with a path, each signing algorithm) start their own.
+const gw = await startTestGateway(t, { patch: (raw) => void (raw.workers = { threads: 2 }) });
+
 t.test('openid-client gets a token with Basic auth that verifies against the JWKS', async (t) => {
-  const gw = await startTestGateway(t);
   const config = await oidc.discovery(new URL(gw.config.issuer), 'm2m', undefined, oidc.ClientSecretBasic('secret'), {
     execute: [oidc.allowInsecureRequests],
   });
@@ -42,7 +47,6 @@ t.test('openid-client gets a token with Basic auth that verifies against the JWK
 });
 
 t.test('RFC 8414 metadata: openid-client with algorithm oauth2 discovers the server and gets a token', async (t) => {
-  const gw = await startTestGateway(t);
   const res = await fetch(`${gw.url}/.well-known/oauth-authorization-server`);
   t.equal(res.status, 200);
   t.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
@@ -60,19 +64,18 @@ t.test('RFC 8414 metadata: openid-client with algorithm oauth2 discovers the ser
 });
 
 t.test('RFC 8414 §3.1: an issuer with a path has its metadata under the well-known name plus that path', async (t) => {
-  const gw = await startTestGateway(t, {
+  const own = await startTestGateway(t, {
     patch: (raw) => {
       raw.issuer = `${String(raw.issuer)}/tenant-a`;
     },
   });
-  const res = await fetch(`${gw.url}/.well-known/oauth-authorization-server/tenant-a`);
+  const res = await fetch(`${own.url}/.well-known/oauth-authorization-server/tenant-a`);
   t.equal(res.status, 200);
-  t.equal(((await res.json()) as { issuer: string }).issuer, `${gw.url}/tenant-a`);
-  t.equal((await fetch(`${gw.url}/.well-known/oauth-authorization-server`)).status, 404, 'not at the root');
+  t.equal(((await res.json()) as { issuer: string }).issuer, `${own.url}/tenant-a`);
+  t.equal((await fetch(`${own.url}/.well-known/oauth-authorization-server`)).status, 404, 'not at the root');
 });
 
 t.test('openid-client gets a token with client_secret_post', async (t) => {
-  const gw = await startTestGateway(t);
   const config = await oidc.discovery(new URL(gw.config.issuer), 'm2m', undefined, oidc.ClientSecretPost('secret'), {
     execute: [oidc.allowInsecureRequests],
   });
@@ -83,7 +86,6 @@ t.test('openid-client gets a token with client_secret_post', async (t) => {
 });
 
 t.test('openid-client authenticates the Appendix B client with Basic', async (t) => {
-  const gw = await startTestGateway(t);
   const config = await oidc.discovery(new URL(gw.config.issuer), appendixB.clientId, undefined, oidc.ClientSecretBasic(appendixB.secret), {
     execute: [oidc.allowInsecureRequests],
   });
@@ -92,7 +94,6 @@ t.test('openid-client authenticates the Appendix B client with Basic', async (t)
 });
 
 t.test('openid-client surfaces invalid_client and invalid_scope as OAuth errors', async (t) => {
-  const gw = await startTestGateway(t);
   const wrong = await oidc.discovery(new URL(gw.config.issuer), 'm2m', undefined, oidc.ClientSecretBasic('nope'), {
     execute: [oidc.allowInsecureRequests],
   });
@@ -117,7 +118,6 @@ t.test('openid-client surfaces invalid_client and invalid_scope as OAuth errors'
 });
 
 t.test('every token has a unique jti', async (t) => {
-  const gw = await startTestGateway(t, { patch: (raw) => void (raw.workers = { threads: 2 }) });
   const auth = basicAuthorization('m2m');
   const tokens = await Promise.all(
     Array.from({ length: 100 }, async () => {
@@ -142,7 +142,7 @@ for (const alg of signingAlgorithms) {
     const retired = await generateSigningKey(alg);
     writeFileSync(path.join(dir, 'current.jwk.json'), JSON.stringify(signing.jwk));
     writeFileSync(path.join(dir, 'retired.jwk.json'), JSON.stringify(retired.jwk));
-    const gw = await startTestGateway(t, {
+    const own = await startTestGateway(t, {
       patch: (raw) => {
         raw.signing = {
           algorithm: alg,
@@ -150,17 +150,19 @@ for (const alg of signingAlgorithms) {
         };
       },
     });
-    const res = await fetch(gw.tokenUrl, {
+    const res = await fetch(own.tokenUrl, {
       method: 'POST',
       headers: { authorization: basicAuthorization('m2m'), 'content-type': 'application/x-www-form-urlencoded' },
       body: 'grant_type=client_credentials&scope=api2',
     });
     const { access_token } = (await res.json()) as { access_token: string };
     t.equal(decodeProtectedHeader(access_token).kid, signing.kid, 'the first key signs');
-    const { payload, protectedHeader } = await verifyAsResourceServer(gw.config.issuer, access_token, 'urn:api2');
+    const { payload, protectedHeader } = await verifyAsResourceServer(own.config.issuer, access_token, 'urn:api2');
     t.equal(protectedHeader.alg, alg);
     t.equal(payload.scope, 'api2');
-    const jwks = (await (await fetch(`${gw.url}/.well-known/openid-configuration/jwks`)).json()) as { keys: { kid: string; d?: string }[] };
+    const jwks = (await (await fetch(`${own.url}/.well-known/openid-configuration/jwks`)).json()) as {
+      keys: { kid: string; d?: string }[];
+    };
     t.same(
       jwks.keys.map((k) => k.kid),
       [signing.kid, retired.kid],

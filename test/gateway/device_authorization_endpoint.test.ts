@@ -254,13 +254,15 @@ function endpointRules(t: Test, gw: TestGateway): void {
   });
 }
 
-// Gateways take seconds to boot on a loaded machine: both start at once, once per file.
+// Gateways take seconds to boot on a loaded machine: both start at once, once per file. The Redis
+// command timeout is generous: at 200 ms a full CI run once answered an ordinary authorization
+// 503 (a starved worker missed the deadline); the outage subtest below only needs some timeout.
 const redis: RedisServer = await startRedisServer();
 t.teardown(() => redis.stop());
 if (redis.warning) t.comment(redis.warning);
 const [memoryGateway, redisGateway] = await Promise.all([
   startTestGateway(t, { patch: patchFor({ type: 'memory' }) }),
-  startTestGateway(t, { patch: patchFor({ type: 'redis', url: redis.url, commandTimeoutMs: 200 }) }),
+  startTestGateway(t, { patch: patchFor({ type: 'redis', url: redis.url, commandTimeoutMs: 1000 }) }),
 ]);
 
 // The two stores share nothing (own gateway, own store, own throttles): run them side by side.
