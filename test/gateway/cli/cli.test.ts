@@ -7,6 +7,7 @@ import { calculateJwkThumbprint, importJWK, type JWK } from 'jose';
 import { generateSigningJwk } from '../../../gateway/cli/keys_generate_command.js';
 import { hashClientSecret } from '../../../workers/crypto/client_secret.js';
 import { verifyPassword } from '../../../workers/crypto/password_hash.js';
+import { runCliInProcess } from '../../helpers/cli_in_process.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const mainScript = join(repoRoot, 'gateway/cli/main.ts');
@@ -19,8 +20,8 @@ interface CliResult {
   stderr: string;
 }
 
-/** Runs `tessera ARGS` from source, the way the bin runs after a build. */
-function tessera(args: string[], options: { cwd?: string; input?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
+/** Runs `tessera ARGS` from source as its own process, the way the bin runs after a build. */
+function tesseraProcess(args: string[], options: { cwd?: string; input?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
   // The developer's own TESSERA_* variables must not leak into the assertions.
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TESSERA_')));
   const child = spawn(process.execPath, ['--import', 'tsx', mainScript, ...args], {
@@ -54,14 +55,45 @@ function brokenConfig(): string {
   });
 }
 
-// Every subtest spawns a process that compiles the CLI with tsx; run them side by side.
-t.jobs = 4;
+/**
+ * Runs `tessera ARGS` in this process (gateway/cli/run_cli.ts, what main.ts runs): starting a
+ * process that compiles the CLI with tsx costs a CPU-second or two, so only the tests of the process
+ * itself spawn one. Run one at a time: `cwd` is the test process's own folder while it runs.
+ */
+const tessera = runCliInProcess;
 
 const brokenConfigProblems =
   'clients[2].allowedGrantTypes[0]: unknown grant type "pasword"\n' + 'clients[2].allowedScopes[0]: unknown scope "api9"\n';
 
-t.test('help', async (t) => {
+t.test('main.ts as a process: the exit code, stdin and the package.json it finds', async (t) => {
+  // They share nothing and mostly wait for their processes: side by side.
   t.jobs = 4;
+  t.test('--version prints the package version', async (t) => {
+    const result = await tesseraProcess(['--version']);
+    const { version } = JSON.parse(await readFile(join(repoRoot, 'package.json'), 'utf8')) as { version: string };
+    t.same(result, { code: 0, stdout: `tessera ${version}\n`, stderr: '' });
+  });
+  t.test('an unknown command exits 2 with a message and the help', async (t) => {
+    const result = await tesseraProcess(['frobnicate']);
+    t.equal(result.code, 2);
+    t.equal(result.stdout, '');
+    t.match(result.stderr, /^error: unknown command "frobnicate"\n\nTessera:/);
+    t.match(result.stderr, /^Commands:$/m);
+  });
+  t.test('reads the password from stdin when none is given', async (t) => {
+    const result = await tesseraProcess(['hash-password'], { input: 'correct horse\n' });
+    t.equal(result.code, 0);
+    t.equal(await verifyPassword('correct horse', result.stdout.trim()), true);
+  });
+  t.test('refuses to overwrite an existing file', async (t) => {
+    const dir = t.testdir({ 'signing.jwk.json': 'precious' });
+    const result = await tesseraProcess(['keys', 'generate', '--out', 'signing.jwk.json'], { cwd: dir });
+    t.same(result, { code: 1, stdout: '', stderr: 'error: signing.jwk.json already exists; refusing to overwrite it\n' });
+    t.equal(await readFile(join(dir, 'signing.jwk.json'), 'utf8'), 'precious');
+  });
+});
+
+t.test('help', async (t) => {
   t.test('--help lists every command on one line each', async (t) => {
     const result = await tessera(['--help']);
     t.equal(result.code, 0);
@@ -92,20 +124,6 @@ t.test('help', async (t) => {
     t.equal(flag.stdout, help.stdout);
   });
 
-  t.test('--version prints the package version', async (t) => {
-    const result = await tessera(['--version']);
-    const { version } = JSON.parse(await readFile(join(repoRoot, 'package.json'), 'utf8')) as { version: string };
-    t.same(result, { code: 0, stdout: `tessera ${version}\n`, stderr: '' });
-  });
-
-  t.test('an unknown command exits 2 with a message and the help', async (t) => {
-    const result = await tessera(['frobnicate']);
-    t.equal(result.code, 2);
-    t.equal(result.stdout, '');
-    t.match(result.stderr, /^error: unknown command "frobnicate"\n\nTessera:/);
-    t.match(result.stderr, /^Commands:$/m);
-  });
-
   t.test('a command group without its subcommand exits 2 and names the subcommand', async (t) => {
     const result = await tessera(['keys']);
     t.equal(result.code, 2);
@@ -121,7 +139,6 @@ t.test('help', async (t) => {
 });
 
 t.test('hash-secret', async (t) => {
-  t.jobs = 4;
   t.test('prints the stored form of "secret"', async (t) => {
     t.same(await tessera(['hash-secret', 'secret']), { code: 0, stdout: `${secretValue}\n`, stderr: '' });
   });
@@ -140,18 +157,11 @@ t.test('hash-secret', async (t) => {
 });
 
 t.test('hash-password', async (t) => {
-  t.jobs = 4;
   t.test('prints a PHC string that verifies the password given as an argument', async (t) => {
     const result = await tessera(['hash-password', 'alice']);
     t.equal(result.code, 0);
     t.match(result.stdout, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$[^$]+\$[^$]+\n$/);
     t.equal(await verifyPassword('alice', result.stdout.trim()), true);
-  });
-
-  t.test('reads the password from stdin when none is given', async (t) => {
-    const result = await tessera(['hash-password'], { input: 'correct horse\n' });
-    t.equal(result.code, 0);
-    t.equal(await verifyPassword('correct horse', result.stdout.trim()), true);
   });
 
   t.test('refuses an empty password', async (t) => {
@@ -162,7 +172,6 @@ t.test('hash-password', async (t) => {
 });
 
 t.test('check-config', async (t) => {
-  t.jobs = 4;
   t.test('accepts the demo config, exits 0 and names every client', async (t) => {
     const result = await tessera(['check-config', 'config/demo.json']);
     t.equal(result.code, 0);
@@ -252,7 +261,6 @@ t.test('check-config', async (t) => {
 });
 
 t.test('keys generate', async (t) => {
-  t.jobs = 4;
   t.test("its default folder, keys/ at the repository's root, is git-ignored", async (t) => {
     const check = spawnSync('git', ['check-ignore', '--quiet', 'keys/signing-ES256-abcdefgh.jwk.json'], { cwd: repoRoot });
     if (check.error !== undefined) t.comment('git is not installed: not checked');
@@ -288,13 +296,6 @@ t.test('keys generate', async (t) => {
     t.ok(await importJWK(jwk, 'ES256'));
   });
 
-  t.test('refuses to overwrite an existing file', async (t) => {
-    const dir = t.testdir({ 'signing.jwk.json': 'precious' });
-    const result = await tessera(['keys', 'generate', '--out', 'signing.jwk.json'], { cwd: dir });
-    t.same(result, { code: 1, stdout: '', stderr: 'error: signing.jwk.json already exists; refusing to overwrite it\n' });
-    t.equal(await readFile(join(dir, 'signing.jwk.json'), 'utf8'), 'precious');
-  });
-
   t.test('rejects an unsupported algorithm with exit 2', async (t) => {
     const result = await tessera(['keys', 'generate', '--alg', 'HS256'], { cwd: t.testdir({}) });
     t.equal(result.code, 2);
@@ -303,7 +304,6 @@ t.test('keys generate', async (t) => {
 });
 
 t.test('start', async (t) => {
-  t.jobs = 4;
   t.test('a broken config exits 2 with one line per problem', async (t) => {
     const dir = t.testdir({ 'broken.json': brokenConfig() });
     const result = await tessera(['start', '--config', 'broken.json'], { cwd: dir });
