@@ -64,7 +64,7 @@ t.test('delegation', async (t) => {
     validatorsDir,
     watchValidators: false,
     patch: (raw) => {
-      raw.store = { type: 'redis', url: redis.url, commandTimeoutMs: 300 };
+      raw.store = { type: 'redis', url: redis.url, commandTimeoutMs: 1000 };
       raw.signing = { algorithm: 'ES256', keys: [{ file: path.join(keyDir, 'signing.jwk.json') }] };
       raw.users = [
         { subjectId: '818727', username: 'alice', passwordHash: alicePasswordHash },

@@ -28,7 +28,7 @@ const gw = await startTestGateway(t, {
   logger: pino({ level: 'info' }, sink),
   patch: (raw) => {
     addPasswordFixtures(raw, fixtures);
-    raw.store = { type: 'redis', url: redis.url, keyPrefix: `metrics-test:${process.pid}:`, commandTimeoutMs: 300 };
+    raw.store = { type: 'redis', url: redis.url, keyPrefix: `metrics-test:${process.pid}:`, commandTimeoutMs: 1000 };
     raw.signing = signing;
   },
 });

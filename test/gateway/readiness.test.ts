@@ -45,9 +45,10 @@ async function eventually(check: () => Promise<boolean>, timeoutMs: number): Pro
 t.test('/readyz is 503 while Redis pauses writes (a failover), /healthz stays 200', async (t) => {
   const redis = await startRedisServer();
   t.teardown(() => redis.stop());
+  // The probe's write times out well inside the 4 s pause below, and not on a merely busy machine.
   const gateway = await startTestGateway(t, {
     patch: (raw) => {
-      raw.store = { type: 'redis', url: redis.url, commandTimeoutMs: 200 };
+      raw.store = { type: 'redis', url: redis.url, commandTimeoutMs: 1000 };
     },
   });
   t.same(await readiness(gateway.url), { status: 200, problems: [] }, 'ready on a healthy Redis');
@@ -87,7 +88,7 @@ t.test('/readyz is 503 on a Redis Cluster whose state is fail', async (t) => {
 
   const gateway = await startTestGateway(t, {
     patch: (raw) => {
-      raw.store = { type: 'redis-cluster', nodes: [redis.url], commandTimeoutMs: 300 };
+      raw.store = { type: 'redis-cluster', nodes: [redis.url], commandTimeoutMs: 1000 };
     },
   });
   t.same(await readiness(gateway.url), { status: 200, problems: [] }, 'ready while the cluster is ok');

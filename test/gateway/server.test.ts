@@ -77,7 +77,7 @@ t.test('on the Redis store', async (t) => {
   if (redis.warning !== null) t.comment(redis.warning);
   const keyPrefix = `t${Date.now()}:`;
   const patch = (raw: Record<string, unknown>) => {
-    raw.store = { type: 'redis', url: redis.url, keyPrefix, commandTimeoutMs: 300 };
+    raw.store = { type: 'redis', url: redis.url, keyPrefix, commandTimeoutMs: 1000 };
     addTester(raw, ['test_store']);
   };
   const options = { grantModules: [fixture('store_grant')], extraGrantTypes: ['test_store'], patch };

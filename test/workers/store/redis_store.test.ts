@@ -152,7 +152,8 @@ t.test(
     const store = new RedisStore({
       url: `redis://127.0.0.1:${port}`,
       keyPrefix: newPrefix(),
-      commandTimeoutMs: 300,
+      // Longer than "fails fast" allows: the refusal must not wait for a command timeout.
+      commandTimeoutMs: 1000,
       maxReconnectDelayMs: 100,
     });
     t.teardown(() => store.close());
@@ -247,7 +248,7 @@ t.test(
   async (t) => {
     const server = await startRedisServer();
     t.teardown(() => server.stop());
-    const store = new RedisStore({ url: server.url, keyPrefix: newPrefix(), commandTimeoutMs: 300, maxReconnectDelayMs: 100 });
+    const store = new RedisStore({ url: server.url, keyPrefix: newPrefix(), commandTimeoutMs: 1000, maxReconnectDelayMs: 100 });
     t.teardown(() => store.close());
     await store.ping();
     await server.stop();
