@@ -13,9 +13,11 @@ function tokenRequest(framingHeaders: string, body: string): string {
   return `POST /connect/token HTTP/1.1\r\nHost: x\r\nContent-Type: ${form}\r\n${framingHeaders}\r\n${body}`;
 }
 
-t.test('HTTP framing', async (t) => {
-  const gw = await startTestGateway(t);
+// One gateway for both groups: every subtest talks over connections of its own and none changes
+// the gateway's state, so a second start (worker threads booting) would only cost CPU.
+const gw = await startTestGateway(t);
 
+t.test('HTTP framing', async (t) => {
   async function assertRefusedAlone(t: Test, bytes: string) {
     const r = await rawConversation(gw.port, bytes);
     t.same(r.statuses, [400], 'one answer, a 400: the smuggled request is never answered');
@@ -85,7 +87,6 @@ t.test('HTTP framing', async (t) => {
 // uWS upgrade that fixes one shows as a passing todo. docs/operations.md, "HTTP framing", says
 // which of them a reverse proxy in front must take care of.
 t.test('decided by uWS before any route runs', async (t) => {
-  const gw = await startTestGateway(t);
   const waitMs = 1_500;
 
   t.test('a malformed header section gets 400 at once', async (t) => {
