@@ -12,7 +12,7 @@ export const hashPasswordCommand: CliCommand = {
   summary: 'Print the stored form of a user password (reads stdin when PASSWORD is omitted)',
   usage: 'tessera hash-password [PASSWORD]',
   details: [
-    'Prints a scrypt PHC string for a user\'s "passwordHash".',
+    'Prints an argon2id PHC string for a user\'s "passwordHash".',
     'Without PASSWORD: prompts twice without echo on a terminal, otherwise reads one line from',
     'stdin (printf %s "$PW" | tessera hash-password), which keeps it out of shell history.',
   ],
