@@ -9,7 +9,14 @@ import { isStoreUnavailable, type Store } from './store/store.js';
 import { createStore } from './store/create_store.js';
 import { registerClients } from './protocol/client_model.js';
 import { OAuthError, OAuthErrors } from './protocol/oauth_errors.js';
-import { packMessage, unpackTaskItems, type LoginItem, type TaskItem, type TokenItem, type TokenTaskResult } from './protocol/token_task.js';
+import {
+  packMessage,
+  unpackTaskItems,
+  type LoginItem,
+  type TaskItem,
+  type TokenItem,
+  type TokenTaskResult,
+} from './protocol/token_task.js';
 import { introspect } from './endpoints/introspection.js';
 import { IntrospectionThrottle } from './endpoints/introspection_throttle.js';
 import { revoke } from './endpoints/revocation.js';
