@@ -42,7 +42,10 @@ t.test('SIGHUP reloads the config file, refuses a broken one and never stops; SI
   const hangUp = async (logLine: RegExp) => {
     const before = cli.output().length;
     child.kill('SIGHUP');
-    for (let i = 0; i < 100 && !logLine.test(cli.output().slice(before)); i += 1) await new Promise((resolve) => setTimeout(resolve, 50));
+    // A reload boots a new worker pool (each thread loads tsx): seconds on a loaded CI machine, so
+    // the wait ends when the line appears, at the latest after 30 s.
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline && !logLine.test(cli.output().slice(before))) await new Promise((resolve) => setTimeout(resolve, 50));
     return cli.output().slice(before);
   };
   t.equal(await added(), 401, 'a client not in the file yet');
