@@ -78,13 +78,18 @@ function answerAuthenticatedIntrospectionRequest(route: IntrospectionRoute, requ
 
 /** RFC 7662 §2.1: the caller must be authorized to introspect, as an API resource or a confidential client. */
 function authenticateCaller(route: IntrospectionRoute, request: FormRequest): void {
-  const known = request.authorization.length > 0 ? route.verifiedResources.get(request.authorization) : undefined;
+  const { authorization } = request;
+  const known = authorization.length > 0 ? route.verifiedResources.get(authorization) : undefined;
   if (known !== undefined) {
     const resource = admitKnownApiResource(route, request, known);
     if (resource !== undefined) answerAuthenticatedIntrospectionRequest(route, request, resource);
     return;
   }
-  const basic = request.authorization.length > 0 ? decodeBasicAuthorization(request.authorization) : undefined;
+  // A header that authenticated a client whose id is no resource name goes to client
+  // authentication, which answers it from memory, without being decoded here as well.
+  const client = authorization.length > 0 ? route.clientAuthentication.authenticator.rememberedClientId(authorization) : undefined;
+  const basic =
+    authorization.length > 0 && (client === undefined || route.resources.has(client)) ? decodeBasicAuthorization(authorization) : undefined;
   const resourceSecrets = basic ? route.resources.get(basic.clientId) : undefined;
   if (basic && resourceSecrets !== undefined) {
     const resource = authenticateApiResource(route, request, basic, resourceSecrets);

@@ -55,6 +55,11 @@ export class ClientAuthenticator {
     this.verifiedHeaders = new VerifiedHeaders(now);
   }
 
+  /** The client `authorization` authenticated recently (it will be answered from memory), if any. */
+  rememberedClientId(authorization: string): string | undefined {
+    return this.verifiedHeaders.get(authorization)?.client.clientId;
+  }
+
   authenticate(authorization: string, params: FormParams): ClientAuthResult {
     if (carriesClientAssertion(params)) return this.readAssertion(authorization, params);
     if (authorization.length > 0) {

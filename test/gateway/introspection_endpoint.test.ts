@@ -38,6 +38,8 @@ t.test('introspection endpoint', async (t) => {
         userClient('app'),
         userClient('app2'),
         userClient('spa', { requireClientSecret: false, clientSecrets: [] }),
+        // A client whose id is also an API resource's name, with another secret than the resource's.
+        userClient('urn:api2'),
       );
     },
   });
@@ -283,6 +285,20 @@ t.test('introspection endpoint', async (t) => {
     const wrong = await introspect({ token: access_token }, basicAuthorization('urn:api1', 'not-the-secret'));
     t.equal(wrong.status, 401, 'another secret for the same resource is checked, and refused');
     t.equal(wrong.text, invalidClient);
+  });
+
+  t.test('a client remembered from its last request introspects again without a second check, never as a resource', async (t) => {
+    const { access_token } = await login();
+    t.match(JSON.parse((await asClient(access_token)).text), { active: true, client_id: 'app' });
+    t.match(JSON.parse((await asClient(access_token)).text), { active: true, client_id: 'app' }, 'again, from memory');
+    const twoMethods = await asClient(access_token, 'app', { client_secret: 'secret' });
+    t.equal(twoMethods.status, 400, 'a remembered header with a secret in the body is still two methods');
+    // urn:api2 authenticates as a client at the token endpoint, which remembers its header; at
+    // introspection the name is the resource's first, whose secret this is not.
+    await login('urn:api2');
+    const asNamesake = await introspect({ token: access_token }, basicAuthorization('urn:api2', 'secret'));
+    t.equal(asNamesake.status, 401);
+    t.equal(asNamesake.text, invalidClient);
   });
 
   t.test('refuses a public client with 401 (RFC 7662 §2.1)', async (t) => {

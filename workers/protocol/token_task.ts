@@ -84,8 +84,8 @@ export interface UserInfoItem {
 }
 
 /**
- * One request of a task. Plain objects to the code on both sides; they cross the thread boundary
- * as rows of names and values ({@link packTaskItems}). `params` never contains `client_secret`.
+ * One request of a task. Plain objects to the code on both sides; each crosses the thread boundary
+ * as its JSON text ({@link packTaskItems}). `params` never contains `client_secret`.
  */
 export type TaskItem = TokenItem | IntrospectionItem | RevocationItem | LoginItem | UserInfoItem | ClientAssertionItem;
 
