@@ -1,7 +1,7 @@
 import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
 import { newRefreshHandle, parseRefreshHandle, type FamilyHandle } from '../tokens/refresh_token_handle.js';
 import { refreshExpiry, type RefreshTokenRecord } from '../tokens/refresh_token_record.js';
-import { openRetryRecord, retryKey, sealedRetryRecord, type RetryRecord } from '../tokens/refresh_token_retry.js';
+import { openRetryRecord, retriableSuccessor, retryKey, type RetryRecord } from '../tokens/refresh_token_retry.js';
 import { issuedAccessTokenRecord, recordIssuedAccessToken } from '../tokens/token_revocation.js';
 import { FamilyRevokedError, isStoreUnavailable, type CompanionRecord, type Store, type StoreKey } from '../store/store.js';
 import type { GrantHandler, GrantRequest, GrantServices, TokenResponse } from './grant_handler.js';
@@ -61,7 +61,6 @@ export const refreshTokenGrant: GrantHandler = {
       return tokenResponse(request, accessToken, grant.scopes.scope, presented, idToken);
     }
 
-    const successor = newRefreshHandle(record.family);
     // Written in the rotation's own atomic step: the access token, so that a family revocation
     // either comes first and refuses the rotation or comes after and finds the token; and the
     // retry record, so that a client that never gets this answer can still have the successor.
@@ -69,7 +68,14 @@ export const refreshTokenGrant: GrantHandler = {
     const issued = issuedAccessTokenRecord(record.family, accessToken, now);
     if (issued !== undefined) companions.push(issued);
     const graceMs = client.config.refreshTokenReuseGraceSeconds * 1000;
-    if (graceMs > 0) companions.push(sealedRetryRecord(handle, successor, client.clientId, graceMs));
+    let successor: FamilyHandle;
+    if (graceMs > 0) {
+      const retriable = retriableSuccessor(handle, client.clientId, graceMs);
+      successor = retriable.successor;
+      companions.push(retriable.retry);
+    } else {
+      successor = newRefreshHandle(record.family);
+    }
     let rotated: boolean;
     try {
       const outcome = await redeemOrReplayed(services, item, {

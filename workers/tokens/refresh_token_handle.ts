@@ -25,8 +25,16 @@ export function newFamilyId(): string {
 }
 
 export function newFamilyHandle(kind: RecordKind, family: string): FamilyHandle {
-  const bytes = Buffer.concat([Buffer.from(family, 'base64url'), pooledRandomBytes(secretBytes)]);
-  const handle = bytes.toString('base64url');
+  return familyHandleOf(kind, family, pooledRandomBytes(secretBytes));
+}
+
+/**
+ * The handle of `family` with this 32-byte secret: drawn at random, or derived from another
+ * handle's secret for a grace-window retry (refresh_token_retry.ts).
+ */
+export function familyHandleOf(kind: RecordKind, family: string, secret: Uint8Array): FamilyHandle {
+  if (secret.length !== secretBytes) throw new RangeError(`a handle's secret is ${secretBytes} bytes, got ${secret.length}`);
+  const handle = Buffer.concat([Buffer.from(family, 'base64url'), secret]).toString('base64url');
   return { handle, family, key: { kind, id: hashHandle(handle), family } };
 }
 
