@@ -10,7 +10,7 @@ import type { ActiveScenario } from './scenario.js';
 export const authorizationCodeFloor: RequestFloor = {
   signatures: { ES256: 2 },
   verifications: {},
-  store: oncePerRequest({ op: 'get', bytes: 321 }, { op: 'rotate', oldBytes: 321, bytes: 408, companions: [80] }),
+  store: oncePerRequest({ op: 'get', bytes: 321 }, { op: 'rotate', oldBytes: 321, bytes: 252, companions: [55] }),
 };
 
 export const authorizationCode: ActiveScenario = {

@@ -105,6 +105,6 @@ export const clientCredentialsPrivateKeyJwt: ActiveScenario = {
   floor: {
     signatures: { ES256: 1 },
     verifications: { ES256: 1 },
-    store: oncePerRequest({ op: 'write', family: false, ifAbsent: true, bytes: 5 }),
+    store: oncePerRequest({ op: 'write', family: false, ifAbsent: true, bytes: 8 }),
   },
 };

@@ -21,6 +21,6 @@ export const deviceCode: ActiveScenario = {
   floor: {
     signatures: {},
     verifications: {},
-    store: oncePerRequest({ op: 'get', bytes: 103 }, { op: 'get', bytes: 34 }, { op: 'write', family: true, ifAbsent: false, bytes: 64 }),
+    store: oncePerRequest({ op: 'get', bytes: 103 }, { op: 'get', bytes: 34 }, { op: 'write', family: true, ifAbsent: false, bytes: 34 }),
   },
 };

@@ -12,7 +12,7 @@ import type { ActiveScenario } from './scenario.js';
 export const refreshTokenFloor: RequestFloor = {
   signatures: { ES256: 1 },
   verifications: {},
-  store: oncePerRequest({ op: 'get', bytes: 214 }, { op: 'rotate', oldBytes: 214, bytes: 336, companions: [80, 310] }),
+  store: oncePerRequest({ op: 'get', bytes: 214 }, { op: 'rotate', oldBytes: 214, bytes: 214, companions: [55, 27] }),
 };
 
 export const refreshToken: ActiveScenario = {
