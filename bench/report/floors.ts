@@ -77,7 +77,7 @@ export function scenarioFloor(
   return { declared, breakdown, rows: breakdown === null ? [] : floorRows(contenders, breakdown) };
 }
 
-const us = (value: number): string => (value < 100 ? value.toFixed(1) : Math.round(value).toLocaleString('en-US'));
+const us = (value: number): string => (Math.abs(value) < 100 ? value.toFixed(1) : Math.round(value).toLocaleString('en-US'));
 
 function formatPart(part: FloorPart): string {
   const count = part.count === 1 ? '' : `${Number.isInteger(part.count) ? part.count : part.count.toFixed(2)} × `;
@@ -113,5 +113,8 @@ export function formatFloor(floor: ScenarioFloor): string {
 
 /** A row's two table cells: its floor in µs and its multiple. */
 export function floorCells(row: FloorRow | undefined): [string, string] {
-  return row === undefined ? ['–', '–'] : [us(row.floorUs), `${row.multiple.toFixed(2)}x`];
+  if (row === undefined) return ['–', '–'];
+  // Minus work measured apart (the password's hash), nothing left is within that measurement's
+  // spread: no multiple to print (bench/report/bars.ts does not judge such a row either).
+  return [us(row.floorUs), row.figureUs <= 0 ? 'n/a' : `${row.multiple.toFixed(2)}x`];
 }

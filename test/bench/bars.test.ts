@@ -80,6 +80,21 @@ t.test('every other grant within 1.6x; a grant left out of the run leaves the ba
   t.equal(verdicts(results([scenario('mixed', { memory: 9, redis: 9 })]))[1], null, 'the mix is not one of them');
 });
 
+t.test('a row minus its excluded work at or below zero is not judged, and cannot meet the bar', async (t) => {
+  const all = otherGrants.map((name) => scenario(name, { memory: 1.5, redis: 1.6 }));
+  // The password rows of a run where the hash measured apart cost more than the whole request.
+  const noisy = all.map((s) => (s.name === 'password' ? scenario('password', { memory: -16.36, redis: 1.2 }) : s));
+  const [, bar] = judgeBars(results(noisy));
+  t.equal(bar?.met, null, 'not met, not missed: not judged');
+  t.match(bar?.figures, /password: tessera\/memory not judged \(-1,636 µs once the work measured apart is taken off/);
+  t.match(bar?.figures, /tessera\/redis 1\.20x \(120 \/ 100 µs\)$/);
+  const andAFailure = noisy.map((s) => (s.name === 'delegation' ? scenario('delegation', { memory: 1.7, redis: 1.2 }) : s));
+  t.equal(verdicts(results(andAFailure))[1], false, 'a row over the bar still fails it');
+  const ccNoisy = scenario('client_credentials', { memory: 0, redis: 1.2 }, {}, false);
+  t.equal(judgeBars(results([ccNoisy], bound(40_000)))[0]?.met, null);
+  t.equal(judgeBars(results([ccNoisy], bound(10_000)))[0]?.met, false, 'the bound alone can fail it');
+});
+
 t.test('the memory store never slower than Redis, where the request uses the store', async (t) => {
   const [, , faster] = judgeBars(results([scenario('refresh_token', { memory: 1.5, redis: 1.6 })]));
   t.equal(faster?.met, true);

@@ -129,6 +129,12 @@ t.test('the table prints each row against its floor, and the floor by part', asy
     /^Floor per request \(this run, µs\): ES256 JWT 30\.0 \+ bare uWS POST 10\.0 = \*\*40\.0\*\*; on Redis \+ GET 214 B 12\.0 \+ EVALSHA tesseraRotate \(214 → 336 B \+ 80 B\) 48\.0 \(ioredis \+ redis-server\) = \*\*100\*\*$/,
   );
   t.same(floorCells(undefined), ['–', '–']);
+  t.same(
+    floorCells({ contender: 'tessera/memory', floorUs: 40, figureUs: -650, multiple: -16.25 }),
+    ['40.0', 'n/a'],
+    'nothing left once the hash is off: no multiple',
+  );
+  t.same(floorCells({ contender: 'tessera/memory', floorUs: 40, figureUs: 60, multiple: 1.5 }), ['40.0', '1.50x']);
   const unmeasured = scenarioFloor(refresh, contenders, null)!;
   t.same(unmeasured.rows, []);
   t.match(formatFloor(unmeasured), /not measured in this run/);
