@@ -1,4 +1,4 @@
-import { createHash, createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
+import { createPublicKey, hash, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { threadId } from 'node:worker_threads';
 import { keyFitsAlgorithm as keyFitsJwk, isClientAssertionAlgorithm, type ClientAssertionCheck } from '../protocol/client_assertion.js';
 import { keyFitsAlgorithm, verifyJwsSignature } from '../crypto/jws_signature.js';
@@ -68,7 +68,7 @@ export class ClientAssertionVerifier {
 
 /** Spent assertion ids, per client, hashed like every store key (docs/storage.md). */
 function jtiKey(clientId: string, jti: string): StoreKey {
-  return { kind: 'misc', id: `cajti:${createHash('sha256').update(`${clientId}\u0000${jti}`, 'utf8').digest('base64url')}` };
+  return { kind: 'misc', id: `cajti:${hash('sha256', `${clientId}\u0000${jti}`, 'base64url')}` };
 }
 
 function refused(detail: string): OAuthError {

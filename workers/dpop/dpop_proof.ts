@@ -3,7 +3,7 @@
  * verification, which must not run on the uWS thread. The steps are the RFC's list, in its order;
  * the replay check comes last so that invalid proofs never fill the replay cache.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { hash, randomUUID } from 'node:crypto';
 import type { JWK } from 'jose';
 import { verifyProofJws } from './proof_jws.js';
 import type { DPoPNonces } from '../protocol/dpop_nonce.js';
@@ -86,7 +86,7 @@ async function recordJti(services: DPoPProofServices, jkt: string, jti: string, 
 
 /** The replay-cache record of one proof (docs/storage.md, "Records"). */
 export function dpopJtiKey(jkt: string, jti: string): StoreKey {
-  return { kind: 'misc', id: `dpop:${createHash('sha256').update(`${jkt}\u0000${jti}`).digest('base64url')}` };
+  return { kind: 'misc', id: `dpop:${hash('sha256', `${jkt}\u0000${jti}`, 'base64url')}` };
 }
 
 /**
@@ -100,12 +100,12 @@ export function jwkThumbprint(jwk: JWK): string {
       : jwk.kty === 'EC'
         ? { crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y }
         : { crv: jwk.crv, kty: jwk.kty, x: jwk.x };
-  return createHash('sha256').update(JSON.stringify(canonical)).digest('base64url');
+  return hash('sha256', JSON.stringify(canonical), 'base64url');
 }
 
 /** RFC 9449 §4.2 `ath`: base64url(SHA-256(ASCII access token)). */
 export function accessTokenHash(token: string): string {
-  return createHash('sha256').update(token, 'ascii').digest('base64url');
+  return hash('sha256', Buffer.from(token, 'ascii'), 'base64url');
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { ThrottleLimits } from '../grants/failure_throttle.js';
 import type { Store } from '../store/store.js';
 
@@ -43,5 +43,5 @@ export class IntrospectionThrottle {
 }
 
 function digest(subject: string): string {
-  return createHash('sha256').update(subject, 'utf8').digest('base64url');
+  return hash('sha256', subject, 'base64url');
 }

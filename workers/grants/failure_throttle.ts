@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Store } from '../store/store.js';
 
 export interface ThrottleLimits {
@@ -107,5 +107,5 @@ function blockedUntil(until: number, now: number): ThrottleState {
 }
 
 function digest(subject: string): string {
-  return createHash('sha256').update(subject, 'utf8').digest('base64url');
+  return hash('sha256', subject, 'base64url');
 }

@@ -1,4 +1,4 @@
-import { createHash, randomInt } from 'node:crypto';
+import { hash, randomInt } from 'node:crypto';
 import type { StoreKey } from '../store/store.js';
 import type { ClaimValue } from '../protocol/validator_api.js';
 
@@ -63,7 +63,7 @@ export function normalizeUserCode(input: string): string | undefined {
 }
 
 export function userCodeKey(code: string): StoreKey {
-  return { kind: 'uc', id: createHash('sha256').update(code).digest('base64url') };
+  return { kind: 'uc', id: hash('sha256', code, 'base64url') };
 }
 
 export function pollStateKey(deviceKey: StoreKey): StoreKey {
