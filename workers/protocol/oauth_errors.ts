@@ -266,7 +266,13 @@ export class OAuthError extends Error {
   readonly extra: Readonly<Record<string, unknown>> | undefined;
 
   constructor(entry: OAuthErrorEntry, options: { retryAfter?: number; detail?: string; extra?: Readonly<Record<string, unknown>> } = {}) {
+    // An OAuth error is an answer to the client, not a fault: nothing logs its stack, and
+    // capturing one (ten frames of an async call chain) cost about 7 µs, more than the rest of a
+    // refused device poll's grant code (bench/README.md, "Answers without stack traces").
+    const stackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(entry.description ?? entry.error);
+    Error.stackTraceLimit = stackTraceLimit;
     this.name = 'OAuthError';
     this.entry = entry;
     this.retryAfter = options.retryAfter;

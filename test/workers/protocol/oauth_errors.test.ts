@@ -114,6 +114,15 @@ function literalErrorCalls(text: string): string[] {
   return found;
 }
 
+t.test('an OAuthError is an answer, not a fault: it captures no stack trace, and leaves the limit as it was', async (t) => {
+  const limit = Error.stackTraceLimit;
+  const err = new OAuthError(OAuthErrors.authorizationPending);
+  t.ok(err instanceof Error);
+  t.equal(err.stack, `OAuthError: ${OAuthErrors.authorizationPending.description}`, 'the first line only, no frames');
+  t.equal(Error.stackTraceLimit, limit);
+  t.match(new Error('a fault').stack, /\n\s+at /, 'other errors keep their frames');
+});
+
 t.test('the literal-call check finds what it should', async (t) => {
   t.same(literalErrorCalls("throw new OAuthError('invalid_grant', 'The code is bad.');"), [
     "new OAuthError('invalid_grant', 'The code is bad.');",
