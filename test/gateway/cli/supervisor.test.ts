@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { generateSigningKey } from '../../../gateway/key_loader.js';
 import { AuthorizeFlow, callbackUri, codeFlowClient, pkcePair } from '../../helpers/authorize_flow.js';
 import { startCli, type CliProcess } from '../../helpers/cli_process.js';
-import { freePort } from '../../helpers/free_port.js';
+import { freePort, freePortRun } from '../../helpers/free_port.js';
 import { addPasswordFixtures, offlineUserClient, passwordFixtures } from '../../helpers/password_users.js';
 import { startRedisServer } from '../../helpers/redis_server.js';
 import { formPost, releaseAtOnce } from '../../helpers/release_at_once.js';
@@ -80,7 +80,8 @@ t.test('two processes on one port, sharing Redis', async (t) => {
 
   const dir = t.testdir();
   const port = await freePort();
-  const managementPort = await freePort();
+  // Process i listens on managementPort + i.
+  const managementPort = await freePortRun(2);
   const raw = baseTestConfig();
   raw.issuer = `http://127.0.0.1:${port}`;
   raw.listen = { host: '127.0.0.1', port };
