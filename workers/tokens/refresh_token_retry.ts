@@ -101,11 +101,11 @@ function derivedSuccessor(retired: FamilyHandle, nonce: Uint8Array, clientId: st
 }
 
 /**
- * The version 1 key. HKDF-SHA-256 (RFC 5869) with the whole handle as input keying material (256 bits of secret), no
- * salt and 32 bytes of output, which is one block: PRK = HMAC(zero salt, IKM) (§2.2), OKM = T(1) =
- * HMAC(PRK, info ‖ 0x01) (§2.3). Written as its two HMACs because `hkdfSync` costs twice as much
- * (11.6 against 5.4 µs, bench/README.md): it makes a KeyObject of the input on every call. The
- * bytes are `hkdfSync`'s; a test checks it.
+ * The version 1 key: HKDF-SHA-256 (RFC 5869) with the whole handle as input keying material (256
+ * bits of secret), no salt and 32 bytes of output, which is one block: PRK = HMAC(zero salt, IKM)
+ * (§2.2), OKM = T(1) = HMAC(PRK, info ‖ 0x01) (§2.3). Written as its two HMACs because `hkdfSync`
+ * costs twice as much (11.6 against 5.4 µs, bench/README.md): it makes a KeyObject of the input on
+ * every call. The bytes are `hkdfSync`'s; a test checks it.
  */
 function retryKeyMaterial(retired: FamilyHandle): Buffer {
   const prk = createHmac('sha256', zeroSalt).update(retired.handle, 'utf8').digest();
