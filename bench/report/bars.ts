@@ -4,6 +4,7 @@
  * a partial run judges what it measured.
  */
 import type { BarResult, BenchResults, ContenderResult, FloorRow, ScenarioResult } from './results.js';
+import { hasMultiple, us } from './floors.js';
 import { contenderLabel, formatMs } from './table.js';
 
 /** client_credentials: CPU per request at most this multiple of its floor. */
@@ -25,7 +26,6 @@ export const otherGrants = [
 /** refresh_token on Redis: at least this multiple of node-oidc-provider on Redis, in req/s. */
 export const refreshMinPeerRatio = 5;
 
-const us = (value: number): string => (Math.abs(value) < 100 ? value.toFixed(1) : Math.round(value).toLocaleString('en-US'));
 const rps = (value: number): string => Math.round(value).toLocaleString('en-US');
 
 function scenarioOf(results: BenchResults, name: string): ScenarioResult | undefined {
@@ -49,22 +49,18 @@ function floorRowsOf(scenario: ScenarioResult): FloorRow[] {
   return (scenario.floor?.rows ?? []).filter((row) => ids.has(row.contender));
 }
 
-/**
- * Each row against `limit`. `met` is null when a row cannot be judged: a figure taken minus work
- * measured apart (the password's hash) that comes out at or below zero is a difference of two
- * noisy figures, the excluded part's spread larger than all the rest of the request, not a cost.
- */
+/** Each row against `limit`; `met` is null when a row has no multiple to judge ({@link hasMultiple}). */
 function multiples(scenario: ScenarioResult, limit: number): { met: boolean | null; text: string } | null {
   const rows = floorRowsOf(scenario);
   if (rows.length === 0) return null;
   const text = rows
     .map((r) =>
-      r.figureUs <= 0
+      !hasMultiple(r)
         ? `${labelOf(scenario, r.contender)} not judged (${us(r.figureUs)} µs once the work measured apart is taken off: within that measurement's spread)`
         : `${labelOf(scenario, r.contender)} ${r.multiple.toFixed(2)}x (${us(r.figureUs)} / ${us(r.floorUs)} µs)${r.multiple <= limit ? '' : ' ✗'}`,
     )
     .join(', ');
-  const judged = rows.filter((r) => r.figureUs > 0);
+  const judged = rows.filter(hasMultiple);
   const failed = judged.some((r) => r.multiple > limit);
   return { met: failed ? false : judged.length < rows.length ? null : true, text };
 }

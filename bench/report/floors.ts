@@ -77,7 +77,17 @@ export function scenarioFloor(
   return { declared, breakdown, rows: breakdown === null ? [] : floorRows(contenders, breakdown) };
 }
 
-const us = (value: number): string => (Math.abs(value) < 100 ? value.toFixed(1) : Math.round(value).toLocaleString('en-US'));
+/** µs as the floor lines and the bars print them: one decimal under 100, whole with separators above. */
+export const us = (value: number): string => (Math.abs(value) < 100 ? value.toFixed(1) : Math.round(value).toLocaleString('en-US'));
+
+/**
+ * Whether a row has a multiple to print and judge. Taken minus work measured apart (the password's
+ * hash), a figure at or below zero is a difference of two noisy figures, the excluded part's spread
+ * larger than all the rest of the request, not a cost.
+ */
+export function hasMultiple(row: FloorRow): boolean {
+  return row.figureUs > 0;
+}
 
 function formatPart(part: FloorPart): string {
   const count = part.count === 1 ? '' : `${Number.isInteger(part.count) ? part.count : part.count.toFixed(2)} × `;
@@ -114,7 +124,5 @@ export function formatFloor(floor: ScenarioFloor): string {
 /** A row's two table cells: its floor in µs and its multiple. */
 export function floorCells(row: FloorRow | undefined): [string, string] {
   if (row === undefined) return ['–', '–'];
-  // Minus work measured apart (the password's hash), nothing left is within that measurement's
-  // spread: no multiple to print (bench/report/bars.ts does not judge such a row either).
-  return [us(row.floorUs), row.figureUs <= 0 ? 'n/a' : `${row.multiple.toFixed(2)}x`];
+  return [us(row.floorUs), hasMultiple(row) ? `${row.multiple.toFixed(2)}x` : 'n/a'];
 }

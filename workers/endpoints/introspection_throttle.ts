@@ -1,5 +1,4 @@
-import { hash } from 'node:crypto';
-import type { ThrottleLimits } from '../grants/failure_throttle.js';
+import { subjectDigest, type ThrottleLimits } from '../grants/failure_throttle.js';
 import type { Store } from '../store/store.js';
 
 /**
@@ -35,13 +34,9 @@ export class IntrospectionThrottle {
 
   /** Counts an inactive answer; returns the seconds `caller` is now blocked for, or 0. */
   async recordInactive(caller: string): Promise<number> {
-    const { count, resetInMs } = await this.store.increment(`introspect:${digest(caller)}`, this.limits.windowSeconds * 1000);
+    const { count, resetInMs } = await this.store.increment(`introspect:${subjectDigest(caller)}`, this.limits.windowSeconds * 1000);
     if (count < this.limits.maxFailures) return 0;
     this.blockedUntil.set(caller, this.now() + resetInMs);
     return this.retryAfterSeconds(caller);
   }
-}
-
-function digest(subject: string): string {
-  return hash('sha256', subject, 'base64url');
 }

@@ -71,11 +71,11 @@ export class FailureThrottle {
   }
 
   private counterName(subject: string): string {
-    return `${this.scope}:${digest(subject)}`;
+    return `${this.scope}:${subjectDigest(subject)}`;
   }
 
   private lockKey(subject: string) {
-    return { kind: 'misc', id: `lock:${this.scope}:${digest(subject)}` } as const;
+    return { kind: 'misc', id: `lock:${this.scope}:${subjectDigest(subject)}` } as const;
   }
 }
 
@@ -106,6 +106,7 @@ function blockedUntil(until: number, now: number): ThrottleState {
   return { blocked: true, retryAfterSeconds: Math.max(1, Math.ceil((until - now) / 1000)) };
 }
 
-function digest(subject: string): string {
+/** A throttle's subject as its store keys carry it: hashed, so usernames and client ids never appear in keys (docs/storage.md). */
+export function subjectDigest(subject: string): string {
   return hash('sha256', subject, 'base64url');
 }

@@ -1,4 +1,5 @@
-import { hash, randomInt } from 'node:crypto';
+import { randomInt } from 'node:crypto';
+import { hashHandle } from '../store/handle.js';
 import type { StoreKey } from '../store/store.js';
 import type { ClaimValue } from '../protocol/validator_api.js';
 
@@ -63,7 +64,7 @@ export function normalizeUserCode(input: string): string | undefined {
 }
 
 export function userCodeKey(code: string): StoreKey {
-  return { kind: 'uc', id: hash('sha256', code, 'base64url') };
+  return { kind: 'uc', id: hashHandle(code) };
 }
 
 export function pollStateKey(deviceKey: StoreKey): StoreKey {
