@@ -342,14 +342,18 @@ export interface StoreCommandCost {
   redisUs: number | null;
 }
 
-/** Every part a floor is made of, measured once in the run, before the scenarios. */
+/**
+ * Every part a floor is made of: measured once in the run, before the scenarios (the run's
+ * `floors`), and again in every round of each scenario with a floor (`ScenarioFloor.rounds`).
+ */
 export interface FloorComponents {
   crypto: CryptoCost[];
   /**
    * The bare uWS POST: the ceiling endpoint's server CPU per request, from the `ceiling` scenario
-   * when the run has it, else from a run of it for the floors alone (`source`). Null: not measured validly.
+   * when the run has it, else from a run of it for the floors alone, or (`round`) from the ceiling
+   * endpoint measured in that round of the scenario beside its contenders. Null: not measured validly.
    */
-  http: { usPerRequest: number; rps: number; source: 'ceiling' | 'floors' } | null;
+  http: { usPerRequest: number; rps: number; source: 'ceiling' | 'floors' | 'round' } | null;
   /** Each command some scenario's floor sends on Redis (empty when no Redis contender runs). */
   store: StoreCommandCost[];
   /** One argon2id verify of the bench user's hash, CPU µs, four at a time as the password lane runs them (when the password scenario runs). */
@@ -379,6 +383,14 @@ export interface FloorBreakdown {
   excludedUs: number | null;
 }
 
+/** One row's figure against the floor of one round (both measured in that round). */
+export interface FloorRound {
+  round: number;
+  floorUs: number;
+  figureUs: number;
+  multiple: number;
+}
+
 /** One row against its floor. */
 export interface FloorRow {
   contender: string;
@@ -386,14 +398,28 @@ export interface FloorRow {
   floorUs: number;
   /** Server µs/req, on Redis + Redis µs/req, minus the excluded work. */
   figureUs: number;
-  /** `figureUs ÷ floorUs`. */
+  /**
+   * `figureUs ÷ floorUs`; with `perRound`, the median of the rounds' multiples instead, each
+   * round's figure over the floor measured in that same round.
+   */
   multiple: number;
+  /** Each valid round against its own floor (absent in files from before floors were measured per round). */
+  perRound?: FloorRound[];
+}
+
+/** The parts of a floor measured in one round of a scenario, before its contenders ran. */
+export interface FloorComponentsRound {
+  round: number;
+  components: FloorComponents;
 }
 
 export interface ScenarioFloor {
   declared: RequestFloor;
+  /** With `rounds`: the median of the rounds' parts. */
   breakdown: FloorBreakdown | null;
   rows: FloorRow[];
+  /** The parts measured in each round (absent in older files, whose floor is the run's). */
+  rounds?: FloorComponentsRound[];
 }
 
 /** One bar of issue 18, judged on this run (report/bars.ts). */

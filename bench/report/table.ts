@@ -208,6 +208,10 @@ export const tableHeader =
 
 export function formatScenario(scenario: ScenarioResult): string {
   const floorOf = (id: string): FloorRow | undefined => scenario.floor?.rows.find((r) => r.contender === id);
+  const labelOf = (id: string): string => {
+    const contender = scenario.contenders.find((c) => c.id === id);
+    return contender === undefined ? id : contenderLabel(contender);
+  };
   const lines = [`### ${scenario.name}`, '', scenario.measures, '', tableHeader, ...scenario.contenders.map((c) => row(c, floorOf(c.id)))];
   const baselines = scenario.baselines ?? [];
   const underLoad = scenario.underLoad ?? [];
@@ -217,14 +221,10 @@ export function formatScenario(scenario: ScenarioResult): string {
     for (const ratio of scenario.ratios) lines.push(`- ${formatRatio(ratio, scenario.contenders)}`);
     for (const comparison of baselines) lines.push(`- ${formatBaselineComparison(comparison, scenario.contenders)}`);
     for (const comparison of underLoad) lines.push(`- ${formatUnderLoad(comparison, scenario.contenders)}`);
-    const labelOf = (id: string): string => {
-      const contender = scenario.contenders.find((c) => c.id === id);
-      return contender === undefined ? id : contenderLabel(contender);
-    };
     for (const comparison of scaling) lines.push(`- ${formatProcessScaling(comparison, labelOf)}`);
   }
   const details = [
-    ...(scenario.floor === undefined ? [] : [formatFloor(scenario.floor)]),
+    ...(scenario.floor === undefined ? [] : [formatFloor(scenario.floor, labelOf)]),
     ...(scenario.notes ?? []),
     ...scenario.contenders.flatMap(contenderDetails),
   ];

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from '../../test/helpers/free_port.js';
 import type { ContenderKind } from '../report/results.js';
 import type { LoadRequest } from '../load/load_generator.js';
+import { ceiling } from '../scenarios/ceiling.js';
 import { sendOnce } from '../scenarios/requests.js';
 import type {
   ActiveScenario,
@@ -224,18 +225,24 @@ function peerContender(scenario: ActiveScenario, peer: PeerDefinition, ctx: RunC
   };
 }
 
+/**
+ * The bare uWS endpoint: the `ceiling` scenario's one contender, and in every scenario with a
+ * floor the floor's bare request, measured in each round beside the scenario's servers
+ * (runner/floors.ts) with the ceiling's own request.
+ */
 function ceilingContender(scenario: ActiveScenario, ctx: RunContext): Contender {
+  const own = scenario.server === 'ceiling';
   return {
     id: 'uws-ceiling',
-    label: 'uWS trivial POST',
+    label: own ? 'uWS trivial POST' : 'uWS trivial POST (floor)',
     kind: 'ceiling',
     store: null,
-    expectedRps: scenario.expectedRps ?? 50_000,
+    expectedRps: (own ? scenario.expectedRps : ceiling.expectedRps) ?? 50_000,
     background: null,
     alone: null,
     processes: 1,
     oneProcess: null,
-    requestKinds: kindsOf(scenario.name, scenario.plan, scenario.workload),
+    requestKinds: own ? kindsOf(scenario.name, scenario.plan, scenario.workload) : kindsOf(ceiling.name, ceiling.plan, undefined),
     async start() {
       const server = await startChild({
         name: 'uws-ceiling',
@@ -256,7 +263,8 @@ function ceilingContender(scenario: ActiveScenario, ctx: RunContext): Contender 
 /**
  * The contenders of a scenario, in the order each round runs them: Tessera on each store asked
  * for, each followed by the baseline on that store when there is one (back to back, so the two
- * meet the most similar machine), then the peers. `--store` filters Tessera's stores; scenarios
+ * meet the most similar machine), then the peers, then, when the scenario has a floor, the bare
+ * uWS endpoint for the floor's bare request in that round. `--store` filters Tessera's stores; scenarios
  * that touch no store ignore it. With `--processes 1,2` each Redis contender is measured once per
  * count (memory-store ones with one process). A scenario with a background load measures each Tessera (and
  * baseline) contender twice, in two processes of its own: alone, then right after under the load.
@@ -292,5 +300,9 @@ export function contendersOf(scenario: ActiveScenario, ctx: RunContext): Contend
     ...withBackground(store, measured),
     ...(baseline === null ? [] : withBackground(store, baseline)),
   ]);
-  return [...tessera, ...peers.map((peer) => peerContender(scenario, peer, ctx))];
+  return [
+    ...tessera,
+    ...peers.map((peer) => peerContender(scenario, peer, ctx)),
+    ...(scenario.floor === undefined ? [] : [ceilingContender(scenario, ctx)]),
+  ];
 }

@@ -1,13 +1,14 @@
 /**
- * The parts of every floor (scenarios/floor.ts), measured once per run before the scenarios so
- * that each table can print its rows against its floor: signatures and verifications in this
- * process, the store commands as bare ioredis loops against the bench's redis-server, the
- * argon2id verify the password floor excludes, and the bare uWS request from the ceiling endpoint
- * with the run's load generator (the `ceiling` scenario itself, measured first when the run has
- * it, else once for the floors alone).
+ * The parts of every floor (scenarios/floor.ts): signatures and verifications in this process, the
+ * store commands as bare ioredis loops against the bench's redis-server, the argon2id verify the
+ * password floor excludes, and the bare uWS request from the ceiling endpoint with the run's load
+ * generator. Measured once per run before the scenarios (the table of floors, the bound, the
+ * password's hash; the bare request from the `ceiling` scenario itself when the run has it, else
+ * from a run of it for the floors alone), and again in each round of every scenario with a floor,
+ * which its rows are judged against ({@link runScenarioWithFloor}).
  */
 import { scenarioFloor } from '../report/floors.js';
-import type { CryptoCost, FloorComponents, ScenarioResult, StoreCommandCost } from '../report/results.js';
+import type { CryptoCost, FloorComponents, FloorComponentsRound, ScenarioResult, StoreCommandCost } from '../report/results.js';
 import { ceiling } from '../scenarios/ceiling.js';
 import { storeCommandName, type StoreCommand } from '../scenarios/floor.js';
 import type { ActiveScenario } from '../scenarios/scenario.js';
@@ -92,16 +93,59 @@ export async function measureFloors(active: readonly ActiveScenario[], ctx: RunC
 
 /**
  * Runs one scenario (the ceiling's result is the one the floors measured) and sets its rows against
- * its floor.
+ * its floor. A scenario with a floor measures it again in every round, before its contenders: the
+ * signatures and verifications, its store commands on Redis, and the bare uWS request as one more
+ * contender of the round (runner/contenders.ts). Each row is then judged round by round
+ * (report/floors.ts, `floorRowsByRound`): a VM that drifts during the run moves a round's floor
+ * and its figures alike. The run's own floors (measured once, before the scenarios) stay for the
+ * table of floors, the bound, and the password's hash.
  */
 export async function runScenarioWithFloor(
   scenario: ActiveScenario,
   ctx: RunContext,
   floors: FloorsRun | null,
 ): Promise<ScenarioResult | null> {
-  const result = scenario === ceiling && floors?.ceiling != null ? floors.ceiling : await runScenario(scenario, ctx);
+  if (scenario === ceiling && floors?.ceiling != null) return floors.ceiling;
+  const declared = scenario.floor;
+  const measuredRounds: { round: number; crypto: CryptoCost[]; store: StoreCommandCost[] }[] = [];
+  const beforeRound =
+    declared === undefined
+      ? undefined
+      : async (round: number): Promise<void> => {
+          const crypto: CryptoCost[] = [];
+          for (const alg of algorithmsOf([scenario])) {
+            ctx.progress.phase(`${scenario.name} · round ${round} · floor: ${alg}`);
+            crypto.push(measureCryptoCost(alg));
+          }
+          const store: StoreCommandCost[] = [];
+          const commands = storeCommandsOf([scenario], ctx);
+          if (commands.length > 0) {
+            const redis = await ctx.ensureRedis();
+            for (const command of commands) {
+              ctx.progress.phase(`${scenario.name} · round ${round} · floor: ${storeCommandName(command)}`);
+              store.push(await measureStoreCommand(redis.url, redis.pid, command));
+            }
+          }
+          measuredRounds.push({ round, crypto, store });
+        };
+  const result = await runScenario(scenario, ctx, beforeRound);
   if (result === null) return null;
-  const floor = scenarioFloor(scenario.floor, result.contenders, floors?.components);
+  const bare = result.contenders.find((c) => c.kind === 'ceiling');
+  const rounds: FloorComponentsRound[] = [];
+  for (const measured of measuredRounds) {
+    const run = bare?.rounds.find((r) => r.round === measured.round);
+    const usPerRequest = run?.valid === true ? run.cpu.serverUsPerRequest : null;
+    rounds.push({
+      round: measured.round,
+      components: {
+        crypto: measured.crypto,
+        http: usPerRequest == null ? null : { usPerRequest, rps: run!.load.rps, source: 'round' },
+        store: measured.store,
+        hashUs: floors?.components.hashUs ?? null,
+      },
+    });
+  }
+  const floor = scenarioFloor(declared, result.contenders, floors?.components, rounds);
   return floor === null ? result : { ...result, floor };
 }
 

@@ -136,7 +136,12 @@ function ratiosOf(contenders: readonly ContenderResult[]): RatioResult[] {
  * Starts every contender of the scenario, checks each with one real request, then runs the rounds
  * interleaved (A, B, C, A, B, C) so that all of them see the same machine, and stops them.
  */
-export async function runScenario(scenario: ActiveScenario, ctx: RunContext): Promise<ScenarioResult | null> {
+export async function runScenario(
+  scenario: ActiveScenario,
+  ctx: RunContext,
+  /** Runs at the start of each round, before its contenders (the floor's parts, runner/floors.ts). */
+  beforeRound?: (round: number) => Promise<void>,
+): Promise<ScenarioResult | null> {
   const { progress } = ctx;
   const contenders = contendersOf(scenario, ctx);
   if (contenders.length === 0) {
@@ -223,6 +228,7 @@ export async function runScenario(scenario: ActiveScenario, ctx: RunContext): Pr
     }
 
     for (let round = 1; round <= rounds; round++) {
+      await beforeRound?.(round);
       for (const state of states) {
         const started = state.started;
         const workload = state.workload;

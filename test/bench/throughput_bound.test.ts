@@ -102,3 +102,13 @@ t.test("without the sign micro-bench or the ceiling scenario the bound takes the
     'no bare request measured',
   );
 });
+
+t.test("the bare request measured in client_credentials' own rounds comes before the ceiling scenario's", async (t) => {
+  const withFloor = scenario('client_credentials', [
+    ...clientCredentials.contenders,
+    contender('ceiling', null, summary(60_000, { serverUsPerRequest: 10 })),
+  ]);
+  const bound = throughputBound(results({ scenarios: [withFloor, ceiling], signPerCpuSecond: 25_000 }));
+  t.equal(bound?.httpUs, 10, 'not the ceiling scenario’s 20 µs');
+  t.equal(bound?.tesseraRps, 13_000, 'the ceiling contender is not a Tessera row');
+});
