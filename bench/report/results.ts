@@ -405,6 +405,11 @@ export interface FloorRow {
   multiple: number;
   /** Each valid round against its own floor (absent in files from before floors were measured per round). */
   perRound?: FloorRound[];
+  /**
+   * True when the floor excludes work measured apart and the rounds' figures, once it is taken
+   * off, spread wider than their median: what is left is that measurement's noise, not a cost.
+   */
+  undetermined?: boolean;
 }
 
 /** The parts of a floor measured in one round of a scenario, before its contenders ran. */

@@ -4,7 +4,7 @@
  * floor of that round (bench/report/floors.ts), the median of the rounds' multiples.
  */
 import t from 'tap';
-import { floorRowsByRound, formatFloor, medianComponents, scenarioFloor } from '../../bench/report/floors.js';
+import { floorCells, floorRowsByRound, formatFloor, hasMultiple, medianComponents, scenarioFloor } from '../../bench/report/floors.js';
 import type { ContenderResult, FloorComponents, FloorComponentsRound, RoundResult } from '../../bench/report/results.js';
 import type { LoadGenerator } from '../../bench/load/load_generator.js';
 import { contendersOf } from '../../bench/runner/contenders.js';
@@ -145,4 +145,32 @@ t.test('a scenario floor with rounds prints the median parts and each row round 
   t.equal(runOnly.rounds, undefined, 'without rounds: the run’s floors, as older files have it');
   t.equal(runOnly.rows[0]?.multiple, 85 / 40);
   t.notMatch(formatFloor(runOnly), /each round/);
+});
+
+t.test('minus work measured apart, rounds that spread wider than their median are not judged', async (t) => {
+  const password: RequestFloor = { signatures: { ES256: 1 }, verifications: {}, store: [], excludes: 'argon2id-verify' };
+  const withHash = (n: number): FloorComponentsRound => ({ round: n, components: { ...parts(30, 10, 8), hashUs: 14_000 } });
+  const rounds = [withHash(1), withHash(2)];
+  // 14,028 and 14,707 µs a request: 28 and 707 µs left once the hash is off (the 06:50 run's rows).
+  const noisy = withRounds(contenderResult('tessera/memory', 'tessera', 'memory', summary(1)), [measured(1, 14_028), measured(2, 14_707)]);
+  const [row] = floorRowsByRound(password, [noisy], rounds);
+  t.equal(row?.undetermined, true);
+  t.notOk(hasMultiple(row!), 'no multiple to judge');
+  t.same(floorCells(row), ['40.0', 'n/a']);
+  const steady = withRounds(contenderResult('tessera/memory', 'tessera', 'memory', summary(1)), [measured(1, 14_060), measured(2, 14_080)]);
+  const [judged] = floorRowsByRound(password, [steady], rounds);
+  t.equal(judged?.undetermined, undefined);
+  t.ok(hasMultiple(judged!));
+  t.equal(judged?.multiple, 1.75, '(60 + 80) / 2 / 40');
+  // Without excluded work a wide spread is the VM's, and the row is judged on its median.
+  const wide = withRounds(contenderResult('tessera/memory', 'tessera', 'memory', summary(1)), [measured(1, 30), measured(2, 200)]);
+  const [plain] = floorRowsByRound(
+    refresh,
+    [wide],
+    [
+      { round: 1, components: parts(30, 10, 8) },
+      { round: 2, components: parts(30, 10, 8) },
+    ],
+  );
+  t.ok(hasMultiple(plain!));
 });
