@@ -13,7 +13,11 @@ export const clientCredentialsMaxMultiple = 1.3;
 export const clientCredentialsMinBoundShare = 0.75;
 /** Every other grant: at most this multiple of its floor. */
 export const grantMaxMultiple = 1.6;
-/** The grants that bar covers, as issue 18 lists them (password minus its hash: its floor excludes it). */
+/**
+ * The grants that bar covers, as issue 18 lists them. "Password minus the hash" is judged on
+ * `password_cheap_hash`: minus the real 14 ms hash the rest is within the hash's measuring spread
+ * (bench/README.md, "Bars"); the `password` scenario prints its rows without a bar.
+ */
 export const otherGrants = [
   'refresh_token',
   'authorization_code',
@@ -21,7 +25,7 @@ export const otherGrants = [
   'delegation',
   'token_exchange',
   'introspection',
-  'password',
+  'password_cheap_hash',
 ];
 /** refresh_token on Redis: at least this multiple of node-oidc-provider on Redis, in req/s. */
 export const refreshMinPeerRatio = 5;

@@ -52,7 +52,8 @@ export function floorBreakdown(declared: RequestFloor, components: FloorComponen
     parts.push({ name, count, us: count * each, redisOnly: true });
     if (storeUs !== null) storeUs += count * each;
   }
-  const excludedUs = declared.excludes === undefined ? 0 : components.hashUs;
+  const excludedUs =
+    declared.excludes === undefined ? 0 : declared.excludes === 'argon2id-verify' ? components.hashUs : (components.cheapHashUs ?? null);
   return { parts, signUs, verifyUs, httpUs, storeUs, excludedUs };
 }
 
@@ -125,6 +126,7 @@ export function medianComponents(rounds: readonly FloorComponents[]): FloorCompo
       redisUs: medianOrNull(costs.map((c) => c.redisUs)),
     })),
     hashUs: medianOrNull(rounds.map((r) => r.hashUs)),
+    cheapHashUs: medianOrNull(rounds.map((r) => r.cheapHashUs ?? null)),
   };
 }
 

@@ -358,6 +358,8 @@ export interface FloorComponents {
   store: StoreCommandCost[];
   /** One argon2id verify of the bench user's hash, CPU µs, four at a time as the password lane runs them (when the password scenario runs). */
   hashUs: number | null;
+  /** The same for the cheap-hash user (`password_cheap_hash`); absent in older files. */
+  cheapHashUs?: number | null;
 }
 
 /** One part of a floor in this run: `count` × its cost, µs per request. */

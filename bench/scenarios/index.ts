@@ -15,6 +15,7 @@ import { introspection } from './introspection.js';
 import { jwks } from './jwks.js';
 import { mixed } from './mixed.js';
 import { password } from './password.js';
+import { passwordCheapHash } from './password_cheap_hash.js';
 import { refreshToken } from './refresh_token.js';
 import type { Scenario } from './scenario.js';
 import { tokenExchange } from './token_exchange.js';
@@ -27,6 +28,7 @@ export const scenarios: readonly Scenario[] = [
   discovery,
   ceiling,
   password,
+  passwordCheapHash,
   clientCredentialsSigninFlood,
   refreshToken,
   authorizationCode,

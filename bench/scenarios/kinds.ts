@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Expectation } from '../load/load_generator.js';
-import { benchClient, benchClients, benchUser, introspectingResource } from '../support/bench_config.js';
+import { benchClient, benchClients, benchUser, introspectingResource, type BenchUser } from '../support/bench_config.js';
 import type { BenchAlgorithm } from '../support/keys.js';
 import type { ClaimValue } from '../../workers/protocol/validator_api.js';
 import { parseJson, subjectIs, tokenExpectation, tokenResponse, verifyAccessTokenResponse } from './checks.js';
@@ -54,19 +54,19 @@ export const refreshScopes = ['api1', 'offline_access'] as const;
  * The password grant as its scenarios send it: `ro.client` (Basic) signs the bench user in with
  * the refresh scopes, and receives an access token and a refresh token.
  */
-export function passwordPlan(): RequestPlan {
+export function passwordPlan(user: BenchUser = benchUser): RequestPlan {
   const scope = refreshScopes.join(' ');
   return {
     request: formPost(
       tokenPath,
-      { grant_type: 'password', username: benchUser.username, password: benchUser.password, scope },
+      { grant_type: 'password', username: user.username, password: user.password, scope },
       basicAuthorization(benchClients.ro.clientId, benchClients.ro.secret),
     ),
     expect: tokenExpectation({ refreshToken: true, idToken: false }),
     verify: verifyAccessTokenResponse('ES256', scope, {
       refreshToken: true,
       idToken: false,
-      claims: subjectIs(benchUser.subject),
+      claims: subjectIs(user.subject),
     }),
   };
 }

@@ -3,7 +3,7 @@
  * cost new hashes get) verified one at a time with @node-rs/argon2, as the workers verify it.
  */
 import { verify } from '@node-rs/argon2';
-import { benchUser } from './bench_config.js';
+import { benchUser, type BenchUser } from './bench_config.js';
 
 export interface HashCost {
   params: string;
@@ -18,14 +18,14 @@ export interface HashCost {
  * `concurrency` verifies at a time (the password lane runs `workers.passwordConcurrency` [4] at
  * once, and argon2's memory makes concurrent verifies cost more CPU each than one alone).
  */
-export async function measureHashCost(verifies = 20, concurrency = 1): Promise<HashCost> {
-  const params = /^\$argon2id\$v=19\$(m=\d+,t=\d+,p=\d+)\$/.exec(benchUser.passwordHash)?.[1] ?? '?';
-  if (!(await verify(benchUser.passwordHash, benchUser.password))) throw new Error('the bench user hash does not verify its password');
+export async function measureHashCost(verifies = 20, concurrency = 1, user: BenchUser = benchUser): Promise<HashCost> {
+  const params = /^\$argon2id\$v=19\$(m=\d+,t=\d+,p=\d+)\$/.exec(user.passwordHash)?.[1] ?? '?';
+  if (!(await verify(user.passwordHash, user.password))) throw new Error(`the hash of ${user.username} does not verify its password`);
   const cpu = process.cpuUsage();
   const start = performance.now();
   let started = 0;
   const verifyInTurn = async (): Promise<void> => {
-    while (started++ < verifies) await verify(benchUser.passwordHash, benchUser.password);
+    while (started++ < verifies) await verify(user.passwordHash, user.password);
   };
   await Promise.all(Array.from({ length: concurrency }, verifyInTurn));
   const wallMs = (performance.now() - start) / verifies;

@@ -174,3 +174,31 @@ t.test('minus work measured apart, rounds that spread wider than their median ar
   );
   t.ok(hasMultiple(plain!));
 });
+
+t.test('the cheap-hash password scenario takes off the cheap verify measured in its round', async (t) => {
+  const scenario = scenarios.find((s): s is ActiveScenario => s.kind === 'active' && s.name === 'password_cheap_hash');
+  const floor = scenario?.floor;
+  t.equal(floor?.excludes, 'argon2id-verify-cheap');
+  const password = scenarios.find((s): s is ActiveScenario => s.kind === 'active' && s.name === 'password');
+  t.same({ ...floor, excludes: undefined }, { ...password?.floor, excludes: undefined }, 'the password floor otherwise');
+  t.match(scenario?.plan?.request.body ?? '', /username=bench-cheap/);
+  const round = (n: number, cheapHashUs: number): FloorComponentsRound => ({
+    round: n,
+    components: { ...parts(30, 10, 8), store: [], hashUs: 14_000, cheapHashUs },
+  });
+  const row = withRounds(contenderResult('tessera/memory', 'tessera', 'memory', summary(1)), [measured(1, 180), measured(2, 170)]);
+  const [judged] = floorRowsByRound(floor!, [row], [round(1, 100), round(2, 90)]);
+  t.same(
+    judged?.perRound?.map((r) => [r.figureUs, r.multiple]),
+    [
+      [80, 2],
+      [80, 2],
+    ],
+    'minus each round’s own cheap verify, not the 14 ms one',
+  );
+  t.same(
+    floorRowsByRound(floor!, [row], [{ round: 1, components: { ...parts(30, 10, 8), hashUs: 14_000 } }]),
+    [],
+    'no cheap verify measured: no row',
+  );
+});
