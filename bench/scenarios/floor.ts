@@ -45,7 +45,7 @@ export interface RequestFloor {
   /**
    * Work the request does by design that is not compared: Tessera's figure is taken minus its cost
    * measured in the same run (the password grant's argon2id verify, issue 18: "password minus the
-   * hash"): the bench user's (14 ms), or the cheap-hash user's (about 0.1 ms, `-cheap`).
+   * hash"): the bench user's (14 ms), or the cheap-hash user's (about 0.28 ms, `-cheap`).
    */
   excludes?: 'argon2id-verify' | 'argon2id-verify-cheap';
 }
