@@ -15,6 +15,8 @@ import { ceiling } from '../../bench/scenarios/ceiling.js';
 import { oncePerRequest, storeCommandName, type RequestFloor } from '../../bench/scenarios/floor.js';
 import { scenarios } from '../../bench/scenarios/index.js';
 import type { ActiveScenario, ServerAccess } from '../../bench/scenarios/scenario.js';
+import { cheapHashUser } from '../../bench/support/bench_config.js';
+import { isPasswordHash, verifyPassword } from '../../workers/crypto/password_hash.js';
 import { contenderResult, roundResult, summary } from './summary_fixture.js';
 
 const get = { op: 'get', bytes: 214 } as const;
@@ -182,6 +184,9 @@ t.test('the cheap-hash password scenario takes off the cheap verify measured in 
   const password = scenarios.find((s): s is ActiveScenario => s.kind === 'active' && s.name === 'password');
   t.same({ ...floor, excludes: undefined }, { ...password?.floor, excludes: undefined }, 'the password floor otherwise');
   t.match(scenario?.plan?.request.body ?? '', /username=bench-cheap/);
+  // A gateway refuses a config whose hash is below the least cost it accepts (m=8 was, at start-up).
+  t.ok(isPasswordHash(cheapHashUser.passwordHash), 'a hash the config accepts');
+  t.ok(await verifyPassword(cheapHashUser.password, cheapHashUser.passwordHash), 'and it verifies its password');
   const round = (n: number, cheapHashUs: number): FloorComponentsRound => ({
     round: n,
     components: { ...parts(30, 10, 8), store: [], hashUs: 14_000, cheapHashUs },
