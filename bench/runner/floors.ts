@@ -50,14 +50,42 @@ function storeCommandsOf(scenarios: readonly ActiveScenario[], ctx: RunContext):
   return [...commands.values()];
 }
 
+/** The parts the run's floors and each round measure alike. */
+interface MeasuredParts {
+  crypto: CryptoCost[];
+  store: StoreCommandCost[];
+  /** One verify of the cheap-hash user; null when no scenario here excludes it. */
+  cheapHashUs: number | null;
+}
+
 /**
- * One verify of the cheap-hash user, CPU µs, as the password lane runs them: about 0.28 ms, so
- * measured over 1,000 verifies, and again in each round (unlike the 14 ms hash, a difference
- * this small leaves the rest of the request measurable: bench/README.md, "Bars").
+ * The signatures and verifications of `scenarios`' floors, their store commands when a Redis row
+ * runs, and the cheap-hash user's verify when one excludes it: about 0.28 ms, measured over 1,000
+ * verifies as the password lane runs them (unlike the 14 ms hash, a difference this small leaves
+ * the rest of the request measurable: bench/README.md, "Bars"). `where` heads the progress lines.
  */
-async function measureCheapHash(phase: (text: string) => void, where: string): Promise<number> {
-  phase(`${where} · argon2id verifies of the cheap hash, ${passwordLaneConcurrency} at a time`);
-  return (await measureHashCost(1_000, passwordLaneConcurrency, cheapHashUser)).cpuMs * 1000;
+async function measureParts(scenarios: readonly ActiveScenario[], ctx: RunContext, where: string): Promise<MeasuredParts> {
+  const { progress } = ctx;
+  const crypto: CryptoCost[] = [];
+  for (const alg of algorithmsOf(scenarios)) {
+    progress.phase(`${where} · ${alg}: a JWT signed, a signature, a verification`);
+    crypto.push(measureCryptoCost(alg));
+  }
+  let cheapHashUs: number | null = null;
+  if (scenarios.some((s) => s.floor?.excludes === 'argon2id-verify-cheap')) {
+    progress.phase(`${where} · argon2id verifies of the cheap hash, ${passwordLaneConcurrency} at a time`);
+    cheapHashUs = (await measureHashCost(1_000, passwordLaneConcurrency, cheapHashUser)).cpuMs * 1000;
+  }
+  const store: StoreCommandCost[] = [];
+  const commands = storeCommandsOf(scenarios, ctx);
+  if (commands.length > 0) {
+    const redis = await ctx.ensureRedis();
+    for (const command of commands) {
+      progress.phase(`${where} · ${storeCommandName(command)}, a bare ioredis loop`);
+      store.push(await measureStoreCommand(redis.url, redis.pid, command));
+    }
+  }
+  return { crypto, store, cheapHashUs };
 }
 
 /** Null when no scenario of the run declares a floor. */
@@ -65,32 +93,19 @@ export async function measureFloors(active: readonly ActiveScenario[], ctx: RunC
   const floored = active.filter((s) => s.floor !== undefined);
   if (floored.length === 0) return null;
   const { progress } = ctx;
-  const crypto: CryptoCost[] = [];
-  for (const alg of algorithmsOf(floored)) {
-    progress.phase(`floors · ${alg}: a JWT signed, a signature, a verification`);
-    crypto.push(measureCryptoCost(alg));
-  }
   let hashUs: number | null = null;
   if (floored.some((s) => s.floor?.excludes === 'argon2id-verify')) {
     progress.phase(`floors · argon2id verifies, ${passwordLaneConcurrency} at a time`);
     hashUs = (await measureHashCost(40, passwordLaneConcurrency)).cpuMs * 1000;
   }
-  let cheapHashUs: number | null = null;
-  if (floored.some((s) => s.floor?.excludes === 'argon2id-verify-cheap'))
-    cheapHashUs = await measureCheapHash(progress.phase.bind(progress), 'floors');
-  const store: StoreCommandCost[] = [];
   const commands = storeCommandsOf(floored, ctx);
   if (commands.length > 0) {
     const redis = await ctx.ensureRedis();
     // The process's first loop also compiles ioredis's paths: measured once more, that one is thrown away.
-    const first = commands[0] as StoreCommand;
     progress.phase('floors · warming ioredis up');
-    await measureStoreCommand(redis.url, redis.pid, first, { seconds: 0.5 });
-    for (const command of commands) {
-      progress.phase(`floors · ${storeCommandName(command)}, a bare ioredis loop`);
-      store.push(await measureStoreCommand(redis.url, redis.pid, command));
-    }
+    await measureStoreCommand(redis.url, redis.pid, commands[0] as StoreCommand, { seconds: 0.5 });
   }
+  const { crypto, store, cheapHashUs } = await measureParts(floored, ctx, 'floors');
   const result = await runScenario(ceiling, ctx);
   const summary = result?.contenders[0]?.summary ?? null;
   progress.clear();
@@ -121,30 +136,12 @@ export async function runScenarioWithFloor(
 ): Promise<ScenarioResult | null> {
   if (scenario === ceiling && floors?.ceiling != null) return floors.ceiling;
   const declared = scenario.floor;
-  const measuredRounds: { round: number; crypto: CryptoCost[]; store: StoreCommandCost[]; cheapHashUs: number | null }[] = [];
+  const measuredRounds: (MeasuredParts & { round: number })[] = [];
   const beforeRound =
     declared === undefined
       ? undefined
       : async (round: number): Promise<void> => {
-          const crypto: CryptoCost[] = [];
-          for (const alg of algorithmsOf([scenario])) {
-            ctx.progress.phase(`${scenario.name} · round ${round} · floor: ${alg}`);
-            crypto.push(measureCryptoCost(alg));
-          }
-          const store: StoreCommandCost[] = [];
-          const commands = storeCommandsOf([scenario], ctx);
-          if (commands.length > 0) {
-            const redis = await ctx.ensureRedis();
-            for (const command of commands) {
-              ctx.progress.phase(`${scenario.name} · round ${round} · floor: ${storeCommandName(command)}`);
-              store.push(await measureStoreCommand(redis.url, redis.pid, command));
-            }
-          }
-          const cheapHashUs =
-            declared.excludes === 'argon2id-verify-cheap'
-              ? await measureCheapHash(ctx.progress.phase.bind(ctx.progress), `${scenario.name} · round ${round} · floor`)
-              : null;
-          measuredRounds.push({ round, crypto, store, cheapHashUs });
+          measuredRounds.push({ round, ...(await measureParts([scenario], ctx, `${scenario.name} · round ${round} · floor`)) });
         };
   const result = await runScenario(scenario, ctx, beforeRound);
   if (result === null) return null;
@@ -190,6 +187,11 @@ export function formatFloorComponents(components: FloorComponents): string[] {
       ? []
       : [
           `argon2id verify: ${Math.round(components.hashUs).toLocaleString('en-US')} µs of CPU, ${passwordLaneConcurrency} at a time as the password lane runs them`,
+        ]),
+    ...(components.cheapHashUs == null
+      ? []
+      : [
+          `argon2id verify of the cheap hash: ${us(components.cheapHashUs)} µs of CPU, ${passwordLaneConcurrency} at a time (again in each round of password_cheap_hash)`,
         ]),
   ];
 }

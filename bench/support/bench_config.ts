@@ -21,8 +21,9 @@ export const benchUser = {
 
 /**
  * A second bench user whose hash is argon2id at the least cost a config accepts (m=1 MiB, t=1,
- * p=1, workers/crypto/password_hash.ts; about 0.28 ms of CPU a verify here, ±3% between loops): the `password_cheap_hash` scenario, where what the password grant does
- * besides the hash is measured instead of subtracted from a 14 ms verify (bench/README.md, "Bars").
+ * p=1, workers/crypto/password_hash.ts; about 0.28 ms of CPU a verify here, ±3% between loops),
+ * for the `password_cheap_hash` scenario: what the password grant does besides the hash measured
+ * instead of subtracted from a 14 ms verify (bench/README.md, "Bars").
  */
 export const cheapHashUser = {
   username: 'bench-cheap',

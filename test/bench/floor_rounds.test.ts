@@ -8,6 +8,7 @@ import { floorCells, floorRowsByRound, formatFloor, hasMultiple, medianComponent
 import type { ContenderResult, FloorComponents, FloorComponentsRound, RoundResult } from '../../bench/report/results.js';
 import type { LoadGenerator } from '../../bench/load/load_generator.js';
 import { contendersOf } from '../../bench/runner/contenders.js';
+import { formatFloorComponents } from '../../bench/runner/floors.js';
 import { RunContext } from '../../bench/runner/context.js';
 import { parseOptions } from '../../bench/runner/options.js';
 import type { Progress } from '../../bench/runner/progress.js';
@@ -205,5 +206,14 @@ t.test('the cheap-hash password scenario takes off the cheap verify measured in 
     floorRowsByRound(floor!, [row], [{ round: 1, components: { ...parts(30, 10, 8), hashUs: 14_000 } }]),
     [],
     'no cheap verify measured: no row',
+  );
+});
+
+t.test('the run’s table of floors prints the cheap verify when it was measured', async (t) => {
+  const lines = formatFloorComponents({ ...parts(30, 10, 8), cheapHashUs: 280 });
+  t.ok(lines.includes('argon2id verify of the cheap hash: 280.0 µs of CPU, 4 at a time (again in each round of password_cheap_hash)'));
+  t.notOk(
+    formatFloorComponents(parts(30, 10, 8)).some((line) => line.includes('cheap')),
+    'not when it was not',
   );
 });

@@ -149,6 +149,7 @@ t.test('every request scenario of the bench declares a floor; the ceiling is one
     'jwks',
     'discovery',
     ...otherGrants,
+    'password',
     'mixed',
   ];
   for (const name of named) {
