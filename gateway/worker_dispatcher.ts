@@ -79,6 +79,14 @@ interface LaneState {
   running: number;
   /** Most requests of this lane out on the threads at once; `Infinity` but for the password lane. */
   readonly maxRunning: number;
+  /**
+   * Fewest requests a batch of this lane is split down to: 1, but for a bounded lane its running
+   * bound over the threads. The slots of a bounded lane free up a batch at a time; split one per
+   * thread, a freed pair went out as two batches of one, and from then on every batch held one
+   * request, each paying a whole hand-off and its own store round trips (bench/README.md, "The
+   * password lane's batches").
+   */
+  readonly minBatch: number;
   /** Most requests waiting in this lane before new ones get a 503. */
   readonly maxWaiting: number;
   /** How long that 503 is held before it is sent; 0: at once. */
@@ -145,6 +153,7 @@ export class WorkerDispatcher {
         batchesInFlight: 0,
         running: 0,
         maxRunning,
+        minBatch: Number.isFinite(maxRunning) ? Math.max(1, Math.ceil(maxRunning / options.threads)) : 1,
         maxWaiting,
         shedDelayMs,
       };
@@ -237,8 +246,9 @@ export class WorkerDispatcher {
     const free = this.maxBatchesInFlight - lane.batchesInFlight;
     const n = Math.min(lane.items.length, lane.maxRunning - lane.running);
     if (free <= 0 || n <= 0) return;
-    // As many batches as free slots allow, at least one per thread when there is enough work.
-    const batches = Math.min(free, Math.max(Math.ceil(n / this.maxBatch), Math.min(this.options.threads, n)));
+    // As many batches as free slots allow, at least one per thread when there is enough work; in
+    // a bounded lane no smaller than its share of a thread (below).
+    const batches = Math.min(free, Math.max(Math.ceil(n / this.maxBatch), Math.min(this.options.threads, Math.ceil(n / lane.minBatch))));
     const size = Math.min(this.maxBatch, Math.ceil(n / batches));
     let start = 0;
     for (let b = 0; b < batches && start < n; b++, start += size) {

@@ -402,6 +402,39 @@ t.test('lanes: the password lane is bounded, its overflow gets a fast 503, and i
   t.equal(echoOf(await waiting).id, 'pw1', 'the queued one runs when the first is done');
 });
 
+t.test('lanes: the password lane sends its freed slots as one batch, not one batch per request', async (t) => {
+  const { newGate, open } = shared;
+  const { dispatcher, batches } = dispatcherOn(shared.pool, {
+    threads: 2,
+    maxQueue: 100,
+    batchesPerThread: 2,
+    passwordLane: { concurrency: 4, maxQueue: 100 },
+  });
+  // Four checks fill the lane, two to a thread, each pair held by a gate of its own.
+  const [gateA, gateB] = [newGate(), newGate()];
+  const held = ['a0', 'a1'].map((id) => requestAs(dispatcher, 'password', id, { gate: gateA }));
+  held.push(...['b0', 'b1'].map((id) => requestAs(dispatcher, 'password', id, { gate: gateB })));
+  const waiting = Array.from({ length: 4 }, (_, i) => requestAs(dispatcher, 'password', `w${i}`));
+  await until('the first two batches out', () => batches.length === 2);
+  for (let i = 0; i < 5; i++) await nextTurn();
+  t.same(batches, [2, 2], 'the lane is full: four checks out, four waiting');
+
+  // A pair comes back: its two slots go out together, and so do the next two.
+  open(gateA);
+  const answers = await Promise.all(waiting);
+  t.same(batches, [2, 2, 2, 2], 'two slots freed at a time go as one batch of two');
+  t.same(
+    answers.map((result) => echoOf(result).batch),
+    [2, 2, 2, 2],
+  );
+  open(gateB);
+  t.same(
+    (await Promise.all(held)).map((result) => echoOf(result).id),
+    ['a0', 'a1', 'b0', 'b1'],
+  );
+  t.equal(dispatcher.pending, 0);
+});
+
 t.test('lanes: a refusal of the password lane is held shedDelayMs before it is sent; other lanes are not held up', async (t) => {
   const { newGate, open } = shared;
   const { dispatcher } = dispatcherOn(shared.pool, {
