@@ -119,6 +119,12 @@ t.test('the memory store never slower than Redis, where the request uses the sto
   t.match(counted?.figures, /refresh_token 170 vs 160 \+ 20\.0 in redis-server \(1 of 1 met\)/);
   const noStore = scenario('client_credentials', { memory: 1.7, redis: 1.6 }, {}, false);
   t.equal(verdicts(results([noStore]))[2], null, 'client_credentials sends no store command: its two rows run the same code');
+  const hashBound = scenario('password', { memory: 1.7, redis: 1.6 });
+  t.equal(verdicts(results([hashBound]))[2], null, "password's rows compare its hash's noise: not judged on their own");
+  const cheap = { ...scenario('password', { memory: 1.5, redis: 1.6 }), name: 'password_cheap_hash' };
+  const [, , onCheap] = judgeBars(results([hashBound, cheap]));
+  t.equal(onCheap?.met, true, 'the grant is compared on password_cheap_hash');
+  t.match(onCheap?.figures, /^memory vs Redis µs\/req: password_cheap_hash 150 vs 160 \+ 0\.0 in redis-server \(1 of 1 met\)$/);
 });
 
 t.test('refresh_token on Redis at least 5x the peer on Redis', async (t) => {
