@@ -152,8 +152,27 @@ function refreshAgainstPeerBar(results: BenchResults): BarResult {
   return {
     bar,
     met: ratio.rps >= refreshMinPeerRatio,
-    figures: `${ratio.rps.toFixed(1)}x${rounds}: ${rps(tessera.summary.rps)} against ${rps(redisPeer.summary.rps)} req/s`,
+    figures: `${ratio.rps.toFixed(1)}x${rounds}: ${rps(tessera.summary.rps)} against ${rps(redisPeer.summary.rps)} req/s${floorBoundOf(results, scenario!, tessera, redisPeer.summary.rps)}`,
   };
+}
+
+/**
+ * What the bar asks against what the refresh's own floor allows on the run's cores, as the
+ * client_credentials bound does for its grant (bench/README.md, "Bound"): a refresh that cost no
+ * more than its floor (its signature, the bare request, its store commands in ioredis and
+ * redis-server), with the load generator on the same cores and every core busy.
+ */
+function floorBoundOf(results: BenchResults, scenario: ScenarioResult, tessera: ContenderResult, peerRps: number): string {
+  const floorUs = scenario.floor?.rows.find((r) => r.contender === tessera.id)?.floorUs;
+  const summary = tessera.summary;
+  if (floorUs === undefined || summary?.loadgenCores == null || summary.rps <= 0) return '';
+  const loadgenUs = (summary.loadgenCores * 1e6) / summary.rps;
+  const boundRps = (results.machine.cores * 1e6) / (floorUs + loadgenUs);
+  const asked = refreshMinPeerRatio * peerRps;
+  return (
+    `; ${refreshMinPeerRatio}x the peer is ${rps(asked)} req/s, ${Math.round((100 * asked) / boundRps)}% of what the floor allows on ${results.machine.cores} cores ` +
+    `(${rps(boundRps)} req/s: ${us(floorUs)} µs + ${us(loadgenUs)} µs of load generator a request, every core busy); Tessera ${Math.round((100 * summary.rps) / boundRps)}% of it`
+  );
 }
 
 function p99Bar(results: BenchResults): BarResult {

@@ -150,6 +150,13 @@ t.test('refresh_token on Redis at least 5x the peer on Redis', async (t) => {
   t.equal(met?.met, true);
   t.match(met?.figures, /^5\.2x \(rounds: 5\.2x\): 5,200 against 1,000 req\/s$/);
   t.equal(verdicts(results([withPeer(4_900)]))[3], false);
+  const loaded = withPeer(5_200);
+  loaded.contenders[1] = contender('tessera/redis', 'tessera', 'redis', summary(5_200, { loadgenCores: 0.2 }));
+  t.match(
+    judgeBars(results([loaded]))[3]?.figures,
+    /^5\.2x \(rounds: 5\.2x\): 5,200 against 1,000 req\/s; 5x the peer is 5,000 req\/s, 35% of what the floor allows on 2 cores \(14,444 req\/s: 100 µs \+ 38\.5 µs of load generator a request, every core busy\); Tessera 36% of it$/,
+    "what the bar asks, against the most the refresh's own floor allows with every core busy",
+  );
   t.equal(verdicts(results([scenario('refresh_token', { memory: 1, redis: 1 })]))[3], null, 'no peer in the run');
 });
 
