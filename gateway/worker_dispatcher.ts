@@ -247,7 +247,7 @@ export class WorkerDispatcher {
     const n = Math.min(lane.items.length, lane.maxRunning - lane.running);
     if (free <= 0 || n <= 0) return;
     // As many batches as free slots allow, at least one per thread when there is enough work; in
-    // a bounded lane no smaller than its share of a thread (below).
+    // a bounded lane none smaller than its share of a thread (`minBatch`).
     const batches = Math.min(free, Math.max(Math.ceil(n / this.maxBatch), Math.min(this.options.threads, Math.ceil(n / lane.minBatch))));
     const size = Math.min(this.maxBatch, Math.ceil(n / batches));
     let start = 0;

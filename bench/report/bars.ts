@@ -146,13 +146,13 @@ function refreshAgainstPeerBar(results: BenchResults): BarResult {
   const redisPeer = scenario?.contenders.find((c) => c.kind === 'peer' && c.store === 'redis');
   const tessera = scenario === undefined ? undefined : tesseraRows(scenario).find((c) => c.store === 'redis');
   const ratio = scenario?.ratios.find((r) => r.tessera === tessera?.id && r.peer === redisPeer?.id);
-  if (ratio === undefined || tessera?.summary == null || redisPeer?.summary == null)
+  if (scenario === undefined || ratio === undefined || tessera?.summary == null || redisPeer?.summary == null)
     return { bar, met: null, figures: 'refresh_token was not measured on Redis against the peer on Redis in this run' };
   const rounds = ratio.perRound.length > 0 ? ` (rounds: ${ratio.perRound.map((r) => `${r.toFixed(1)}x`).join(', ')})` : '';
   return {
     bar,
     met: ratio.rps >= refreshMinPeerRatio,
-    figures: `${ratio.rps.toFixed(1)}x${rounds}: ${rps(tessera.summary.rps)} against ${rps(redisPeer.summary.rps)} req/s${floorBoundOf(results, scenario!, tessera, redisPeer.summary.rps)}`,
+    figures: `${ratio.rps.toFixed(1)}x${rounds}: ${rps(tessera.summary.rps)} against ${rps(redisPeer.summary.rps)} req/s${floorBoundOf(results, scenario, tessera, redisPeer.summary.rps)}`,
   };
 }
 
