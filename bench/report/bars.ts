@@ -6,6 +6,7 @@
 import type { BarResult, BenchResults, ContenderResult, FloorRow, ScenarioResult } from './results.js';
 import { hasMultiple, us } from './floors.js';
 import { contenderLabel, formatMs } from './table.js';
+import { boundRpsOf, loadgenUsPerRequest } from './throughput_bound.js';
 
 /** client_credentials: CPU per request at most this multiple of its floor. */
 export const clientCredentialsMaxMultiple = 1.3;
@@ -163,8 +164,8 @@ function floorBoundOf(results: BenchResults, scenario: ScenarioResult, tessera: 
   const floorUs = scenario.floor?.rows.find((r) => r.contender === tessera.id)?.floorUs;
   const summary = tessera.summary;
   if (floorUs === undefined || summary?.loadgenCores == null || summary.rps <= 0) return '';
-  const loadgenUs = (summary.loadgenCores * 1e6) / summary.rps;
-  const boundRps = (results.machine.cores * 1e6) / (floorUs + loadgenUs);
+  const loadgenUs = loadgenUsPerRequest({ loadgenCores: summary.loadgenCores, rps: summary.rps });
+  const boundRps = boundRpsOf(results.machine.cores, floorUs + loadgenUs);
   const asked = refreshMinPeerRatio * peerRps;
   return (
     `; ${refreshMinPeerRatio}x the peer is ${rps(asked)} req/s, ${Math.round((100 * asked) / boundRps)}% of what the floor allows on ${results.machine.cores} cores ` +

@@ -6,6 +6,16 @@ function summaryOf(results: BenchResults, scenario: string, pick: (c: ContenderR
   return found?.summary ?? null;
 }
 
+/** The load generator's CPU µs a request, from a row's cores and rate. */
+export function loadgenUsPerRequest(summary: { loadgenCores: number; rps: number }): number {
+  return (summary.loadgenCores * 1e6) / summary.rps;
+}
+
+/** The most req/s `cores` allow when each request costs `usPerRequest` of CPU and every core is busy. */
+export function boundRpsOf(cores: number, usPerRequest: number): number {
+  return (cores * 1e6) / usPerRequest;
+}
+
 /**
  * Null unless the run measured `client_credentials` validly, one bare ES256 signature (the `sign`
  * micro-bench, else the floors') and the bare uWS POST (in client_credentials' own rounds, else the
@@ -28,14 +38,14 @@ export function throughputBound(results: BenchResults): ThroughputBound | null {
     .sort((a, b) => b.rps - a.rps)[0];
   const peer = summaryOf(results, 'client_credentials', (c) => c.kind === 'peer');
   if (signUs === undefined || httpUs == null || tessera?.loadgenCores == null) return null;
-  const loadgenUs = (tessera.loadgenCores * 1e6) / tessera.rps;
+  const loadgenUs = loadgenUsPerRequest({ loadgenCores: tessera.loadgenCores, rps: tessera.rps });
   const cores = results.machine.cores;
   return {
     cores,
     signUs,
     httpUs,
     loadgenUs,
-    boundRps: (cores * 1e6) / (signUs + httpUs + loadgenUs),
+    boundRps: boundRpsOf(cores, signUs + httpUs + loadgenUs),
     tesseraRps: tessera.rps,
     peerRps: peer?.rps ?? null,
   };

@@ -64,7 +64,12 @@ interface MeasuredParts {
  * verifies as the password lane runs them (unlike the 14 ms hash, a difference this small leaves
  * the rest of the request measurable: bench/README.md, "Bars"). `where` heads the progress lines.
  */
-async function measureParts(scenarios: readonly ActiveScenario[], ctx: RunContext, where: string): Promise<MeasuredParts> {
+async function measureParts(
+  scenarios: readonly ActiveScenario[],
+  ctx: RunContext,
+  where: string,
+  options: { warmUpRedis?: boolean } = {},
+): Promise<MeasuredParts> {
   const { progress } = ctx;
   const crypto: CryptoCost[] = [];
   for (const alg of algorithmsOf(scenarios)) {
@@ -80,6 +85,11 @@ async function measureParts(scenarios: readonly ActiveScenario[], ctx: RunContex
   const commands = storeCommandsOf(scenarios, ctx);
   if (commands.length > 0) {
     const redis = await ctx.ensureRedis();
+    if (options.warmUpRedis === true) {
+      // The process's first loop also compiles ioredis's paths: measured once more, that one is thrown away.
+      progress.phase(`${where} · warming ioredis up`);
+      await measureStoreCommand(redis.url, redis.pid, commands[0] as StoreCommand, { seconds: 0.5 });
+    }
     for (const command of commands) {
       progress.phase(`${where} · ${storeCommandName(command)}, a bare ioredis loop`);
       store.push(await measureStoreCommand(redis.url, redis.pid, command));
@@ -98,14 +108,7 @@ export async function measureFloors(active: readonly ActiveScenario[], ctx: RunC
     progress.phase(`floors · argon2id verifies, ${passwordLaneConcurrency} at a time`);
     hashUs = (await measureHashCost(40, passwordLaneConcurrency)).cpuMs * 1000;
   }
-  const commands = storeCommandsOf(floored, ctx);
-  if (commands.length > 0) {
-    const redis = await ctx.ensureRedis();
-    // The process's first loop also compiles ioredis's paths: measured once more, that one is thrown away.
-    progress.phase('floors · warming ioredis up');
-    await measureStoreCommand(redis.url, redis.pid, commands[0] as StoreCommand, { seconds: 0.5 });
-  }
-  const { crypto, store, cheapHashUs } = await measureParts(floored, ctx, 'floors');
+  const { crypto, store, cheapHashUs } = await measureParts(floored, ctx, 'floors', { warmUpRedis: true });
   const result = await runScenario(ceiling, ctx);
   const summary = result?.contenders[0]?.summary ?? null;
   progress.clear();
