@@ -3,6 +3,7 @@ import { storeLatencyBuckets, type StoreCommandFigures } from '../workers/protoc
 import type { ReusedItem } from '../workers/protocol/task_facts.js';
 import { bucketBounds, histogramValues, registerComputedMetric } from './computed_metrics.js';
 import { RequestMetrics, type MetricsEndpoint } from './request_metrics.js';
+import type { Lane, RefusalReason } from './worker_dispatcher.js';
 
 export type { MetricsEndpoint };
 
@@ -34,6 +35,7 @@ export class GatewayMetrics {
   private readonly throttleHits: Counter<'throttle'>;
   private readonly rotations: Counter;
   private readonly batchSizes: Histogram;
+  private readonly refusals: Counter<'lane' | 'reason'>;
   private signingKeyCreatedAt: () => number | undefined;
 
   /**
@@ -84,6 +86,12 @@ export class GatewayMetrics {
       name: 'tessera_worker_batch_size',
       help: 'Requests per task sent to the worker pool.',
       buckets: [1, 2, 4, 8, 16, 32, 64],
+      registers,
+    });
+    this.refusals = new Counter({
+      name: 'tessera_worker_refusals_total',
+      help: 'Requests answered 503 + Retry-After without being run, by dispatcher lane and reason (queue_full, lane_full, thread_stuck).',
+      labelNames: ['lane', 'reason'],
       registers,
     });
     gauge(this.registry, 'tessera_worker_requests_in_flight', 'Requests handed to the worker pool and not answered yet.', pool.inFlight);
@@ -138,6 +146,11 @@ export class GatewayMetrics {
   readonly observeBatch = (size: number): void => {
     this.batchSizes.observe(size);
   };
+
+  /** A request the dispatcher answered 503 without running it (gateway/worker_dispatcher.ts). */
+  countRefusal(lane: Lane, reason: RefusalReason): void {
+    this.refusals.labels(lane, reason).inc();
+  }
 
   /** One answered request; `grantType` is `''` except at the token endpoint (a registered grant type). */
   observeRequest(endpoint: MetricsEndpoint, grantType: string, status: number, seconds: number): void {

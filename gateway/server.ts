@@ -181,6 +181,8 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     const internalGrantTypes = await grantTypesOfModules(grantModules);
     const reservedGrantTypes = [...new Set([...builtInGrantTypes, ...internalGrantTypes])];
 
+    // Worker threads whose heartbeat stopped: the dispatcher keeps the set, every pool's balancer avoids them.
+    const suspectThreads = new Set<number>();
     // Validators are checked here once (exit 2 on a bad module) before every worker loads them.
     const sources = { dir: config.validatorsDir, modules: (options.validatorModules ?? []).map(toModuleUrl) };
     const startPoolWith = (poolConfig: LoadedConfig, modules: readonly ValidatorModule[]): Promise<Piscina> =>
@@ -196,6 +198,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
         recordTiming: tracing !== undefined,
         storeStats: storeStatsBuffers,
         dpopNonceKey: deriveDPoPNonceKey(pageSecret),
+        suspectThreads,
       });
     const startPool = (modules: readonly ValidatorModule[]): Promise<Piscina> => startPoolWith(config, modules);
     const validators = await loadValidatorModules(sources, reservedGrantTypes);
@@ -214,8 +217,10 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       // "Worker faults"); never under a second, so a loaded machine's slow event loop is not
       // mistaken for a stuck thread.
       stallTimeoutMs: Math.max(config.validatorTimeoutMs, 1000),
+      suspectThreads,
       logger,
       onBatch: (size) => metrics?.observeBatch(size),
+      onRefusal: (lane, reason) => metrics?.countRefusal(lane, reason),
     });
     metrics = new GatewayMetrics(
       {

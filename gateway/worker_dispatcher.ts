@@ -1,10 +1,38 @@
 import type { Logger } from 'pino';
-import { Piscina } from 'piscina';
-import { BatchState, heartbeatSlot, newBatchControl, stateSlot, threadSlot, type BatchTask } from '../workers/protocol/batch_control.js';
+import {
+  BatchState,
+  heartbeatSlot,
+  newBatchControl,
+  stateSlot,
+  threadSlot,
+  withdrawBatch,
+  type BatchTask,
+} from '../workers/protocol/batch_control.js';
 import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import { mayRunAgainAfterStart } from '../workers/protocol/rerun.js';
 import { packTaskItems, unpackMessage, type TaskItem, type TokenTaskResult } from '../workers/protocol/token_task.js';
 import type { Exchange } from './http/exchange.js';
+
+/**
+ * What the dispatcher needs of a worker pool (Piscina has it): running a batch, its threads (to
+ * terminate a stuck one), and closing it once a reload replaced it.
+ */
+export interface BatchPool {
+  run(task: BatchTask, options: { transferList: ArrayBuffer[] }): Promise<Uint8Array>;
+  readonly threads: readonly { readonly threadId: number; terminate(): Promise<number> }[];
+  readonly queueSize: number;
+  readonly utilization: number;
+  close(): Promise<void>;
+  destroy(): Promise<void>;
+}
+
+/**
+ * Why a request was answered `503` + `Retry-After` without being run (metric
+ * `tessera_worker_refusals_total`, docs/operations.md "Limits"): `queue_full`, more than
+ * `workers.maxQueue` in flight; `lane_full`, its lane's waiting bound (the password lane);
+ * `thread_stuck`, its thread stopped answering and the request cannot safely run again.
+ */
+export type RefusalReason = 'queue_full' | 'lane_full' | 'thread_stuck';
 
 export interface DispatcherOptions {
   threads: number;
@@ -16,6 +44,8 @@ export interface DispatcherOptions {
   batchesPerThread?: number;
   /** Told the size of every batch sent (metrics). */
   onBatch?: (size: number) => void;
+  /** Told of every request answered 503 without being run, with its lane and why (metrics). */
+  onRefusal?: (lane: Lane, reason: RefusalReason) => void;
   /**
    * The password lane's bounds (docs/operations.md, "Lanes"): password checks running at once,
    * and waiting, beyond which a password request gets a 503, held `shedDelayMs` before it is sent.
@@ -27,21 +57,37 @@ export interface DispatcherOptions {
    * replaced (the gateway passes `validatorTimeoutMs`). Default 5000.
    */
   stallTimeoutMs?: number;
+  /**
+   * A thread whose heartbeat has not moved for this long is suspect: new batches avoid it and
+   * the batches it has not begun go to the other threads (docs/operations.md, "Worker faults").
+   * Default 150 (three missed heartbeats), never more than half of `stallTimeoutMs`.
+   */
+  suspectAfterMs?: number;
+  /**
+   * The threads new batches must avoid, kept up to date by the dispatcher; the pool's load
+   * balancer reads it (gateway/worker_pool.ts).
+   */
+  suspectThreads?: Set<number>;
   logger: Logger;
 }
 
-/** A batch out on a thread, as the watchdog sees it. */
+/** A batch sent to the pool, until its result is delivered or its requests are sent elsewhere. */
 interface WatchedBatch {
+  readonly lane: LaneState;
   readonly control: Int32Array;
-  readonly items: readonly TaskItem[];
+  readonly sinks: Sink[];
+  readonly items: TaskItem[];
+  readonly sentAt: number;
   lastBeat: number;
   lastMoved: number;
-  /** Terminated by the watchdog. */
+  /** Its thread was terminated by the watchdog. */
   stalled: boolean;
+  /**
+   * Its requests went back to the lane (they never started, or may run again): whatever the pool
+   * says of it later is ignored, so each request is answered once.
+   */
+  withdrawn: boolean;
 }
-
-// Piscina's rejection of the other batches on a thread it terminated (Errors.ThreadTermination).
-const threadTerminationMessage = 'Terminating worker thread';
 
 const unavailableResult: TokenTaskResult = [OAuthErrors.temporarilyUnavailable.status, OAuthErrors.temporarilyUnavailable.body, 1];
 const serverErrorResult: TokenTaskResult = [OAuthErrors.serverError.status, OAuthErrors.serverError.body, null];
@@ -69,7 +115,7 @@ export function laneOf(item: TaskItem): Lane {
 /** One lane's queue and what it has out on the threads. */
 interface LaneState {
   readonly name: Lane;
-  exchanges: Sink[];
+  sinks: Sink[];
   items: TaskItem[];
   scheduled: boolean;
   /** This lane's flush, made once: scheduling allocates nothing per turn. */
@@ -93,6 +139,16 @@ interface LaneState {
   readonly shedDelayMs: number;
 }
 
+/** What the dispatcher holds right now, for tests and metrics: all zero once traffic stops. */
+export interface DispatcherCounters {
+  readonly inFlight: number;
+  readonly waiting: number;
+  readonly running: number;
+  readonly batchesInFlight: number;
+  readonly watchedBatches: number;
+  readonly heldRefusals: number;
+}
+
 /**
  * Refusals held at once, over all lanes. Beyond it a refusal is sent at once: holding one costs a
  * timer and the connection's memory, and an attacker with more connections than this gets answers
@@ -113,6 +169,11 @@ export function deliver(sink: Sink, result: TokenTaskResult): void {
   sink.sendJson(result[0], result[1], result[2] === null ? undefined : { retryAfter: result[2] });
 }
 
+/** A client that went away before its request was sent: nothing to run, nothing to answer. */
+function gone(sink: Sink): boolean {
+  return typeof sink !== 'function' && !sink.open;
+}
+
 /**
  * Hands token requests to the worker pool in batches: one message per batch instead of one per
  * request is what lifts throughput past a single event loop (bench/README.md has the figures).
@@ -121,14 +182,24 @@ export function deliver(sink: Sink, result: TokenTaskResult): void {
  * `setImmediate`, split evenly over the threads; but while `batchesPerThread` batches per thread
  * are already out, new requests wait for the next one to come back, so batches grow exactly when
  * the per-message cost would otherwise dominate, and stay small (low latency) when idle.
+ *
+ * Every request handed in is answered exactly once, and every count returns to zero: a request
+ * is always in exactly one place (its lane's queue, or one batch out on a thread) until it is
+ * answered, and moves between them only here (test/gateway/dispatcher_exactly_once.test.ts checks
+ * it over random bursts, faults and disconnects).
  */
 export class WorkerDispatcher {
   private readonly lanes: Record<Lane, LaneState>;
   private inFlight = 0;
   private drainWaiters: (() => void)[] = [];
   private readonly maxBatch: number;
-  private readonly maxBatchesInFlight: number;
+  private readonly batchesPerThread: number;
   private readonly stallTimeoutMs: number;
+  private readonly suspectAfterMs: number;
+  /** Threads the watchdog finds silent now: the pool's balancer avoids them. */
+  private readonly suspects: Set<number>;
+  /** Threads the watchdog terminated: their batches' requests get 503, not 500. */
+  private readonly terminated = new Set<number>();
   /** Requests already sent again once after a thread fault: never a second time. */
   private readonly ranAgain = new WeakSet<TaskItem>();
   private readonly watched = new Set<WatchedBatch>();
@@ -136,17 +207,19 @@ export class WorkerDispatcher {
   private watchdog: NodeJS.Timeout | undefined;
 
   constructor(
-    private pool: Piscina,
+    private pool: BatchPool,
     private readonly options: DispatcherOptions,
   ) {
     this.maxBatch = options.maxBatch ?? 64;
-    this.maxBatchesInFlight = options.threads * (options.batchesPerThread ?? 2);
+    this.batchesPerThread = options.batchesPerThread ?? 2;
     this.stallTimeoutMs = options.stallTimeoutMs ?? 5000;
+    this.suspectAfterMs = Math.min(options.suspectAfterMs ?? 150, this.stallTimeoutMs / 2);
+    this.suspects = options.suspectThreads ?? new Set();
     const password = options.passwordLane ?? { concurrency: 4, maxQueue: 256 };
     const lane = (name: Lane, maxRunning: number, maxWaiting: number, shedDelayMs = 0): LaneState => {
       const state: LaneState = {
         name,
-        exchanges: [],
+        sinks: [],
         items: [],
         scheduled: false,
         flush: () => this.flush(state),
@@ -170,13 +243,13 @@ export class WorkerDispatcher {
    * Sends later batches to `next` and closes the previous pool once its running batches are done,
    * so a reload fails no request in flight.
    */
-  async replacePool(next: Piscina): Promise<void> {
+  async replacePool(next: BatchPool): Promise<void> {
     const previous = this.pool;
     this.pool = next;
     await previous.close();
   }
 
-  get currentPool(): Piscina {
+  get currentPool(): BatchPool {
     return this.pool;
   }
 
@@ -189,21 +262,37 @@ export class WorkerDispatcher {
     return this.lanes.fast.items.length + this.lanes.password.items.length + this.lanes.store.items.length;
   }
 
+  counters(): DispatcherCounters {
+    const lanes = Object.values(this.lanes);
+    return {
+      inFlight: this.inFlight,
+      waiting: this.waiting,
+      running: lanes.reduce((n, lane) => n + lane.running, 0),
+      batchesInFlight: lanes.reduce((n, lane) => n + lane.batchesInFlight, 0),
+      watchedBatches: this.watched.size,
+      heldRefusals: this.heldRefusals,
+    };
+  }
+
   /** Runs a task and hands its result to the caller instead of answering HTTP (login pages). */
   call(item: TaskItem): Promise<TokenTaskResult> {
     return new Promise((resolve) => this.submit(resolve, item));
   }
 
-  submit(exchange: Sink, item: TaskItem): void {
+  submit(sink: Sink, item: TaskItem): void {
     const lane = this.lanes[laneOf(item)];
     // The lane's queue also holds, until the next flush, the requests about to take free slots.
     const freeSlots = Math.max(0, lane.maxRunning - lane.running);
-    if (this.inFlight >= this.options.maxQueue || lane.items.length >= lane.maxWaiting + freeSlots) {
-      this.refuse(exchange, lane);
+    if (this.inFlight >= this.options.maxQueue) {
+      this.refuse(sink, lane, 'queue_full');
+      return;
+    }
+    if (lane.items.length >= lane.maxWaiting + freeSlots) {
+      this.refuse(sink, lane, 'lane_full');
       return;
     }
     this.inFlight++;
-    lane.exchanges.push(exchange);
+    lane.sinks.push(sink);
     lane.items.push(item);
     this.schedule(lane);
   }
@@ -215,16 +304,17 @@ export class WorkerDispatcher {
    * answers took the CPU the other lanes needed (bench/README.md, "sign-in flood"). Held for the
    * lane's `shedDelayMs`, each flooding connection costs one refusal per delay and a timer.
    */
-  private refuse(exchange: Sink, lane: LaneState): void {
+  private refuse(sink: Sink, lane: LaneState, reason: RefusalReason): void {
+    this.options.onRefusal?.(lane.name, reason);
     if (lane.shedDelayMs <= 0 || this.heldRefusals >= maxHeldRefusals) {
-      deliver(exchange, unavailableResult);
+      deliver(sink, unavailableResult);
       return;
     }
     this.heldRefusals++;
     setTimeout(() => {
       this.heldRefusals--;
       // An Exchange whose client went away in the meantime writes nothing.
-      deliver(exchange, unavailableResult);
+      deliver(sink, unavailableResult);
     }, lane.shedDelayMs);
   }
 
@@ -234,8 +324,18 @@ export class WorkerDispatcher {
     return new Promise((resolve) => this.drainWaiters.push(resolve));
   }
 
+  /**
+   * Batches a lane may have out: per thread that answers. While a thread is suspect its own
+   * batches stay counted, so the pool's other threads are never handed more than they run at
+   * once and nothing waits in the pool's queue (where a withdrawal could not tell it from a
+   * batch on the silent thread).
+   */
+  private maxBatchesInFlight(): number {
+    return Math.max(1, this.options.threads - this.suspects.size) * this.batchesPerThread;
+  }
+
   private schedule(lane: LaneState): void {
-    if (!lane.scheduled && lane.items.length > 0 && lane.batchesInFlight < this.maxBatchesInFlight && lane.running < lane.maxRunning) {
+    if (!lane.scheduled && lane.items.length > 0 && lane.batchesInFlight < this.maxBatchesInFlight() && lane.running < lane.maxRunning) {
       lane.scheduled = true;
       setImmediate(lane.flush);
     }
@@ -243,52 +343,76 @@ export class WorkerDispatcher {
 
   private flush(lane: LaneState): void {
     lane.scheduled = false;
-    const free = this.maxBatchesInFlight - lane.batchesInFlight;
-    const n = Math.min(lane.items.length, lane.maxRunning - lane.running);
+    this.dropGone(lane);
+    const free = this.maxBatchesInFlight() - lane.batchesInFlight;
+    const n = Math.min(lane.items.length, lane.maxRunning - lane.running, free * this.maxBatch);
     if (free <= 0 || n <= 0) return;
     // As many batches as free slots allow, at least one per thread when there is enough work; in
-    // a bounded lane none smaller than its share of a thread (`minBatch`).
+    // a bounded lane none smaller than its share of a thread (`minBatch`). What does not fit stays
+    // queued for the next batch that comes back.
     const batches = Math.min(free, Math.max(Math.ceil(n / this.maxBatch), Math.min(this.options.threads, Math.ceil(n / lane.minBatch))));
-    const size = Math.min(this.maxBatch, Math.ceil(n / batches));
-    let start = 0;
-    for (let b = 0; b < batches && start < n; b++, start += size) {
-      const end = Math.min(start + size, n);
-      this.runBatch(lane, lane.exchanges.slice(start, end), lane.items.slice(start, end));
+    const size = Math.ceil(n / batches);
+    const sinks = lane.sinks.splice(0, n);
+    const items = lane.items.splice(0, n);
+    for (let start = 0; start < n; start += size) {
+      this.runBatch(lane, sinks.slice(start, start + size), items.slice(start, start + size));
     }
-    lane.exchanges = lane.exchanges.slice(n);
-    lane.items = lane.items.slice(n);
   }
 
-  private runBatch(lane: LaneState, exchanges: Sink[], items: TaskItem[]): void {
+  /** Requests whose clients went away while they waited: counted down, never run. */
+  private dropGone(lane: LaneState): void {
+    if (!lane.sinks.some(gone)) return;
+    const sinks: Sink[] = [];
+    const items: TaskItem[] = [];
+    for (let i = 0; i < lane.sinks.length; i++) {
+      const sink = lane.sinks[i] as Sink;
+      if (gone(sink)) continue;
+      sinks.push(sink);
+      items.push(lane.items[i] as TaskItem);
+    }
+    this.inFlight -= lane.sinks.length - sinks.length;
+    lane.sinks = sinks;
+    lane.items = items;
+    this.notifyDrained();
+  }
+
+  private runBatch(lane: LaneState, sinks: Sink[], items: TaskItem[]): void {
     lane.batchesInFlight++;
     lane.running += items.length;
     this.options.onBatch?.(items.length);
     const task: BatchTask = { batch: packTaskItems(items), control: newBatchControl() };
-    const watched: WatchedBatch = {
+    const now = performance.now();
+    const batch: WatchedBatch = {
+      lane,
       control: new Int32Array(task.control),
+      sinks,
       items,
+      sentAt: now,
       lastBeat: -1,
-      lastMoved: performance.now(),
+      lastMoved: now,
       stalled: false,
+      withdrawn: false,
     };
-    this.watch(watched);
+    this.watch(batch);
     this.pool.run(task, { transferList: [task.batch.buffer as ArrayBuffer] }).then(
-      (packed: Uint8Array) => {
-        this.unwatch(watched);
+      (packed) => {
+        if (batch.withdrawn) return;
+        this.unwatch(batch);
         const results = unpackMessage<TokenTaskResult[]>(packed);
-        for (let i = 0; i < exchanges.length; i++) deliver(exchanges[i] as Sink, results[i] ?? serverErrorResult);
-        this.settle(lane, exchanges.length);
+        for (let i = 0; i < sinks.length; i++) deliver(sinks[i] as Sink, results[i] ?? serverErrorResult);
+        this.settle(lane, sinks.length, sinks.length);
       },
       (err: unknown) => {
-        this.unwatch(watched);
-        if (Atomics.load(watched.control, stateSlot) === BatchState.finished) {
+        if (batch.withdrawn) return;
+        this.unwatch(batch);
+        if (Atomics.load(batch.control, stateSlot) === BatchState.finished) {
           // The task itself threw outside a grant and its thread lives on: this batch fails.
-          this.options.logger.error({ err, requests: exchanges.length }, 'worker task failed');
-          for (const exchange of exchanges) deliver(exchange, serverErrorResult);
-          this.settle(lane, exchanges.length);
+          this.options.logger.error({ err, requests: sinks.length }, 'worker task failed');
+          for (const sink of sinks) deliver(sink, serverErrorResult);
+          this.settle(lane, sinks.length, sinks.length);
           return;
         }
-        this.recoverFromThreadFault(lane, watched, exchanges, err);
+        this.recoverFromThreadFault(batch, err);
       },
     );
   }
@@ -297,55 +421,59 @@ export class WorkerDispatcher {
    * The thread running (or holding) this batch died or was terminated, and the pool replaces it.
    * Requests that never started, and started ones that are safe to run twice
    * (workers/protocol/rerun.ts), go to the other threads, once; the others are answered: 503 with
-   * `Retry-After` when their thread was stuck, 500 when it died (docs/operations.md, "Worker faults").
+   * `Retry-After` when their thread was stuck or they never ran, 500 when their thread died
+   * under them (docs/operations.md, "Worker faults").
    */
-  private recoverFromThreadFault(lane: LaneState, watched: WatchedBatch, exchanges: Sink[], err: unknown): void {
-    const started = Atomics.load(watched.control, stateSlot) !== BatchState.queued;
-    const stuck = watched.stalled || (err instanceof Error && err.message === threadTerminationMessage);
+  private recoverFromThreadFault(batch: WatchedBatch, err: unknown): void {
+    const { lane, sinks, items } = batch;
+    const started = Atomics.load(batch.control, stateSlot) === BatchState.started;
+    const stuck = batch.stalled || !started || this.terminated.has(Atomics.load(batch.control, threadSlot));
     const againSinks: Sink[] = [];
     const againItems: TaskItem[] = [];
     const suspects = new Set<string>();
     let answered = 0;
-    for (let i = 0; i < exchanges.length; i++) {
-      const item = watched.items[i] as TaskItem;
+    for (let i = 0; i < sinks.length; i++) {
+      const item = items[i] as TaskItem;
       const safe = !started || mayRunAgainAfterStart(item);
       if (!safe) suspects.add(item.kind === 'token' ? item.grantType : item.kind);
       if (safe && !this.ranAgain.has(item)) {
         this.ranAgain.add(item);
-        againSinks.push(exchanges[i] as Sink);
+        againSinks.push(sinks[i] as Sink);
         againItems.push(item);
       } else {
-        deliver(exchanges[i] as Sink, stuck ? unavailableResult : serverErrorResult);
+        if (stuck) this.options.onRefusal?.(lane.name, 'thread_stuck');
+        deliver(sinks[i] as Sink, stuck ? unavailableResult : serverErrorResult);
         answered++;
       }
     }
-    if (!watched.stalled) {
+    if (!batch.stalled) {
       // A stalled batch was logged when it was terminated; this is a thread that died, or another
       // batch of the stuck thread.
       this.options.logger.error(
         {
           err: stuck ? undefined : err,
           grantTypes: [...suspects],
-          requests: exchanges.length,
+          requests: sinks.length,
           sentAgain: againItems.length,
         },
         stuck ? 'worker thread terminated; its requests sent to other threads or answered 503' : 'worker thread died',
       );
     }
-    // First in line: they have waited longest.
-    lane.exchanges.unshift(...againSinks);
-    lane.items.unshift(...againItems);
-    lane.batchesInFlight--;
-    lane.running -= exchanges.length;
-    this.inFlight -= answered;
-    this.schedule(lane);
-    this.notifyDrained();
+    this.requeue(lane, againSinks, againItems);
+    this.settle(lane, sinks.length, answered);
+  }
+
+  /** Requests going back to the front of their lane: they have waited longest. */
+  private requeue(lane: LaneState, sinks: Sink[], items: TaskItem[]): void {
+    if (sinks.length === 0) return;
+    lane.sinks.unshift(...sinks);
+    lane.items.unshift(...items);
   }
 
   private watch(batch: WatchedBatch): void {
     this.watched.add(batch);
     if (this.watchdog === undefined) {
-      this.watchdog = setInterval(this.checkHeartbeats, Math.max(10, Math.min(250, this.stallTimeoutMs / 4)));
+      this.watchdog = setInterval(this.checkHeartbeats, Math.max(10, Math.min(50, this.suspectAfterMs / 3)));
       this.watchdog.unref();
     }
   }
@@ -355,6 +483,9 @@ export class WorkerDispatcher {
     if (this.watched.size === 0 && this.watchdog !== undefined) {
       clearInterval(this.watchdog);
       this.watchdog = undefined;
+      // No batch is out: none can be on a silent or terminated thread.
+      this.suspects.clear();
+      this.terminated.clear();
     }
   }
 
@@ -362,38 +493,82 @@ export class WorkerDispatcher {
   // that moved, never a false stall.
   private readonly checkHeartbeats = (): void => {
     const now = performance.now();
+    const silent = new Set<number>();
     for (const batch of this.watched) {
       if (batch.stalled) continue;
       const beat = Atomics.load(batch.control, heartbeatSlot);
       if (Atomics.load(batch.control, stateSlot) !== BatchState.started || beat !== batch.lastBeat) {
         batch.lastBeat = beat;
         batch.lastMoved = now;
-      } else if (now - batch.lastMoved >= this.stallTimeoutMs) {
-        // Every batch the thread runs stopped with it: all of them are the stuck thread's.
-        const thread = Atomics.load(batch.control, threadSlot);
-        const onThread = [...this.watched].filter((b) => !b.stalled && Atomics.load(b.control, threadSlot) === thread);
-        for (const b of onThread) b.stalled = true;
-        const suspects = new Set(
-          onThread
-            .flatMap((b) => b.items)
-            .filter((item) => !mayRunAgainAfterStart(item))
-            .map((item) => (item.kind === 'token' ? item.grantType : item.kind)),
-        );
-        this.options.logger.error(
-          { grantTypes: [...suspects], requests: onThread.reduce((n, b) => n + b.items.length, 0), stallTimeoutMs: this.stallTimeoutMs },
-          'worker thread stopped answering (a validator blocking it?); terminating and replacing it',
-        );
-        // Piscina replaces a thread that exits and fails the tasks it held, which then go through
-        // recoverFromThreadFault as a stuck thread's (503, or sent to another thread).
-        void this.pool.threads.find((worker) => worker.threadId === thread)?.terminate();
+        continue;
       }
+      const quiet = now - batch.lastMoved;
+      if (quiet >= this.stallTimeoutMs) this.terminateThreadOf(batch);
+      else if (quiet >= this.suspectAfterMs) silent.add(Atomics.load(batch.control, threadSlot));
     }
+    this.suspects.clear();
+    for (const thread of silent) this.suspects.add(thread);
+    if (silent.size > 0) this.withdrawFromSilentThreads(now, silent);
   };
 
-  private settle(lane: LaneState, count: number): void {
+  /**
+   * A thread's heartbeat stopped: a validator blocks it, and it may stay blocked until it is
+   * terminated at `stallTimeoutMs`. Its batches must not wait that long (docs/operations.md,
+   * "Worker faults"): every batch not begun for a while is taken back (a batch is begun within a
+   * turn of its thread's event loop, so one still waiting is on a silent thread, or on one too
+   * busy to begin it), and a begun batch on a silent thread whose requests may all run again is
+   * taken back too, once; their requests go to the threads that answer. One compare-and-swap
+   * (workers/protocol/batch_control.ts) keeps a late thread from running a withdrawn batch.
+   */
+  private withdrawFromSilentThreads(now: number, silent: ReadonlySet<number>): void {
+    for (const batch of this.watched) {
+      if (batch.stalled) continue;
+      const state = Atomics.load(batch.control, stateSlot);
+      let take = false;
+      if (state === BatchState.queued) {
+        take = now - batch.sentAt >= this.suspectAfterMs / 3 && withdrawBatch(batch.control);
+      } else if (state === BatchState.started && silent.has(Atomics.load(batch.control, threadSlot))) {
+        take = batch.items.every((item) => mayRunAgainAfterStart(item) && !this.ranAgain.has(item));
+        if (take) for (const item of batch.items) this.ranAgain.add(item);
+      }
+      if (!take) continue;
+      batch.withdrawn = true;
+      this.unwatch(batch);
+      this.requeue(batch.lane, batch.sinks, batch.items);
+      batch.lane.batchesInFlight--;
+      batch.lane.running -= batch.items.length;
+      this.schedule(batch.lane);
+    }
+  }
+
+  private terminateThreadOf(batch: WatchedBatch): void {
+    // Every batch the thread runs stopped with it: all of them are the stuck thread's.
+    const thread = Atomics.load(batch.control, threadSlot);
+    const onThread = [...this.watched].filter(
+      (b) => !b.stalled && Atomics.load(b.control, stateSlot) === BatchState.started && Atomics.load(b.control, threadSlot) === thread,
+    );
+    for (const b of onThread) b.stalled = true;
+    this.terminated.add(thread);
+    const suspects = new Set(
+      onThread
+        .flatMap((b) => b.items)
+        .filter((item) => !mayRunAgainAfterStart(item))
+        .map((item) => (item.kind === 'token' ? item.grantType : item.kind)),
+    );
+    this.options.logger.error(
+      { grantTypes: [...suspects], requests: onThread.reduce((n, b) => n + b.items.length, 0), stallTimeoutMs: this.stallTimeoutMs },
+      'worker thread stopped answering (a validator blocking it?); terminating and replacing it',
+    );
+    // Piscina replaces a thread that exits and fails the tasks it held, which then go through
+    // recoverFromThreadFault as a stuck thread's (503, or sent to another thread).
+    void this.pool.threads.find((worker) => worker.threadId === thread)?.terminate();
+  }
+
+  /** A batch is done with: `answered` of its requests were answered, the rest went back to the lane. */
+  private settle(lane: LaneState, count: number, answered: number): void {
     lane.batchesInFlight--;
     lane.running -= count;
-    this.inFlight -= count;
+    this.inFlight -= answered;
     // Requests that waited for a free slot go now, as one larger batch.
     this.schedule(lane);
     this.notifyDrained();

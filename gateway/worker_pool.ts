@@ -14,21 +14,32 @@ type LoadBalancer = NonNullable<NonNullable<ConstructorParameters<typeof Piscina
 const tasksPerThread = 6;
 
 /**
- * The least busy thread with room, whether or not a task is abortable. Piscina's own balancer
- * puts an abortable task only on an idle thread and nothing beside one; every batch is abortable
- * (the dispatcher's watchdog aborts a stuck thread's task, docs/operations.md "Worker faults"), so
- * it would run one batch per thread at a time and a client_credentials batch would wait behind a
- * batch that waits for the store. Aborting a task terminates its thread, and with it the other
- * batches there: the dispatcher sends those to other threads or answers them.
+ * The least busy thread with room, whether or not a task is abortable, and never one the
+ * dispatcher finds silent (`avoid`: its heartbeat stopped, docs/operations.md "Worker faults")
+ * while another can take the task. Piscina's own balancer puts an abortable task only on an idle
+ * thread and nothing beside one; it would run one batch per thread at a time and a
+ * client_credentials batch would wait behind a batch that waits for the store. Terminating a
+ * stuck thread ends the other batches there too: the dispatcher sends those to other threads or
+ * answers them.
  */
-const leastBusy: LoadBalancer = (_task, workers) => {
-  let candidate: (typeof workers)[number] | null = null;
-  for (const worker of workers) {
-    if (worker.currentUsage === 0) return worker;
-    if (worker.currentUsage < tasksPerThread && (candidate === null || worker.currentUsage < candidate.currentUsage)) candidate = worker;
-  }
-  return candidate;
-};
+export function leastBusyBalancer(avoid: ReadonlySet<number>): LoadBalancer {
+  return (_task, workers) => {
+    let candidate: (typeof workers)[number] | null = null;
+    let fallback: (typeof workers)[number] | null = null;
+    for (const worker of workers) {
+      if (worker.currentUsage >= tasksPerThread) continue;
+      if (avoid.has(worker.id)) {
+        fallback ??= worker;
+        continue;
+      }
+      if (worker.currentUsage === 0) return worker;
+      if (candidate === null || worker.currentUsage < candidate.currentUsage) candidate = worker;
+    }
+    // Every thread that answers is full: a silent one beats Piscina's queue, where the dispatcher
+    // could not tell a waiting batch from one on the silent thread.
+    return candidate ?? fallback;
+  };
+}
 
 /** What every worker of a pool boots with; a validator reload starts a pool with a new module list. */
 export interface PoolInputs {
@@ -50,6 +61,8 @@ export interface PoolInputs {
   storeStats: WorkerBootData['storeStats'];
   /** The DPoP nonce key every gateway derives alike (gateway/keys/dpop_nonce_key.ts). */
   dpopNonceKey: Uint8Array;
+  /** Threads the dispatcher finds silent, which new batches avoid (gateway/worker_dispatcher.ts). */
+  suspectThreads?: ReadonlySet<number>;
 }
 
 /** A worker pool that has booted: a worker that cannot start fails here, not on a request. */
@@ -81,7 +94,7 @@ export async function startWorkerPool(inputs: PoolInputs): Promise<Piscina> {
     // store), so a client_credentials batch never waits in Piscina's queue behind batches that
     // wait for the store or for argon2: 6 per thread, all asynchronous.
     concurrentTasksPerWorker: tasksPerThread,
-    loadBalancer: leastBusy,
+    loadBalancer: leastBusyBalancer(inputs.suspectThreads ?? new Set()),
     // Piscina's own run and wait-time histograms, which nothing reads: the gateway's metrics count
     // batches itself (gateway/metrics.ts). Off, each task skips two clock reads and two records.
     recordTiming: false,

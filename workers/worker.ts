@@ -24,9 +24,9 @@ import { userInfo } from './endpoints/userinfo.js';
 import type { WorkerBootData } from './protocol/worker_boot.js';
 import {
   BatchState,
+  claimBatch,
   heartbeatIntervalMs,
   heartbeatSlot,
-  threadSlot,
   isBatchTask,
   stateSlot,
   type BatchTask,
@@ -297,8 +297,6 @@ function beat(): void {
 }
 
 function track(control: Int32Array): void {
-  Atomics.store(control, threadSlot, threadId);
-  Atomics.store(control, stateSlot, BatchState.started);
   running.add(control);
   heartbeat ??= setInterval(beat, heartbeatIntervalMs);
 }
@@ -320,6 +318,8 @@ export default async function runTokenBatch(task: BatchTask | Uint8Array): Promi
   keyRing.refresh(Date.now());
   if (!isBatchTask(task)) return move(packMessage(await Promise.all(unpackTaskItems(task).map(answerItem))));
   const control = new Int32Array(task.control);
+  // Withdrawn while this thread was busy: the gateway sent its requests to another thread.
+  if (!claimBatch(control, threadId)) return move(packMessage([]));
   track(control);
   try {
     const items = unpackTaskItems(task.batch);

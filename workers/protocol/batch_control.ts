@@ -34,6 +34,11 @@ export const BatchState = {
   started: 1,
   /** The worker's task function returned or threw. */
   finished: 2,
+  /**
+   * The gateway took the batch back before a worker began it (its thread stopped answering) and
+   * sent its requests elsewhere: the worker that finds it later skips it.
+   */
+  withdrawn: 3,
 } as const;
 export type BatchState = (typeof BatchState)[keyof typeof BatchState];
 
@@ -42,6 +47,20 @@ export const heartbeatIntervalMs = 50;
 
 export function newBatchControl(): SharedArrayBuffer {
   return new SharedArrayBuffer(3 * Int32Array.BYTES_PER_ELEMENT);
+}
+
+/**
+ * The worker's side of the hand-over: it takes the batch unless the gateway withdrew it first.
+ * One compare-and-swap decides, so each batch runs on a worker or is sent again, never both.
+ */
+export function claimBatch(control: Int32Array, thread: number): boolean {
+  Atomics.store(control, threadSlot, thread);
+  return Atomics.compareExchange(control, stateSlot, BatchState.queued, BatchState.started) === BatchState.queued;
+}
+
+/** The gateway's side: true when no worker began the batch, and none will. */
+export function withdrawBatch(control: Int32Array): boolean {
+  return Atomics.compareExchange(control, stateSlot, BatchState.queued, BatchState.withdrawn) === BatchState.queued;
 }
 
 export function isBatchTask(task: unknown): task is BatchTask {
