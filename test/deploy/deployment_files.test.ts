@@ -1,6 +1,8 @@
 // The deployment files (Dockerfile, deploy/compose.yaml, deploy/kubernetes/; docs/operations.md
 // "Deployment") name files, commands, ports and config fields that exist: no Docker daemon or
-// cluster needed. The configs they mount are loaded with the gateway's own loader.
+// cluster needed. The configs they mount are loaded with the gateway's own loader. The nginx
+// front (deploy/nginx/tessera.conf) runs in test/deploy/nginx_front.test.ts; here, what needs no
+// nginx: its defaults and the excerpt docs/operations.md shows of it.
 import t from 'tap';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -8,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { parse, parseAllDocuments } from 'yaml';
 import { startCommand } from '../../gateway/cli/start_command.js';
 import { loadConfigFile, validateConfig, type LoadedConfig } from '../../gateway/config/load.js';
+import { maxBodyBytes } from '../../gateway/http/body_reader.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
@@ -284,5 +287,36 @@ t.test('deploy/kubernetes', async (t) => {
     t.match(labels, pdb.spec.selector.matchLabels);
     t.match(labels, deployment.spec.selector.matchLabels);
     t.ok(pdb.spec.minAvailable >= 1);
+  });
+});
+
+t.test('deploy/nginx/tessera.conf', async (t) => {
+  const conf = read('deploy/nginx/tessera.conf');
+  const directive = (name: string, within = conf) =>
+    [...within.matchAll(new RegExp(`^\\s*${name}\\s+([^;]+);`, 'gm'))].map((m) => (m[1] as string).trim());
+  const upstream = /upstream tessera \{([\s\S]*?)\n\}/.exec(conf)?.[1] ?? '';
+
+  t.test("its default upstream is the image's port", async (t) => {
+    t.same(directive('server', upstream), [`127.0.0.1:${port}`]);
+  });
+
+  t.test('HTTP/1.1 upstream, with idle connections closed before uWS closes them (10 s)', async (t) => {
+    t.same(directive('proxy_http_version'), ['1.1']);
+    const idle = directive('keepalive_timeout', upstream);
+    t.equal(idle.length, 1, 'an upstream keepalive_timeout');
+    t.ok(Number.parseInt(idle[0] ?? '', 10) < 10 && /^\d+s$/.test(idle[0] ?? ''), `${idle[0]} < 10s`);
+  });
+
+  t.test("the body limit is Tessera's", async (t) => {
+    t.same(directive('client_max_body_size'), [`${maxBodyBytes / 1024}k`]);
+  });
+
+  t.test('every line of the excerpt in docs/operations.md is in the file', async (t) => {
+    const docs = read('docs/operations.md');
+    const section = docs.slice(docs.indexOf('### The shipped nginx front'), docs.indexOf('### The 505 of a default nginx'));
+    const excerpt = /```nginx\n([\s\S]*?)```/.exec(section)?.[1] ?? '';
+    t.ok(excerpt.includes('upstream tessera'), 'the excerpt is there');
+    const lines = new Set(conf.split('\n').map((line) => line.trim()));
+    for (const line of excerpt.split('\n').map((l) => l.trim())) if (line !== '') t.ok(lines.has(line), line);
   });
 });

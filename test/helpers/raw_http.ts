@@ -1,4 +1,4 @@
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 
 export interface RawResponse {
   status: number;
@@ -69,8 +69,25 @@ export interface RawConversation {
  * smuggled response, a body after a HEAD answer, a connection left open.
  */
 export function rawConversation(port: number, bytes: string | Buffer, waitMs = 2_000): Promise<RawConversation> {
+  // Written at once: a plain socket queues it until connected, and a refused connection is a close.
+  return rawConversationOver(() => connect(port, '127.0.0.1'), [bytes], { waitMs });
+}
+
+/**
+ * {@link rawConversation} over the socket `open` gives (plain or TLS, from any source address; a
+ * promise of it resolves once it can be written), with `parts` written one at a time `pauseMs` apart, so that each
+ * reaches the server in a read of its own: a request split across TCP segments or TLS records.
+ */
+export async function rawConversationOver(
+  open: () => Socket | Promise<Socket>,
+  parts: readonly (string | Buffer)[],
+  options: { waitMs?: number; pauseMs?: number } = {},
+): Promise<RawConversation> {
+  const { waitMs = 2_000, pauseMs = 0 } = options;
+  const opened = open();
+  // A socket given as it is gets its listeners in this same turn, before any error can be emitted.
+  const socket = opened instanceof Promise ? await opened : opened;
   return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
     const chunks: Buffer[] = [];
     let done = false;
     const finish = (closed: boolean) => {
@@ -83,10 +100,16 @@ export function rawConversation(port: number, bytes: string | Buffer, waitMs = 2
       resolve({ text, closed, statuses });
     };
     const timer = setTimeout(() => finish(false), waitMs);
-    socket.on('data', (d) => chunks.push(d));
+    socket.on('data', (d: Buffer) => chunks.push(d));
     socket.on('error', () => finish(true));
     socket.on('close', () => finish(true));
-    socket.on('connect', () => socket.write(bytes));
+    void (async () => {
+      for (const [i, part] of parts.entries()) {
+        if (i > 0 && pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
+        if (done) return;
+        socket.write(part);
+      }
+    })();
   });
 }
 
