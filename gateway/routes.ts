@@ -65,6 +65,7 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   // Browser clients' origins (docs/endpoints.md, "CORS"); none configured: no endpoint reads `Origin`.
   const allOrigins = new CorsPolicy(config.clients);
   const cors = allOrigins.empty ? undefined : allOrigins;
+  const dpopNonceFor = dpopNonceProvider(config, deps.pageSecret);
   app.any(
     '/connect/token',
     createTokenEndpoint({
@@ -74,7 +75,7 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
       observe: observers.token,
       begin: observers.begin.token,
       cors,
-      dpopNonceFor: dpopNonceProvider(config, deps.pageSecret),
+      dpopNonceFor,
     }),
   );
   app.any(
@@ -95,6 +96,7 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
       observe: observers.revocation,
       begin: observers.begin.revocation,
       cors,
+      dpopNonceFor,
     }),
   );
   app.any(userInfoPath, createUserInfoEndpoint({ dispatcher, cors }));
