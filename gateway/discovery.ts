@@ -49,6 +49,11 @@ export function buildDiscoveryDocument(config: LoadedConfig, grantTypes: readonl
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
     authorization_response_iss_parameter_supported: true,
+    // The authorization endpoint refuses request objects (docs/endpoints.md, "Authorization
+    // endpoint and its pages"). OIDC Discovery §3 makes request_uri_parameter_supported true
+    // when left out, so both are stated.
+    request_parameter_supported: false,
+    request_uri_parameter_supported: false,
     claims_supported: new IdTokenBuilder(config, issuer, keys[0]?.alg ?? 'ES256').supportedClaims(),
     prompt_values_supported: ['none', 'login', 'consent'],
     subject_types_supported: ['public'],

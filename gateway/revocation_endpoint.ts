@@ -1,5 +1,7 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import type { RegisteredClient } from '../workers/protocol/client_model.js';
 import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
+import type { RevocationItem } from '../workers/protocol/token_task.js';
 import {
   authenticateClient,
   createClientAuthentication,
@@ -19,12 +21,15 @@ export interface RevocationEndpointDeps extends ClientAuthenticationDeps {
   begin?: FormRoute['begin'];
   dispatcher: WorkerDispatcher;
   cors?: CorsPolicy | undefined;
+  /** The DPoP nonce to hand a client that must use one (RFC 9449 §8), `undefined` for the others. */
+  dpopNonceFor?: ((client: RegisteredClient) => string | undefined) | undefined;
 }
 
 /** What the revocation endpoint's steps share, built once at start. */
 interface RevocationRoute extends FormRoute {
   readonly clientAuthentication: ClientAuthentication;
   readonly dispatcher: WorkerDispatcher;
+  readonly dpopNonceFor: (client: RegisteredClient) => string | undefined;
 }
 
 /** `POST /connect/revocation` (RFC 7009), client-authenticated like the token endpoint. */
@@ -36,6 +41,7 @@ export function createRevocationEndpoint(deps: RevocationEndpointDeps): (res: Ht
     cors: deps.cors,
     clientAuthentication: createClientAuthentication(deps),
     dispatcher: deps.dispatcher,
+    dpopNonceFor: deps.dpopNonceFor ?? (() => undefined),
   };
   return function revocationEndpoint(res, req) {
     readForm(route, res, req, answerRevocationRequest);
@@ -49,14 +55,26 @@ function answerRevocationRequest(route: RevocationRoute, request: FormRequest): 
 
 function answerAuthenticatedRevocationRequest(route: RevocationRoute, request: FormRequest, caller: AuthenticatedClient): void {
   if (requireParameter(request, 'token', OAuthErrors.missingToken) === undefined) return;
+  if (!checkDPoPHeader(route, request, caller.client)) return;
   dispatchToWorker(route, request, caller);
 }
 
+/**
+ * RFC 9449 §4.3 check 1: at most one DPoP header. A proof is what revokes a DPoP-bound refresh
+ * token (workers/endpoints/revocation.ts); the worker verifies it, and only when the token is
+ * bound. A client that must use nonces gets the current one with the answer (RFC 9449 §8).
+ */
+function checkDPoPHeader(route: RevocationRoute, { exchange, dpop }: FormRequest, client: RegisteredClient): boolean {
+  if (dpop === '') return true;
+  exchange.dpopNonce = route.dpopNonceFor(client);
+  if (dpop !== null) return true;
+  exchange.sendError(OAuthErrors.dpopHeaderRepeated);
+  return false;
+}
+
 /** A worker revokes the token and answers; secrets stay on this thread. */
-function dispatchToWorker(route: RevocationRoute, { params }: FormRequest, caller: AuthenticatedClient): void {
+function dispatchToWorker(route: RevocationRoute, { params, dpop }: FormRequest, caller: AuthenticatedClient): void {
   delete params.client_secret;
-  route.dispatcher.submit(
-    caller.sink,
-    withClientAssertion({ kind: 'revocation', clientId: caller.client.clientId, params } as const, caller),
-  );
+  const item: RevocationItem = { kind: 'revocation', clientId: caller.client.clientId, params };
+  route.dispatcher.submit(caller.sink, withClientAssertion(dpop ? { ...item, dpop } : item, caller));
 }

@@ -65,6 +65,7 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   // Browser clients' origins (docs/endpoints.md, "CORS"); none configured: no endpoint reads `Origin`.
   const allOrigins = new CorsPolicy(config.clients);
   const cors = allOrigins.empty ? undefined : allOrigins;
+  const dpopNonceFor = dpopNonceProvider(config, deps.pageSecret);
   app.any(
     '/connect/token',
     createTokenEndpoint({
@@ -74,7 +75,7 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
       observe: observers.token,
       begin: observers.begin.token,
       cors,
-      dpopNonceFor: dpopNonceProvider(config, deps.pageSecret),
+      dpopNonceFor,
     }),
   );
   app.any(
@@ -95,6 +96,7 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
       observe: observers.revocation,
       begin: observers.begin.revocation,
       cors,
+      dpopNonceFor,
     }),
   );
   app.any(userInfoPath, createUserInfoEndpoint({ dispatcher, cors }));
@@ -152,17 +154,17 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   });
 }
 
-/**
- * Keys for the pages' cookies and CSRF tokens, from their own secret that every instance behind
- * one issuer shares (docs/operations.md, "Several gateways"), never from a signing key: a
- * rotation must not end sign-ins or break forms.
- */
 /** The DPoP nonce a client that must use one gets on each token answer (RFC 9449 §8); the workers check it. */
 function dpopNonceProvider(config: LoadedConfig, pageSecret: string): (client: RegisteredClient) => string | undefined {
   const nonces = new DPoPNonces(deriveDPoPNonceKey(pageSecret), config.dpop.nonceLifetimeSeconds);
   return (client) => (requiresDPoPNonce(client, config.dpop) ? nonces.current(Date.now()) : undefined);
 }
 
+/**
+ * Keys for the pages' cookies and CSRF tokens, from their own secret that every instance behind
+ * one issuer shares (docs/operations.md, "Several gateways"), never from a signing key: a
+ * rotation must not end sign-ins or break forms.
+ */
 function pageSecretsOf(config: LoadedConfig, secret: string): PageSecrets {
   return new PageSecrets(secret, new URL(config.issuer).origin, config.issuer.startsWith('https:'), config.sessionLifetimeSeconds * 1000);
 }

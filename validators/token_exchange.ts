@@ -6,13 +6,19 @@
  *
  * - with an `actor_token`, the new token is a delegation: `act` names the actor (its `sub`, and
  *   its `client_id`) and nests any `act` the subject token carried (RFC 8693 §4.1), so the whole
- *   call path stays visible;
+ *   call path stays visible. The actor token must be the caller's own (issued to it: `client_id`)
+ *   or name it (`aud` or `may_act`): a caller cannot name as actor any party whose token it holds;
  * - without one, it is an impersonation: no new actor is added. An `act` the subject token
  *   already carried is kept, so that exchanging a delegated token never hides who acted.
  *
  * Errors (RFC 8693 §2.2.2): a malformed request, and a subject or actor token that is invalid,
  * are `invalid_request`; a `resource` or `audience` this client cannot get a token for is
- * `invalid_target`. The response states `issued_token_type` (RFC 8693 §2.2.1).
+ * `invalid_target`; a valid token this client may not use (whose subject or actor token it is:
+ * docs/security.md, "Delegation and token exchange") is `invalid_grant`. The response states
+ * `issued_token_type` (RFC 8693 §2.2.1).
+ *
+ * A client-only subject token (no `auth_time`) gives a client-only token: the result passes the
+ * subject token on, and Tessera carries over only the sign-in it records, which is none.
  *
  * Request:
  * `grant_type=urn:ietf:params:oauth:grant-type:token-exchange`
@@ -130,9 +136,19 @@ export default class TokenExchangeGrantValidator implements ExtensionGrantValida
         this.services.logger.debug({ reason: actor.error }, 'actor token refused');
         return refuse(TokenRequestErrors.InvalidRequest, descriptions.invalidActorToken);
       }
+      // Whose token the actor token is: the caller's own, or one that names the caller. Holding a
+      // token (as every API holds its callers') does not make its party the caller's actor.
+      const actorClientId = claimOf(actor.claims, 'client_id');
+      const actorAudiences = actor.claims.filter((c) => c.type === 'aud').map((c) => c.value);
+      if (
+        actorClientId !== client.clientId &&
+        !actorAudiences.includes(client.clientId) &&
+        !names(parseActor(claimOf(actor.claims, 'may_act')), client.clientId)
+      ) {
+        return policyRefusal('actor token neither issued to nor naming this client');
+      }
       // RFC 8693 §4.1: the outermost act is the current actor, nested ones the prior actors.
       act = { sub: actorSub };
-      const actorClientId = claimOf(actor.claims, 'client_id');
       if (actorClientId !== undefined) act.client_id = actorClientId;
       if (priorActor !== undefined) act.act = priorActor;
     }

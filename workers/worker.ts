@@ -148,6 +148,7 @@ const dpopProofServices = {
   now: Date.now,
 };
 const tokenRequestProofs = new TokenRequestProofs(boot.config.issuer, boot.config.dpop, dpopProofServices);
+const revocationProofs = new TokenRequestProofs(boot.config.issuer, boot.config.dpop, dpopProofServices, '/connect/revocation');
 
 const services: GrantServices = {
   issuer: boot.config.issuer,
@@ -191,6 +192,7 @@ const endpointServices = {
   profiles,
   clients: services.clients,
   dpopProofs: dpopProofServices,
+  revocationProofs,
   userInfoHtu: normalizeHtu(`${boot.config.issuer}/connect/userinfo`),
 };
 
@@ -219,7 +221,7 @@ async function handleItem(item: TaskItem, facts: TaskFacts | undefined): Promise
       case 'introspection':
         return [200, await introspect(item.caller, item.callerId, item.params, endpointServices), null];
       case 'revocation':
-        await revoke(item.clientId, item.params, endpointServices, facts);
+        await revoke(item.clientId, item.params, endpointServices, facts, item.dpop);
         return [200, '', null];
       case 'login':
         return await handleLogin(item, facts);

@@ -25,9 +25,12 @@ export class CorsPolicy {
 
   /**
    * Marks `exchange` to answer with `Access-Control-Allow-Origin` when the request's `Origin` is
-   * allowed. Reads the header synchronously, while uWS's request object lives.
+   * allowed, and with `Vary: Origin` whatever it is: the answer depends on `Origin`, so a shared
+   * cache must key on it (discovery and JWKS are cacheable). Reads the header synchronously,
+   * while uWS's request object lives.
    */
   mark(exchange: Exchange, req: HttpRequest): void {
+    exchange.varyOrigin = true;
     const origin = req.getHeader('origin');
     if (origin.length > 0 && this.origins.has(origin)) exchange.allowOrigin = origin;
   }

@@ -65,6 +65,11 @@ export class Exchange {
   span: Span | undefined = undefined;
   /** The request's `Origin`, when CORS allows it (gateway/http/cors.ts): echoed on the answer. */
   allowOrigin: string | undefined = undefined;
+  /**
+   * The answer depends on the request's `Origin` (a CORS-enabled endpoint read it): every answer
+   * then says `Vary: Origin`, with or without CORS headers (gateway/http/cors.ts).
+   */
+  varyOrigin = false;
   /** The DPoP server nonce this answer hands out (`DPoP-Nonce`, RFC 9449 §8), when the client needs one. */
   dpopNonce: string | undefined = undefined;
   /** The client's address once read ({@link remoteAddress}). */
@@ -112,7 +117,7 @@ export class Exchange {
       if (body.length > 0) res.writeHeader('Content-Type', 'application/json; charset=utf-8');
       res.writeHeader('Cache-Control', 'no-store');
       res.writeHeader('Pragma', 'no-cache');
-      if (this.allowOrigin !== undefined) this.writeCors();
+      if (this.varyOrigin) this.writeCors();
       if (this.dpopNonce !== undefined) res.writeHeader('DPoP-Nonce', this.dpopNonce);
       if (extras !== undefined) {
         if (extras.retryAfter !== undefined) res.writeHeader('Retry-After', String(extras.retryAfter));
@@ -168,7 +173,7 @@ export class Exchange {
       res.writeStatus(statusLine(status));
       res.writeHeader('Content-Type', contentType);
       res.writeHeader('Cache-Control', cacheControl);
-      if (this.allowOrigin !== undefined) this.writeCors();
+      if (this.varyOrigin) this.writeCors();
       this.endWith(body, false);
     });
   }
@@ -196,9 +201,13 @@ export class Exchange {
   }
 
   private writeCors(): void {
-    this.res.writeHeader('Access-Control-Allow-Origin', this.allowOrigin as string);
-    // A cache must not give one origin's answer to another (Fetch standard, "CORS protocol and HTTP caches").
+    // A cache must not give one origin's answer to another, nor an answer without CORS headers
+    // (to a request without Origin, or from another origin) to an allowed origin: so on every
+    // answer of the endpoint, not only those that allow (Fetch standard, "CORS protocol and HTTP
+    // caches"). Discovery and JWKS are `public, max-age`: a shared cache keeps them.
     this.res.writeHeader('Vary', 'Origin');
+    if (this.allowOrigin === undefined) return;
+    this.res.writeHeader('Access-Control-Allow-Origin', this.allowOrigin);
     // Retry-After and WWW-Authenticate are not safelisted response headers: a page reads them only when exposed.
     this.res.writeHeader('Access-Control-Expose-Headers', 'Retry-After, WWW-Authenticate, DPoP-Nonce');
   }

@@ -62,11 +62,16 @@ t.test('token exchange', async (t) => {
       (raw.clients as unknown[]).push(
         client('frontend', ['password'], ['openid', 'api1']),
         client('api1', ['delegation'], ['api2'], { audiences: ['urn:api1'] }),
-        client('exchanger', [tokenExchange], ['api1', 'api2'], { audiences: ['urn:api1', 'urn:api2'] }),
+        // Also a service with a token of its own, to act with.
+        client('exchanger', [tokenExchange, 'client_credentials'], ['api1', 'api2'], { audiences: ['urn:api1', 'urn:api2'] }),
         // Only API 3: no token of the tests was issued to it.
         client('api3-exchanger', [tokenExchange], ['api1', 'api2'], { audiences: ['urn:api3'] }),
         // May exchange a service's own (client-only) token.
-        client('service-exchanger', [tokenExchange], ['api1', 'api2'], { audiences: ['urn:api1'], allowClientTokenExchange: true }),
+        client('service-exchanger', [tokenExchange], ['openid', 'api1', 'api2', 'offline_access'], {
+          audiences: ['urn:api1'],
+          allowClientTokenExchange: true,
+          allowOfflineAccess: true,
+        }),
       );
     },
   });
@@ -86,8 +91,21 @@ t.test('token exchange', async (t) => {
   const subjectToken = userToken.access_token;
   // A user token that was itself delegated: it carries act { client_id: api1 }.
   const delegatedToken = (await oidc.genericGrantRequest(api1!, 'delegation', { token: subjectToken, scope: 'api2' })).access_token;
-  // A service's own token, to act with.
+  // Another service's own (client-only) token.
   const actorToken = (await oidc.clientCredentialsGrant(m2m!, { scope: 'api1' })).access_token;
+  // The exchanging client's own token, to act with.
+  const ownActorToken = (await oidc.clientCredentialsGrant(exchanger!, { scope: 'api1' })).access_token;
+  // A token signed with the gateway's key, with the claims a test needs.
+  const privateKey = await importJWK(signingKey.jwk, 'ES256');
+  const signed = async (claims: Record<string, unknown>) => {
+    const now = Math.floor(Date.now() / 1000);
+    return new SignJWT({ scope: 'api1', aud: 'urn:api1', jti: crypto.randomUUID(), ...claims })
+      .setProtectedHeader({ alg: 'ES256', kid: signingKey.kid, typ: 'at+jwt' })
+      .setIssuer(issuer)
+      .setIssuedAt(now)
+      .setExpirationTime(now + 600)
+      .sign(privateKey);
+  };
 
   t.test('impersonates: the new token is for the subject, with no act, and states its type', async (t) => {
     const tokens = await oidc.genericGrantRequest(exchanger!, tokenExchange, {
@@ -124,24 +142,8 @@ t.test('token exchange', async (t) => {
     );
 
     // may_act (RFC 8693 §4.4): a user token, signed with the gateway's key, naming who may act.
-    const privateKey = await importJWK(signingKey.jwk, 'ES256');
-    const withMayAct = async (mayAct: Record<string, string>) => {
-      const now = Math.floor(Date.now() / 1000);
-      return new SignJWT({
-        sub: '818727',
-        client_id: 'frontend',
-        scope: 'api1',
-        aud: 'urn:api1',
-        auth_time: now,
-        may_act: mayAct,
-        jti: crypto.randomUUID(),
-      })
-        .setProtectedHeader({ alg: 'ES256', kid: signingKey.kid, typ: 'at+jwt' })
-        .setIssuer(issuer)
-        .setIssuedAt(now)
-        .setExpirationTime(now + 600)
-        .sign(privateKey);
-    };
+    const withMayAct = (mayAct: Record<string, string>) =>
+      signed({ sub: '818727', client_id: 'frontend', auth_time: Math.floor(Date.now() / 1000), may_act: mayAct });
     const named = await post(gw, { subject_token: await withMayAct({ client_id: 'exchanger' }), subject_token_type: accessTokenType });
     t.equal(named.status, 200, 'may_act naming the caller');
     await refused(
@@ -149,6 +151,35 @@ t.test('token exchange', async (t) => {
       'exchanger',
       'may_act naming another party',
     );
+  });
+
+  t.test("exchanging a client-only token gives a client-only token, which no one then takes as a user's", async (t) => {
+    const exchanged = await post(gw, { subject_token: actorToken, subject_token_type: accessTokenType }, 'service-exchanger');
+    t.equal(exchanged.status, 200, JSON.stringify(exchanged.body));
+    const laundered = exchanged.body.access_token as string;
+    const payload = await verify(laundered);
+    t.equal(payload.sub, 'm2m');
+    t.equal(payload.client_id, 'service-exchanger');
+    t.notOk('auth_time' in payload || 'amr' in payload || 'idp' in payload, 'no sign-in made up: no auth_time, amr or idp');
+    t.equal(exchanged.body.scope, 'api1 api2', 'the client-only scope rules: no openid, no offline_access');
+    t.notOk('refresh_token' in exchanged.body, 'and no refresh token');
+
+    // RFC 9068 §5: neither delegation nor an exchanger without allowClientTokenExchange takes it as a user's.
+    const delegated = await fetch(gw.tokenUrl, {
+      method: 'POST',
+      headers: { 'content-type': form, authorization: basicAuthorization('api1') },
+      body: new URLSearchParams({ grant_type: 'delegation', token: laundered, scope: 'api2' }).toString(),
+    });
+    t.same([delegated.status, await delegated.json()], [400, { error: 'invalid_grant' }], 'delegation refuses it');
+    const again = await post(gw, { subject_token: laundered, subject_token_type: accessTokenType });
+    t.same([again.status, again.body], [400, { error: 'invalid_grant' }], 'token exchange refuses it');
+    const openid = await post(
+      gw,
+      { subject_token: actorToken, subject_token_type: accessTokenType, scope: 'openid api1' },
+      'service-exchanger',
+    );
+    t.equal(openid.status, 400, 'identity scopes are for users');
+    t.equal(openid.body.error, 'invalid_scope');
   });
 
   t.test('accepts the jwt token type for a subject token', async (t) => {
@@ -167,26 +198,44 @@ t.test('token exchange', async (t) => {
     const tokens = await oidc.genericGrantRequest(exchanger!, tokenExchange, {
       subject_token: subjectToken,
       subject_token_type: accessTokenType,
-      actor_token: actorToken,
+      actor_token: ownActorToken,
       actor_token_type: accessTokenType,
       scope: 'api2',
     });
     t.equal(tokens.issued_token_type, accessTokenType);
     const payload = await verify(tokens.access_token, 'urn:api2');
     t.equal(payload.sub, '818727');
-    t.same(payload.act, { sub: 'm2m', client_id: 'm2m' });
+    t.same(payload.act, { sub: 'exchanger', client_id: 'exchanger' });
+  });
+
+  t.test("takes as actor only the caller's own token or one naming it; another party's is invalid_grant", async (t) => {
+    const withActor = (actor: string) =>
+      post(gw, { subject_token: subjectToken, subject_token_type: accessTokenType, actor_token: actor, actor_token_type: accessTokenType });
+    const stranger = await withActor(actorToken);
+    t.equal(stranger.status, 400, "another client's token, which the caller merely holds");
+    t.same(stranger.body, { error: 'invalid_grant' });
+    const foreign = await withActor(await signed({ sub: 'partner-svc', client_id: 'partner' }));
+    t.same([foreign.status, foreign.body], [400, { error: 'invalid_grant' }], 'a token for an API the caller is, issued to someone else');
+    const mayActOther = await withActor(await signed({ sub: 'partner-svc', client_id: 'partner', may_act: { client_id: 'api1' } }));
+    t.same([mayActOther.status, mayActOther.body], [400, { error: 'invalid_grant' }], 'may_act naming another client');
+
+    const byAud = await withActor(await signed({ sub: 'partner-svc', client_id: 'partner', aud: ['urn:api1', 'exchanger'] }));
+    t.equal(byAud.status, 200, 'aud naming the caller');
+    t.same((await verify(byAud.body.access_token as string)).act, { sub: 'partner-svc', client_id: 'partner' });
+    const byMayAct = await withActor(await signed({ sub: 'partner-svc', client_id: 'partner', may_act: { client_id: 'exchanger' } }));
+    t.equal(byMayAct.status, 200, 'may_act naming the caller');
   });
 
   t.test('nests the act of a delegated subject token under the new actor (RFC 8693 §4.1)', async (t) => {
     const r = await post(gw, {
       subject_token: delegatedToken,
       subject_token_type: accessTokenType,
-      actor_token: actorToken,
+      actor_token: ownActorToken,
       actor_token_type: jwtTokenType,
     });
     t.equal(r.status, 200);
     const payload = await verify(r.body.access_token as string);
-    t.same(payload.act, { sub: 'm2m', client_id: 'm2m', act: { client_id: 'api1' } });
+    t.same(payload.act, { sub: 'exchanger', client_id: 'exchanger', act: { client_id: 'api1' } });
   });
 
   t.test('keeps the act of a delegated subject token when impersonating, so no actor is hidden', async (t) => {

@@ -33,6 +33,7 @@ const gw = await startTestGateway(t, {
         requireDPoPNonce: true,
       },
       offlineUserClient('public-app', { requireClientSecret: false, clientSecrets: [] }),
+      offlineUserClient('public-nonce-app', { requireClientSecret: false, clientSecrets: [], requireDPoPNonce: true }),
       offlineUserClient('confidential-app'),
     );
   },
@@ -225,6 +226,62 @@ t.test("a confidential client's refresh token is not bound (RFC 9449 §5); each 
     { client: 'confidential-app' },
   );
   t.equal(bearer.body.token_type, 'Bearer', 'and a refresh without a proof gets a bearer token');
+});
+
+t.test("revoking a public client's bound refresh token takes a proof by its key; without one the family lives", async (t) => {
+  const revocationHtu = `${gw.url}/connect/revocation`;
+  const login = await passwordLogin('public-app', key, false);
+  t.equal(login.status, 200, login.text);
+  const refreshToken = login.body.refresh_token as string;
+  const revoke = async (proof?: string, client = 'public-app', token = refreshToken) => {
+    const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
+    if (proof !== undefined) headers.dpop = proof;
+    const res = await fetch(revocationHtu, { method: 'POST', headers, body: new URLSearchParams({ token, client_id: client }).toString() });
+    return { status: res.status, headers: res.headers, text: await res.text() };
+  };
+  const required = `{"error":"invalid_dpop_proof","error_description":"Revoking this refresh token requires a DPoP proof by its key."}`;
+
+  // A thief holds the token and the public client's id, not the key (RFC 9449 §5).
+  const noProof = await revoke();
+  t.same([noProof.status, noProof.text], [400, required], 'no proof: refused, not a silent 200');
+  const otherKey = await dpopKey('ES384');
+  const wrongKey = await revoke(await dpopProof(otherKey, { htu: revocationHtu }));
+  t.same([wrongKey.status, wrongKey.text], [400, required], 'a proof by another key');
+  const forTokenEndpoint = await revoke(await dpopProof(key, { htu }));
+  t.same([forTokenEndpoint.status, forTokenEndpoint.text], [400, invalidProof], "a proof made for the token endpoint's URL");
+  const alive = await token(
+    { grant_type: 'refresh_token', refresh_token: refreshToken },
+    { client: 'public-app', secret: false, proof: await dpopProof(key, { htu }) },
+  );
+  t.equal(alive.status, 200, 'the refused revocations left the family alone');
+
+  // The owner revokes the family with a proof by its key: RFC 7009's empty 200.
+  const successor = alive.body.refresh_token as string;
+  const revoked = await revoke(await dpopProof(key, { htu: revocationHtu }), 'public-app', successor);
+  t.same([revoked.status, revoked.text], [200, ''], 'a proof by the key revokes');
+  const gone = await token(
+    { grant_type: 'refresh_token', refresh_token: successor },
+    { client: 'public-app', secret: false, proof: await dpopProof(key, { htu }) },
+  );
+  t.equal(gone.body.error, 'invalid_grant', 'the family is revoked');
+
+  // RFC 9449 §8: a client that must use nonces gets one, as at the token endpoint.
+  const nonceLogin = (proof: string) =>
+    token(
+      { grant_type: 'password', username: 'alice', password: 'alice-pw', scope: 'api1 offline_access' },
+      { client: 'public-nonce-app', secret: false, proof },
+    );
+  const firstNonce = (await nonceLogin(await dpopProof(key, { htu }))).headers.get('dpop-nonce') ?? '';
+  const bound = await nonceLogin(await dpopProof(key, { htu, nonce: firstNonce }));
+  t.equal(bound.status, 200, bound.text);
+  const boundToken = bound.body.refresh_token as string;
+  const withoutNonce = await revoke(await dpopProof(key, { htu: revocationHtu }), 'public-nonce-app', boundToken);
+  t.equal(withoutNonce.status, 400);
+  t.match(withoutNonce.text, /"use_dpop_nonce"/);
+  const nonce = withoutNonce.headers.get('dpop-nonce');
+  t.ok(nonce, 'the answer carries DPoP-Nonce');
+  const withNonce = await revoke(await dpopProof(key, { htu: revocationHtu, nonce: nonce ?? '' }), 'public-nonce-app', boundToken);
+  t.same([withNonce.status, withNonce.text], [200, ''], 'revoked with the nonce');
 });
 
 t.test('introspection reports the binding: token_type DPoP and cnf (RFC 9449 §6.2)', async (t) => {

@@ -1,6 +1,7 @@
 /**
  * The DPoP proof of a token request (RFC 9449 §5): verified in the worker before the grant runs,
- * and turned into the key thumbprint the grant binds its tokens to.
+ * and turned into the key thumbprint the grant binds its tokens to. The revocation endpoint's
+ * proofs (revoking a bound refresh token) are checked the same way, for its own URL.
  */
 import type { RegisteredClient } from '../protocol/client_model.js';
 import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
@@ -9,15 +10,17 @@ import { requiresDPoPNonce } from '../protocol/dpop_nonce.js';
 import { normalizeHtu, verifyDPoPProof, type DPoPProofServices } from './dpop_proof.js';
 
 export class TokenRequestProofs {
-  // The token endpoint as discovery publishes it (docs/endpoints.md): what `htu` must name.
+  // The endpoint as discovery publishes it (docs/endpoints.md): what `htu` must name.
   readonly #htu: string;
 
+  /** `path`: the endpoint the proofs are for, `/connect/token` or `/connect/revocation`. */
   constructor(
     issuer: string,
     private readonly config: DPoPConfig,
     private readonly services: DPoPProofServices,
+    path: '/connect/token' | '/connect/revocation' = '/connect/token',
   ) {
-    this.#htu = normalizeHtu(`${issuer}/connect/token`);
+    this.#htu = normalizeHtu(`${issuer}${path}`);
   }
 
   /**

@@ -1,3 +1,6 @@
+import type { RegisteredClient } from '../protocol/client_model.js';
+import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
+import type { TokenRequestProofs } from '../dpop/token_request_proof.js';
 import type { Store } from '../store/store.js';
 import { parseRefreshHandle } from '../tokens/refresh_token_handle.js';
 import type { RefreshTokenRecord } from '../tokens/refresh_token_record.js';
@@ -11,21 +14,34 @@ export interface RevocationServices {
   readonly tokenValidator: AccessTokenValidator;
   readonly store: Store;
   readonly now: () => number;
+  readonly clients: ReadonlyMap<string, RegisteredClient>;
+  /** Proofs for the revocation endpoint's URL (RFC 9449 §4.3 `htu`). */
+  readonly revocationProofs: TokenRequestProofs;
 }
 
 /**
  * RFC 7009 §2.1: revokes a refresh token (with its family and the access tokens issued from it)
  * or a JWT access token (its `jti` on the deny list until it expires). The hint orders the
  * attempts but is not trusted. Unknown tokens, tokens already revoked and tokens of other clients
- * all answer 200 (§2.2), and another client's token is left alone. What it revoked is noted on
- * `facts` for the audit events, when the gateway asked for them.
+ * all answer 200 (§2.2), and another client's token is left alone. A refresh token bound to a
+ * DPoP key is revoked only with `proof` by that key (RFC 9449 §5): else an error, and the token
+ * stays. What it revoked is noted on `facts` for the audit events, when the gateway asked for them.
+ * @throws OAuthError `invalid_dpop_proof` (or `use_dpop_nonce`) for a bound refresh token without
+ * a good proof by its key.
  */
-export async function revoke(clientId: string, params: FormParams, services: RevocationServices, facts?: TaskFacts): Promise<void> {
+export async function revoke(
+  clientId: string,
+  params: FormParams,
+  services: RevocationServices,
+  facts?: TaskFacts,
+  proof?: string,
+): Promise<void> {
   const token = params.token ?? '';
+  const request = { clientId, proof };
   if (params.token_type_hint === 'refresh_token') {
-    if (!(await revokeRefreshToken(token, clientId, services, facts))) await revokeAccessToken(token, clientId, services, facts);
+    if (!(await revokeRefreshToken(token, request, services, facts))) await revokeAccessToken(token, clientId, services, facts);
   } else if (!(await revokeAccessToken(token, clientId, services, facts))) {
-    await revokeRefreshToken(token, clientId, services, facts);
+    await revokeRefreshToken(token, request, services, facts);
   }
 }
 
@@ -48,7 +64,7 @@ async function revokeAccessToken(
 
 async function revokeRefreshToken(
   token: string,
-  clientId: string,
+  { clientId, proof }: { clientId: string; proof: string | undefined },
   services: RevocationServices,
   facts: TaskFacts | undefined,
 ): Promise<boolean> {
@@ -63,8 +79,34 @@ async function revokeRefreshToken(
     record = retired.value;
   }
   if (record.clientId === clientId) {
+    await checkKeyBinding(record, clientId, proof, services);
     await revokeRefreshFamily(services.store, handle.family, Math.max(1000, record.absoluteExpiresAt - now), now);
     noteRevoked(facts, 'refresh_token', { subject: record.subject });
   }
   return true;
+}
+
+/**
+ * RFC 9449 §5: a public client's refresh token is bound to a DPoP key, and its client
+ * authentication is only a client id, which anyone who stole the token can send. Revoking it
+ * therefore takes a proof by that key, as refreshing it does; without one the family stays (a
+ * thief cannot burn it). A confidential client authenticates, so a binding left from when the
+ * client was public asks nothing more. Answered as an error rather than RFC 7009's 200: the token
+ * is valid and the caller's, and a 200 would tell its owner that the family is gone when it is not
+ * (docs/endpoints.md, "Revocation endpoint").
+ */
+async function checkKeyBinding(
+  record: RefreshTokenRecord,
+  clientId: string,
+  proof: string | undefined,
+  services: RevocationServices,
+): Promise<void> {
+  if (record.jkt === undefined) return;
+  const client = services.clients.get(clientId);
+  if (client === undefined || client.requireSecret) return;
+  if (proof === undefined) throw new OAuthError(OAuthErrors.revocationProofRequired);
+  const jkt = await services.revocationProofs.keyOf(proof, client);
+  if (jkt !== record.jkt) {
+    throw new OAuthError(OAuthErrors.revocationProofRequired, { detail: 'DPoP proof by another key than the refresh token is bound to' });
+  }
 }

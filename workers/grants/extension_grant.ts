@@ -77,9 +77,14 @@ export function extensionGrantHandler(
       const claims = checked;
 
       const subject = result.subject;
-      // A client-only token follows the client-only scope rules (no identity scopes, no refresh).
-      const policy = subject === undefined ? clientOnlyPolicy : userPolicy;
-      let scopes = subject === undefined ? services.scopes.resolve(request.client, request.params.scope, clientOnlyPolicy) : requested;
+      // Only a stated sign-in makes a user's token (docs/security.md, "Delegation and token exchange").
+      const signIn = subject === undefined ? undefined : statedSignIn(result);
+      if (signIn === undefined && result.identityProvider !== undefined) {
+        throw refused(validator, options, 'validator gave identityProvider without a sign-in (authTime or a signed-in subjectToken)');
+      }
+      // A token without a sign-in follows the client-only scope rules (no identity scopes, no refresh).
+      const policy = signIn === undefined ? clientOnlyPolicy : userPolicy;
+      let scopes = signIn === undefined ? services.scopes.resolve(request.client, request.params.scope, clientOnlyPolicy) : requested;
       if (result.scopes !== undefined) {
         // A validator may only narrow (RFC 8693 §2.1): anything else is a bug, and fails closed.
         const narrowed = Array.isArray(result.scopes) ? (result.scopes as unknown[]) : [];
@@ -88,12 +93,11 @@ export function extensionGrantHandler(
         }
         scopes = services.scopes.resolve(request.client, narrowed.join(' '), policy);
       }
-      if (subject !== undefined) {
-        const signIn = result.subjectToken !== undefined && validatedTokens.has(result.subjectToken) ? signInOf(result.subjectToken) : {};
+      if (signIn !== undefined) {
         // A token for an existing sign-in (delegation, token exchange) keeps it: who signed in,
         // where and how, and when (RFC 8693 §1.1; the new token is about the same authentication).
         // What the validator states about the sign-in comes first: it knows the authentication.
-        claims.auth_time = result.authTime ?? signIn.auth_time ?? Math.floor(services.now() / 1000);
+        claims.auth_time = signIn.auth_time;
         claims.idp = result.identityProvider ?? signIn.idp ?? 'local';
         claims.amr = signIn.amr ?? [result.grantType ?? validator.grantType];
         if (signIn.tenant !== undefined) claims.tenant = signIn.tenant;
@@ -132,12 +136,31 @@ export function validatedRequest(
   };
 }
 
+/**
+ * The sign-in a success result states: the validator's `authTime`, else the one its subject token
+ * records. `undefined` when neither has one: Tessera never makes one up (a client-only subject
+ * token, or a validator that named a subject without saying when it signed in), since `auth_time`
+ * is what tells a user's token from a client's (RFC 9068 §5, docs/security.md).
+ */
+function statedSignIn(result: GrantValidationResult): (SignIn & { auth_time: number }) | undefined {
+  const fromToken = result.subjectToken !== undefined && validatedTokens.has(result.subjectToken) ? signInOf(result.subjectToken) : {};
+  const authTime = result.authTime ?? fromToken.auth_time;
+  return authTime === undefined ? undefined : { ...fromToken, auth_time: authTime };
+}
+
+interface SignIn {
+  auth_time?: number;
+  idp?: string;
+  amr?: string[];
+  tenant?: string;
+}
+
 /** The sign-in a validated access token records. */
-function signInOf(token: TokenValidationResult): { auth_time?: number; idp?: string; amr?: string[]; tenant?: string } {
+function signInOf(token: TokenValidationResult): SignIn {
   const values = (type: string) => token.claims.filter((c) => c.type === type).map((c) => c.value);
   const authTime = Number(values('auth_time')[0]);
   const amr = values('amr');
-  const out: { auth_time?: number; idp?: string; amr?: string[]; tenant?: string } = {};
+  const out: SignIn = {};
   if (Number.isInteger(authTime) && authTime > 0) out.auth_time = authTime;
   const idp = values('idp')[0];
   if (idp !== undefined) out.idp = idp;

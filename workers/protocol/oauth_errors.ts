@@ -133,6 +133,11 @@ export const OAuthErrors = {
 
   // Introspection and revocation (RFC 7662 §2.1, RFC 7009 §2.1).
   missingToken: defineError('invalid_request', 'The token parameter is missing.'),
+  /**
+   * RFC 9449 §5 with RFC 7009 §2.2.1: a bound refresh token (a public client's) is revoked only
+   * with a proof by its key, or anyone holding it could burn its family (docs/endpoints.md, "Revocation endpoint").
+   */
+  revocationProofRequired: defineError('invalid_dpop_proof', 'Revoking this refresh token requires a DPoP proof by its key.'),
 
   // Device authorization (RFC 8628 §3.1).
   deviceFlowNotAllowed: defineError('unauthorized_client', 'The client is not allowed to use the device flow.'),

@@ -46,6 +46,8 @@ export interface RevocationItem {
   readonly params: FormParams;
   /** `private_key_jwt`: verified by the worker first. */
   readonly clientAssertion?: ClientAssertionCheck;
+  /** The `DPoP` header's proof, when the request carries one: needed to revoke a bound refresh token. */
+  readonly dpop?: string;
 }
 
 /**

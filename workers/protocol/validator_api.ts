@@ -147,7 +147,8 @@ export interface ValidatorServices {
  *       return;
  *     }
  *     const sub = validated.claims.find((c) => c.type === 'sub')?.value;
- *     context.result = GrantValidationResult.success(sub, 'delegation');
+ *     // Without subjectToken (or authTime) the new token records no sign-in: see SuccessOptions.authTime.
+ *     context.result = GrantValidationResult.success(sub, 'delegation', { subjectToken: validated });
  *   }
  * }
  * ```
@@ -175,8 +176,9 @@ export interface SuccessOptions {
   customResponse?: Readonly<Record<string, unknown>>;
   /**
    * The validated token the new token is for (what `tokenValidator.validateAccessToken` returned):
-   * the new token keeps that token's sign-in, `auth_time`, `idp`, `amr` and `tenant`, instead of
-   * taking this request as a new sign-in. Only a result of Tessera's own token validator counts.
+   * the new token keeps that token's sign-in, `auth_time`, `idp`, `amr` and `tenant`. A token
+   * without a sign-in (no `auth_time`: a `client_credentials` token) passes none on, so the new
+   * token has none either. Only a result of Tessera's own token validator counts.
    */
   subjectToken?: TokenValidationResult;
   /**
@@ -187,14 +189,22 @@ export interface SuccessOptions {
   scopes?: readonly string[];
   /**
    * The identity provider the user signed in with (the token's `idp`), for a result with a
-   * subject: a non-empty string. Without it: the `idp` claim of `claims`, the subject token's, or
-   * `local`.
+   * subject and a sign-in (see {@link authTime}): a non-empty string. Without it: the subject
+   * token's, or `local` (a password validator: also the `idp` claim of `claims` or the request's
+   * `idp:` entry). An extension grant's result that names one without a sign-in is refused as a
+   * validator bug (`invalid_grant`).
    */
   identityProvider?: string;
   /**
    * When the user authenticated (the token's `auth_time`, OIDC Core §2), in epoch seconds, for a
    * result with a subject: an integer, not later than now (a few seconds of clock tolerance).
-   * Without it: the subject token's, or now.
+   *
+   * An extension grant's token is a user's only when a sign-in is stated: this, or the sign-in of
+   * {@link subjectToken}. Without either, Tessera invents none: the token carries `sub` but no
+   * `auth_time`, `idp` or `amr`, and follows the client-only rules (no identity scopes, no refresh
+   * token), so delegation and token exchange will not take it as a user's (RFC 9068 §5). A
+   * validator that authenticates the user itself must say when. A password validator's default is
+   * now: its check is the sign-in.
    */
   authTime?: number;
 }
@@ -225,7 +235,10 @@ export class GrantValidationResult {
   readonly isError: boolean;
   readonly error: TokenRequestError | undefined;
   readonly errorDescription: string | undefined;
-  /** The user the token is for; `undefined` issues a client-only token. */
+  /**
+   * The user the token is for; `undefined` issues a client-only token. A subject alone is not a
+   * sign-in: see {@link SuccessOptions.authTime}.
+   */
   readonly subject: string | undefined;
   /** Becomes the token's `amr` (IdentityServer's authentication method). */
   readonly grantType: string | undefined;

@@ -107,6 +107,42 @@ t.test('answers to an allowed origin carry Access-Control-Allow-Origin and Vary;
   t.equal(revocation.headers.get('access-control-allow-origin'), appOrigin);
 });
 
+t.test(
+  'every answer of a CORS endpoint says Vary: Origin, so a shared cache never serves one without CORS headers to the app',
+  async (t) => {
+    // Discovery and JWKS are `public, max-age`: a cache that stored the answer to a request without
+    // Origin (an API fetching the JWKS) must not hand it to the browser app, which needs its CORS headers.
+    for (const path of ['/.well-known/openid-configuration', '/.well-known/openid-configuration/jwks']) {
+      for (const origin of [undefined, otherOrigin, appOrigin]) {
+        const res = await fetch(`${gw.url}${path}`, { headers: origin === undefined ? {} : { origin } });
+        t.equal(res.status, 200);
+        t.match(res.headers.get('cache-control'), /^public, max-age=/, `${path}: cacheable`);
+        t.equal(res.headers.get('vary'), 'Origin', `${path}, Origin ${origin ?? 'absent'}`);
+      }
+      const head = await fetch(`${gw.url}${path}`, { method: 'HEAD' });
+      t.equal(head.headers.get('vary'), 'Origin', `${path}: HEAD too`);
+      const post = await fetch(`${gw.url}${path}`, { method: 'POST' });
+      t.same([post.status, post.headers.get('vary')], [405, 'Origin'], `${path}: an error too`);
+    }
+    for (const origin of [undefined, otherOrigin]) {
+      const headers = { ...form, ...(origin === undefined ? {} : { origin }) };
+      const token = await fetch(gw.tokenUrl, { method: 'POST', headers, body: 'grant_type=client_credentials&client_id=spa&scope=api1' });
+      t.equal(token.headers.get('vary'), 'Origin', `token, Origin ${origin ?? 'absent'}`);
+      t.equal(token.headers.get('access-control-allow-origin'), null);
+      const revocation = await fetch(`${gw.url}/connect/revocation`, { method: 'POST', headers, body: 'token=x&client_id=spa' });
+      t.equal(revocation.headers.get('vary'), 'Origin', `revocation, Origin ${origin ?? 'absent'}`);
+      const userInfo = await fetch(`${gw.url}/connect/userinfo`, { headers: origin === undefined ? {} : { origin } });
+      t.equal(userInfo.headers.get('vary'), 'Origin', `UserInfo, Origin ${origin ?? 'absent'}`);
+    }
+    const introspection = await fetch(`${gw.url}/connect/introspect`, {
+      method: 'POST',
+      headers: { ...form, origin: appOrigin },
+      body: 'token=x',
+    });
+    t.equal(introspection.headers.get('vary'), null, 'introspection reads no Origin: nothing to vary on');
+  },
+);
+
 t.test('a raw preflight answer is complete: no body, the connection stays usable', async (t) => {
   const conversation = await rawConversation(
     gw.port,
@@ -127,6 +163,9 @@ t.test('without any allowedCorsOrigins no endpoint answers CORS', async (t) => {
   });
   t.equal(res.status, 200);
   t.equal(res.headers.get('access-control-allow-origin'), null);
+  t.equal(res.headers.get('vary'), null, 'and no Vary: the answer does not depend on Origin');
+  const jwks = await fetch(`${plain.url}/.well-known/openid-configuration/jwks`, { headers: { origin: appOrigin } });
+  t.equal(jwks.headers.get('vary'), null);
   const pre = await fetch(plain.tokenUrl, { method: 'OPTIONS', headers: { origin: appOrigin, 'access-control-request-method': 'POST' } });
   t.equal(pre.status, 405, 'OPTIONS is just another method there');
 });

@@ -28,6 +28,9 @@ async function post(gw: TestGateway, params: Record<string, string>, clientId = 
   return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown>, ms: performance.now() - started };
 }
 
+/** A sign-in a minute ago, as the echo validator's `auth_time` parameter. */
+const signedIn = (): string => String(Math.floor(Date.now() / 1000) - 60);
+
 function assertNoStore(t: Test, headers: Headers): void {
   t.equal(headers.get('cache-control'), 'no-store');
   t.equal(headers.get('pragma'), 'no-cache');
@@ -77,13 +80,20 @@ t.test('extension grants', async (t) => {
   });
 
   t.test('shows the validator custom parameters, and null for absent or empty ones', async (t) => {
-    const r = await post(gw, { grant_type: 'test_echo', sub: 'alice', custom: 'a b&c=d', empty: '', scope: 'api2 openid' });
+    const r = await post(gw, {
+      grant_type: 'test_echo',
+      sub: 'alice',
+      custom: 'a b&c=d',
+      empty: '',
+      scope: 'api2 openid',
+      auth_time: signedIn(),
+    });
     t.equal(r.status, 200);
     t.same(r.body.seen, {
       custom: 'a b&c=d',
       empty: null,
       absent: null,
-      names: ['grant_type', 'sub', 'custom', 'scope'],
+      names: ['grant_type', 'sub', 'custom', 'scope', 'auth_time'],
       client_id: 'ext',
       grant_type: 'test_echo',
       requested_scopes: ['api2', 'openid'],
@@ -96,7 +106,7 @@ t.test('extension grants', async (t) => {
   });
 
   t.test('grants every allowed scope when scope is omitted', async (t) => {
-    const r = await post(gw, { grant_type: 'test_echo', sub: 'alice' });
+    const r = await post(gw, { grant_type: 'test_echo', sub: 'alice', auth_time: signedIn() });
     t.equal(r.status, 200);
     t.equal(r.body.scope, 'openid api1 api2');
     t.same((r.body.seen as { requested_scopes: string[] }).requested_scopes, ['openid', 'api1', 'api2']);
@@ -145,6 +155,18 @@ t.test('extension grants', async (t) => {
     t.notOk('auth_time' in payload || 'amr' in payload || 'idp' in payload, 'no user claims');
   });
 
+  t.test('invents no sign-in for a subject the validator gave without one: client-only rules apply', async (t) => {
+    const r = await post(gw, { grant_type: 'test_echo', sub: 'alice' });
+    t.equal(r.status, 200, JSON.stringify(r.body));
+    t.equal(r.body.scope, 'api1 api2', 'no identity scopes by default');
+    const payload = await verify(r.body.access_token, 'urn:api1');
+    t.equal(payload.sub, 'alice');
+    t.notOk('auth_time' in payload || 'amr' in payload || 'idp' in payload, 'no auth_time, amr or idp made up');
+    const openid = await post(gw, { grant_type: 'test_echo', sub: 'alice', scope: 'openid api1' });
+    t.equal(openid.status, 400);
+    t.same(openid.body, { error: 'invalid_scope', error_description: 'A requested scope is not allowed for this grant type.' });
+  });
+
   t.test('refuses identity scopes for a client-only token as invalid_scope', async (t) => {
     const r = await post(gw, { grant_type: 'test_echo', scope: 'openid api1' });
     t.equal(r.status, 400);
@@ -155,7 +177,14 @@ t.test('extension grants', async (t) => {
     'puts extra claims in the token, and refuses as invalid_grant any that would override sub, iss, scope or the other registered claims',
     async (t) => {
       const claims = { department: 'sales', roles: ['reader', 'writer'], act: { client_id: 'gateway' } };
-      const r = await post(gw, { grant_type: 'test_echo', sub: 'alice', scope: 'api2', claims: JSON.stringify(claims) });
+      const authTime = signedIn();
+      const r = await post(gw, {
+        grant_type: 'test_echo',
+        sub: 'alice',
+        scope: 'api2',
+        claims: JSON.stringify(claims),
+        auth_time: authTime,
+      });
       t.equal(r.status, 200);
       const payload = await verify(r.body.access_token, 'urn:api2');
       t.equal(payload.sub, 'alice');
@@ -169,6 +198,7 @@ t.test('extension grants', async (t) => {
       t.same(payload.act, { client_id: 'gateway' }, 'act may be set (RFC 8693 §4.1)');
       t.same(payload.amr, ['test_echo']);
       t.equal(payload.idp, 'local');
+      t.equal(payload.auth_time, Number(authTime));
 
       // A validator that tries is buggy: fail closed rather than issue a token it did not mean
       // (test/workers/grants/validator_fail_closed.test.ts covers every case and the log).

@@ -63,6 +63,7 @@ t.test('a validator result that is not a well-formed success never issues a toke
     ['an authTime with a fraction', { case: 'auth_time_float' }, /authTime that is not a positive integer/],
     ['an authTime that is a string', { case: 'auth_time_string' }, /authTime that is not a positive integer/],
     ['an identityProvider for a client-only result', { case: 'client_only_idp' }, /for a client-only result/],
+    ['an identityProvider without a sign-in', { case: 'idp_no_sign_in' }, /identityProvider without a sign-in/],
   ];
   for (const [name, params, reason] of cases) {
     const before = logLines().length;
