@@ -521,6 +521,8 @@ export class WorkerDispatcher {
    * (workers/protocol/batch_control.ts) keeps a late thread from running a withdrawn batch.
    */
   private withdrawFromSilentThreads(now: number, silent: ReadonlySet<number>): void {
+    // No thread answers (the others are still starting): a withdrawn batch would only come back.
+    if (this.pool.threads.every((worker) => silent.has(worker.threadId))) return;
     for (const batch of this.watched) {
       if (batch.stalled) continue;
       const state = Atomics.load(batch.control, stateSlot);
