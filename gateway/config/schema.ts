@@ -449,6 +449,13 @@ export const configSchema = z
           })
           .default({ maxFailures: 20, windowSeconds: 900 })
           .describe('Failed password attempts per username across all clients before 429, and the window they count in.'),
+        passwordPerAddress: z
+          .strictObject({
+            maxFailures: z.number().int().positive().default(20),
+            windowSeconds: z.number().int().positive().default(300),
+          })
+          .default({ maxFailures: 20, windowSeconds: 300 })
+          .describe('Failed password attempts per client and source address before 429 (password spraying), and the window they count in.'),
         deviceAuthorization: z
           .strictObject({
             maxRequests: z.number().int().positive().default(30),
@@ -469,6 +476,7 @@ export const configSchema = z
         clientAuthentication: { maxFailures: 10, windowSeconds: 300 },
         userCode: { maxFailures: 10, windowSeconds: 300 },
         passwordPerUser: { maxFailures: 20, windowSeconds: 900 },
+        passwordPerAddress: { maxFailures: 20, windowSeconds: 300 },
         deviceAuthorization: { maxRequests: 30, windowSeconds: 60 },
         introspectionInactive: { maxFailures: 300, windowSeconds: 60 },
       }),

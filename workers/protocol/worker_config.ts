@@ -161,6 +161,7 @@ export interface WorkerConfig {
   readonly throttling: {
     readonly password: ThrottleConfig;
     readonly passwordPerUser: ThrottleConfig;
+    readonly passwordPerAddress: ThrottleConfig;
     readonly introspectionInactive: ThrottleConfig;
   };
   /** How long a validator's `validate` may run before the request is answered 503. */
