@@ -84,6 +84,12 @@ export const clientSchema = z.strictObject({
     .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
     .optional()
     .describe('Where the client publishes its private_key_jwt keys (a JWK Set), fetched and cached by the gateway; instead of jwks.'),
+  allowTokenEndpointAudience: z
+    .boolean()
+    .default(false)
+    .describe(
+      'Compatibility: private_key_jwt assertions may carry the token endpoint URL as aud, not only the issuer (which draft-ietf-oauth-rfc7523bis requires). For clients not yet updated.',
+    ),
   // Grant names are checked in load.ts against the built-in, shipped and validator-registered
   // grants (the last are only known once validators load); here they must be non-empty.
   allowedGrantTypes: z

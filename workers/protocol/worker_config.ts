@@ -52,6 +52,8 @@ export interface ClientConfig {
   readonly jwks?: { readonly keys: readonly PublicJwkConfig[] } | undefined;
   /** Where the client publishes its `private_key_jwt` keys; fetched by the gateway. */
   readonly jwksUri?: string | undefined;
+  /** `private_key_jwt`: `aud` may be the token endpoint URL too, not only the issuer (the gateway's). */
+  readonly allowTokenEndpointAudience: boolean;
   readonly allowedGrantTypes: readonly string[];
   readonly allowedScopes: readonly string[];
   readonly allowOfflineAccess: boolean;
