@@ -83,10 +83,12 @@ export class ClientAuthThrottle {
     if (entry === undefined) return open;
     const now = this.now();
     if (entry.blockedUntil > now) return { blocked: true, retryAfterSeconds: Math.max(1, Math.ceil((entry.blockedUntil - now) / 1000)) };
-    if (entry.blockedUntil > 0 && entry.windowEndsAt <= now) {
-      this.logger.info({ clientId, address: from }, 'client authentication block ended');
+    if (entry.windowEndsAt <= now) {
+      if (entry.blockedUntil > 0) this.logger.info({ clientId, address: from }, 'client authentication block ended');
+      // Reset in place, once: an entry still needed (attempts in flight, known good) stays.
+      this.renew(entry);
+      this.forget(clientId, callers, from, entry);
     }
-    if (entry.windowEndsAt <= now) this.forget(clientId, callers, from, entry);
     return open;
   }
 

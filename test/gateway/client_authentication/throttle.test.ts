@@ -174,3 +174,24 @@ t.test('admit: a verified attempt makes the caller known good, and a failure end
   at(1).failed('bad signature');
   t.equal(admit(), false, 'after a failure, attempts in flight count again');
 });
+
+t.test('a known-good caller whose block ended is logged once, and counts afresh', async (t) => {
+  const lines: string[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line).msg as string) });
+  let now = Date.parse('2026-06-01T00:00:00Z');
+  const throttle = new ClientAuthThrottle(new MemoryStore(), limits, logger, () => now);
+  const attempts: PendingAttempt[] = [];
+  throttle.admit('pk', owner, (admission) => {
+    if (admission.admitted) attempts.push(admission.attempt);
+  });
+  for (let i = 0; i < limits.maxFailures; i++) throttle.recordFailure('pk', owner, 'test');
+  t.equal(throttle.stateOf('pk', owner).blocked, true);
+  // An assertion in flight before the block verifies a second later: known good past the window.
+  now += 1000;
+  (attempts[0] as PendingAttempt).passed();
+  now += 59_000;
+  for (let i = 0; i < 3; i++) t.same(throttle.stateOf('pk', owner), { blocked: false });
+  t.equal(lines.filter((line) => line === 'client authentication block ended').length, 1);
+  throttle.recordFailure('pk', owner, 'test');
+  t.same(throttle.stateOf('pk', owner), { blocked: false }, 'one failure in the new window does not block');
+});
