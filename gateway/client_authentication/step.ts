@@ -41,7 +41,7 @@ export interface AuthenticatedClient {
   /**
    * `private_key_jwt`: the assertion's place under the failure limit, taken before the worker
    * checks it. The sink settles it; a step that verifies the assertion and answers on its own
-   * (device authorization) settles it with {@link assertionVerified}.
+   * (device authorization) settles it with {@link settleAssertion}.
    */
   readonly attempt: PendingAttempt | undefined;
 }
