@@ -116,3 +116,34 @@ t.test('a known-good address is not held back, and its failures still count and 
   t.equal(count(answers, 401) + count(answers, 429), 100);
   t.equal((await token('127.0.0.7', await sign(good.privateKey))).status, 429, 'blocked after the burst');
 });
+
+t.test('an assertion the gateway answers itself before any worker (no grant_type) gives its place back', async (t) => {
+  // Fifteen in a row from a fresh address, over the limit of ten: a place never given back would
+  // leave the eleventh waiting for good.
+  for (let i = 0; i < 15; i++) {
+    const url = new URL(gw.tokenUrl);
+    const body = new URLSearchParams({ client_assertion_type: assertionType, client_assertion: await sign(good.privateKey) }).toString();
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: 'POST',
+          localAddress: '127.0.0.8',
+          agent: false,
+          timeout: 5000,
+          headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-length': Buffer.byteLength(body) },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error(`request ${i + 1} got no answer`)));
+      req.on('error', reject);
+      req.end(body);
+    });
+    t.equal(status, 400, `request ${i + 1}: invalid_request, answered`);
+  }
+});
