@@ -19,6 +19,7 @@ import {
   createClientAuthentication,
   type AuthenticatedClient,
   type ClientAuthentication,
+  settleAssertion,
   type ClientAuthenticationDeps,
 } from './client_authentication/step.js';
 import type { Exchange } from './http/exchange.js';
@@ -100,8 +101,13 @@ function verifyAssertionThenAnswer(route: DeviceAuthorizationRoute, request: For
   void route.dispatcher
     .call({ kind: 'client_assertion', clientId: client.clientId, params: {}, clientAssertion: assertion })
     .then((result) => {
-      if (result[0] === 200) answerAuthenticatedRequest(route, request, client);
-      else deliver(caller.sink, result);
+      if (result[0] !== 200) {
+        deliver(caller.sink, result);
+        return;
+      }
+      // Verified: the answer is made here, not by the sink, so the assertion's attempt is settled here.
+      if (caller.attempt !== undefined) settleAssertion(caller.attempt, result);
+      answerAuthenticatedRequest(route, request, client);
     });
 }
 

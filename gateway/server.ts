@@ -473,9 +473,6 @@ async function grantTypesOfModules(urls: readonly string[]): Promise<string[]> {
   return grantTypes;
 }
 
-/** The endpoints that authenticate clients, whose URLs a client assertion's `aud` may name. */
-const clientAuthenticatingPaths = ['/connect/token', '/connect/introspect', '/connect/revocation', '/connect/deviceauthorization'];
-
 /**
  * One authenticator and one set of client keys for every endpoint that authenticates clients,
  * with the failure throttle (which outlives a config reload when its limits stay).
@@ -487,12 +484,14 @@ function clientAuthenticationOf(
   logger: Logger,
 ): ClientAuthenticationDeps {
   const assertions = config.clientAssertions;
-  // RFC 7523 §3: `aud` names this server: its issuer or one of its endpoints that authenticate clients.
-  const audiences = new Set([config.issuer, ...clientAuthenticatingPaths.map((path) => `${config.issuer}${path}`)]);
+  // draft-ietf-oauth-rfc7523bis: `aud` is the issuer alone; the token endpoint URL only for a
+  // client that allows it (docs/security.md, "Client assertions").
   return {
     issuer: config.issuer,
     authenticator: new ClientAuthenticator(clients, Date.now, {
-      audiences,
+      issuer: config.issuer,
+      tokenEndpoint: `${config.issuer}/connect/token`,
+      allowsTokenEndpointAudience: (clientId) => clients.get(clientId)?.config.allowTokenEndpointAudience === true,
       maxLifetimeSeconds: assertions.maxLifetimeSeconds,
       now: Date.now,
     }),

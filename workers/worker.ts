@@ -99,6 +99,7 @@ if (boot.passwordValidatorModule !== null) {
 }
 const authenticateResourceOwner = createResourceOwnerAuthenticator(passwordValidator, {
   throttle: new FailureThrottle(store, 'pwd', boot.config.throttling.password),
+  addressThrottle: new FailureThrottle(store, 'pwd-addr', boot.config.throttling.passwordPerAddress),
   userThrottle: new FailureThrottle(store, 'pwd-user', boot.config.throttling.passwordPerUser),
   timeoutMs: boot.config.validatorTimeoutMs,
   logger,

@@ -50,7 +50,13 @@ export class ClientAuthenticator {
     private readonly clients: ReadonlyMap<string, RegisteredClient>,
     private readonly now: () => number = Date.now,
     /** `private_key_jwt` claim checks; without them every assertion is refused. */
-    private readonly assertionRules: AssertionRules = { audiences: new Set(), maxLifetimeSeconds: 0, now },
+    private readonly assertionRules: AssertionRules = {
+      issuer: '',
+      tokenEndpoint: '',
+      allowsTokenEndpointAudience: () => false,
+      maxLifetimeSeconds: 0,
+      now,
+    },
   ) {
     this.verifiedHeaders = new VerifiedHeaders(now);
   }

@@ -1,6 +1,6 @@
 import { OAuthErrors } from '../../workers/protocol/oauth_errors.js';
 import type { Exchange } from '../http/exchange.js';
-import type { ClientAuthThrottle } from './throttle.js';
+import type { ClientAuthThrottle, PendingAttempt } from './throttle.js';
 
 /**
  * The throttle and the refusals every caller authentication shares: clients at every endpoint,
@@ -39,9 +39,19 @@ export class CallerGate {
     exchange.sendError(OAuthErrors.invalidClient, usedAuthorizationHeader ? this.challenge : undefined);
   }
 
-  /** Counts a failure a worker found (a client assertion's signature or `jti`) and answered itself. */
-  countFailure(exchange: Exchange, id: string, reason: string): void {
-    this.throttle.recordFailure(id, exchange, reason);
+  /**
+   * Counts a client assertion against `id`'s limit before a worker checks it, and calls `then`
+   * with the attempt to settle once it is checked; answers 429 itself when `id` is blocked.
+   */
+  admitAssertion(exchange: Exchange, id: string, then: (attempt: PendingAttempt) => void): void {
+    this.throttle.admit(id, exchange, (admission) => {
+      if (admission.admitted) {
+        then(admission.attempt);
+        return;
+      }
+      exchange.authFailure = 'blocked';
+      exchange.sendError(OAuthErrors.tooManyFailedAttempts, { retryAfter: admission.retryAfterSeconds });
+    });
   }
 
   /**

@@ -14,8 +14,12 @@ const maxJtiLength = 256;
 
 /** What the claim checks need, built once at start. */
 export interface AssertionRules {
-  /** Values of `aud` that name this server: the issuer and its endpoint URLs (RFC 7523 §3, item 3). */
-  readonly audiences: ReadonlySet<string>;
+  /** The one `aud` an assertion may carry: this server's issuer identifier (draft-ietf-oauth-rfc7523bis). */
+  readonly issuer: string;
+  /** The token endpoint URL, accepted as `aud` only from a client that allows it ({@link allowsTokenEndpointAudience}). */
+  readonly tokenEndpoint: string;
+  /** Whether a client set `allowTokenEndpointAudience` (docs/configuration.md, "Private key JWT clients"). */
+  readonly allowsTokenEndpointAudience: (clientId: string) => boolean;
   /** `exp` may be at most this far ahead (`clientAssertions.maxLifetimeSeconds`). */
   readonly maxLifetimeSeconds: number;
   readonly now: () => number;
@@ -48,8 +52,8 @@ export function carriesClientAssertion(params: FormParams): boolean {
  * here are those of the exact bytes the worker verifies, so a forged payload fails there.
  *
  * Checks: the assertion type; a compact JWS with an allowed asymmetric `alg` and no `crit`;
- * `iss` = `sub` = the client id (and = `client_id` when the form sends it); `aud` naming this
- * server; `exp` present, not past and at most `maxLifetimeSeconds` ahead; `nbf` and `iat` not in
+ * `iss` = `sub` = the client id (and = `client_id` when the form sends it); `aud` exactly the
+ * issuer; `exp` present, not past and at most `maxLifetimeSeconds` ahead; `nbf` and `iat` not in
  * the future; `jti` present.
  */
 export function readClientAssertion(params: FormParams, rules: AssertionRules): AssertionReading {
@@ -75,7 +79,7 @@ export function readClientAssertion(params: FormParams, rules: AssertionRules): 
   if (header.crit !== undefined) return refuse('client assertion: crit header not supported', clientId);
   const kid = header.kid;
   if (kid !== undefined && typeof kid !== 'string') return refuse('client assertion: kid is not a string', clientId);
-  if (!namesAudience(claims.aud, rules.audiences)) return refuse('client assertion: aud does not name this server', clientId);
+  if (!namesThisServer(claims.aud, iss, rules)) return refuse('client assertion: aud is not the issuer alone', clientId);
 
   const now = rules.now() / 1000;
   const exp = claims.exp;
@@ -97,10 +101,20 @@ function decodeSegment(segment: string): Record<string, unknown> | undefined {
   }
 }
 
-// RFC 7519 §4.1.3: `aud` is a string or an array; one value naming us is enough.
-function namesAudience(aud: unknown, audiences: ReadonlySet<string>): boolean {
-  if (typeof aud === 'string') return audiences.has(aud);
-  return Array.isArray(aud) && aud.some((value) => typeof value === 'string' && audiences.has(value));
+/**
+ * draft-ietf-oauth-rfc7523bis §4 (updating RFC 7523 §3 item 3): the issuer identifier must be the
+ * **sole** audience. RFC 7523 let any value naming the server pass, the token endpoint URL
+ * included, or an array with other values beside it: a client that takes a token endpoint URL
+ * from a malicious server's metadata then signs an assertion that server can replay here (the
+ * audience injection the draft answers). RFC 7519 §4.1.3 writes one audience as a string or an
+ * array of one; both say the same and carry no second audience, so both are accepted. The token
+ * endpoint URL only from a client that opted in (`allowTokenEndpointAudience`), for clients not
+ * yet updated; never another endpoint's URL, never beside another value.
+ */
+function namesThisServer(aud: unknown, clientId: string, rules: AssertionRules): boolean {
+  const sole = typeof aud === 'string' ? aud : Array.isArray(aud) && aud.length === 1 ? (aud[0] as unknown) : undefined;
+  if (sole === rules.issuer) return true;
+  return sole === rules.tokenEndpoint && rules.allowsTokenEndpointAudience(clientId);
 }
 
 function notInFuture(time: unknown, now: number): boolean {

@@ -9,7 +9,7 @@ import type { ClientAuthenticator } from './authenticator.js';
 import { CallerGate } from './caller_gate.js';
 import type { ReadAssertion } from './client_assertion.js';
 import type { ClientKeys } from './client_keys.js';
-import type { ClientAuthThrottle } from './throttle.js';
+import type { ClientAuthThrottle, PendingAttempt } from './throttle.js';
 
 /** What client authentication is built from, at start. */
 export interface ClientAuthenticationDeps {
@@ -38,6 +38,12 @@ export interface AuthenticatedClient {
   readonly assertion: ClientAssertionCheck | undefined;
   /** Where the worker's answer goes: the exchange, or, with an assertion, through the failure count first. */
   readonly sink: Sink;
+  /**
+   * `private_key_jwt`: the assertion's place under the failure limit, taken before the worker
+   * checks it. The sink settles it; a step that verifies the assertion and answers on its own
+   * (device authorization) settles it with {@link settleAssertion}.
+   */
+  readonly attempt: PendingAttempt | undefined;
 }
 
 export function createClientAuthentication(deps: ClientAuthenticationDeps): ClientAuthentication {
@@ -71,8 +77,9 @@ export function authenticateClient<R>(
     return;
   }
   if (auth.ok) {
-    if (auth.assertion === undefined) next(route, request, { client: auth.client, assertion: undefined, sink: exchange });
-    else withAssertionKeys(authentication, route, request, auth.client, auth.assertion, next);
+    if (auth.assertion === undefined)
+      next(route, request, { client: auth.client, assertion: undefined, sink: exchange, attempt: undefined });
+    else admitAssertion(authentication, route, request, auth.client, auth.assertion, next);
     return;
   }
   if (auth.failure === 'multiple_methods') {
@@ -87,8 +94,12 @@ export function authenticateClient<R>(
   }
 }
 
-/** Finds the keys that may have signed the assertion, then hands the request on with them. */
-function withAssertionKeys<R>(
+/**
+ * Counts the assertion against the client's failure limit before anything checks its signature
+ * (docs/security.md, "Throttles"): of a parallel burst of bad assertions at most the limit is
+ * verified, and the rest wait or get 429.
+ */
+function admitAssertion<R>(
   authentication: ClientAuthentication,
   route: R,
   request: FormRequest,
@@ -96,20 +107,44 @@ function withAssertionKeys<R>(
   assertion: ReadAssertion,
   next: AuthenticatedStep<R>,
 ): void {
+  authentication.gate.admitAssertion(request.exchange, client.clientId, (attempt) => {
+    withAssertionKeys(authentication, route, request, client, assertion, attempt, next);
+  });
+}
+
+/** Finds the keys that may have signed the assertion, then hands the request on with them. */
+function withAssertionKeys<R>(
+  authentication: ClientAuthentication,
+  route: R,
+  request: FormRequest,
+  client: RegisteredClient,
+  assertion: ReadAssertion,
+  attempt: PendingAttempt,
+  next: AuthenticatedStep<R>,
+): void {
   const { exchange } = request;
   const go = (keys: PublicKeys): void => {
-    if (exchange.aborted) return;
+    // Gone before anything was checked: nothing learnt, nothing counted.
+    if (exchange.aborted) {
+      attempt.release();
+      return;
+    }
     if (keys.length === 0) {
       exchange.authFailure = 'failed';
-      authentication.gate.refuseFailed(exchange, client.clientId, false, 'client assertion: no key of the client fits its kid and alg');
+      attempt.failed('client assertion: no key of the client fits its kid and alg');
+      exchange.sendError(OAuthErrors.invalidClient);
       return;
     }
     const { jwt, alg, jti, exp } = assertion;
     next(route, request, {
       client,
       assertion: { jwt, alg, keys, jti, exp },
-      sink: assertionSink(authentication.gate, exchange, client.clientId),
+      sink: assertionSink(exchange, attempt),
+      attempt,
     });
+    // The step answered on its own before any worker saw the assertion (a missing parameter, a
+    // grant type not allowed): nothing was checked. Settling twice does nothing.
+    if (exchange.done) attempt.release();
   };
   const keys = authentication.clientKeys?.candidates(client, assertion.alg, assertion.kid) ?? [];
   if (Array.isArray(keys)) go(keys);
@@ -119,17 +154,32 @@ function withAssertionKeys<R>(
 type PublicKeys = ClientAssertionCheck['keys'];
 
 /**
- * A worker that refuses the assertion answers 401 `invalid_client` itself; the failure counts
- * against the client and address like a wrong secret (docs/security.md, "Throttles").
+ * A worker that refuses the assertion answers 401 `invalid_client` itself; a bad signature counts
+ * against the client and address like a wrong secret, a replayed `jti` does not: its signature
+ * verified, so it is no guess, and copies of a client's own assertion must not block the client
+ * (docs/security.md, "Throttles").
  */
-function assertionSink(gate: CallerGate, exchange: Exchange, clientId: string): Sink {
+function assertionSink(exchange: Exchange, attempt: PendingAttempt): Sink {
   return (result: TokenTaskResult) => {
-    if (result[0] === OAuthErrors.invalidClient.status) {
-      exchange.authFailure = 'failed';
-      gate.countFailure(exchange, clientId, 'client assertion: refused by the worker (signature or replayed jti)');
-    }
+    settleAssertion(attempt, result);
+    if (result[0] === OAuthErrors.invalidClient.status) exchange.authFailure = 'failed';
     deliver(exchange, result);
   };
+}
+
+/** Settles the assertion's attempt with the worker's answer to a request that carried it. */
+export function settleAssertion(attempt: PendingAttempt, result: TokenTaskResult): void {
+  const [status, body] = result;
+  if (status === OAuthErrors.invalidClient.status) {
+    if (body === OAuthErrors.clientAssertionReplayed.body) attempt.release();
+    else attempt.failed('client assertion: refused by the worker (signature)');
+  } else if (status >= 500) {
+    // A store outage or a fault: whether the assertion was good is not known.
+    attempt.release();
+  } else {
+    // The worker verifies the assertion before anything else, so any other answer means it passed.
+    attempt.passed();
+  }
 }
 
 /**

@@ -84,6 +84,12 @@ export const clientSchema = z.strictObject({
     .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
     .optional()
     .describe('Where the client publishes its private_key_jwt keys (a JWK Set), fetched and cached by the gateway; instead of jwks.'),
+  allowTokenEndpointAudience: z
+    .boolean()
+    .default(false)
+    .describe(
+      'Compatibility: private_key_jwt assertions may carry the token endpoint URL as aud, not only the issuer (which draft-ietf-oauth-rfc7523bis requires). For clients not yet updated.',
+    ),
   // Grant names are checked in load.ts against the built-in, shipped and validator-registered
   // grants (the last are only known once validators load); here they must be non-empty.
   allowedGrantTypes: z
@@ -449,6 +455,13 @@ export const configSchema = z
           })
           .default({ maxFailures: 20, windowSeconds: 900 })
           .describe('Failed password attempts per username across all clients before 429, and the window they count in.'),
+        passwordPerAddress: z
+          .strictObject({
+            maxFailures: z.number().int().positive().default(20),
+            windowSeconds: z.number().int().positive().default(300),
+          })
+          .default({ maxFailures: 20, windowSeconds: 300 })
+          .describe('Failed password attempts per client and source address before 429 (password spraying), and the window they count in.'),
         deviceAuthorization: z
           .strictObject({
             maxRequests: z.number().int().positive().default(30),
@@ -469,6 +482,7 @@ export const configSchema = z
         clientAuthentication: { maxFailures: 10, windowSeconds: 300 },
         userCode: { maxFailures: 10, windowSeconds: 300 },
         passwordPerUser: { maxFailures: 20, windowSeconds: 900 },
+        passwordPerAddress: { maxFailures: 20, windowSeconds: 300 },
         deviceAuthorization: { maxRequests: 30, windowSeconds: 60 },
         introspectionInactive: { maxFailures: 300, windowSeconds: 60 },
       }),

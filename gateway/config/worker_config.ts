@@ -17,6 +17,7 @@ export function workerConfigOf(config: TesseraConfig): WorkerConfig {
     throttling: {
       password: config.throttling.password,
       passwordPerUser: config.throttling.passwordPerUser,
+      passwordPerAddress: config.throttling.passwordPerAddress,
       introspectionInactive: config.throttling.introspectionInactive,
     },
     validatorTimeoutMs: config.validatorTimeoutMs,

@@ -16,7 +16,8 @@ const skewMs = 5_000;
  * assertions"): the signature (workers/crypto/jws_signature.ts), against the candidate keys the gateway picked, then the `jti`
  * spent in the store until the assertion's `exp`, atomically, so that of any number of
  * presentations on any number of gateways sharing the store exactly one passes (RFC 7523 §3
- * item 7). Every refusal is `invalid_client`; the reason goes to the log only.
+ * item 7). Every refusal is `invalid_client`; the reason goes to the log, and a replay has its
+ * own description so the gateway does not count it as a guess.
  */
 export class ClientAssertionVerifier {
   private readonly keys = new Map<string, KeyObject | null>();
@@ -33,7 +34,8 @@ export class ClientAssertionVerifier {
     // Unique per attempt: the store answers the value it holds, which is ours only if we wrote it.
     const marker = `${threadId}.${++this.sequence}`;
     const held = await this.store.putIfAbsent(jtiKey(clientId, check.jti), marker, ttlMs);
-    if (held !== marker) throw refused('client assertion: jti already used');
+    // Its own answer: a replay of a good assertion is no guess, and must not count as one.
+    if (held !== marker) throw new OAuthError(OAuthErrors.clientAssertionReplayed, { detail: 'client assertion: jti already used' });
   }
 
   private signatureVerifies({ jwt, alg, keys }: ClientAssertionCheck): boolean {

@@ -9,7 +9,7 @@ import {
 import { parseAcrValues } from './acr_values.js';
 import { grantClaims, isResult, signInProblem, validatedRequest } from './extension_grant.js';
 import { runWithTimeout } from './user_module_calls.js';
-import { type FailureThrottle, whenBlockEnds } from './failure_throttle.js';
+import { type FailureThrottle, type ThrottleState, whenBlockEnds } from './failure_throttle.js';
 import type { GrantHandler, GrantRequest, GrantServices } from './grant_handler.js';
 import { requestedResources, selectResources } from './resource_indicators.js';
 import { userPolicy, type GrantedScopes } from './scope_rules.js';
@@ -44,13 +44,15 @@ export function createResourceOwnerAuthenticator(
   options: {
     /** Failures per username at one client. */
     throttle: FailureThrottle;
+    /** Failures per client and source address: one password tried on many usernames (spraying). */
+    addressThrottle: FailureThrottle;
     /** Failures per username across every client: a second client does not restart the count. */
     userThrottle: FailureThrottle;
     timeoutMs: number;
     logger: Logger;
   },
 ): ResourceOwnerAuthenticator {
-  const { throttle, userThrottle, timeoutMs, logger } = options;
+  const { throttle, addressThrottle, userThrottle, timeoutMs, logger } = options;
   return async (request, services, scopes) => {
     const { params, client } = request;
     const userName = params.username;
@@ -65,27 +67,35 @@ export function createResourceOwnerAuthenticator(
     }
 
     // Per username at this client, with a tight limit: guessing one user's password is stopped
-    // early without locking that user out of every other application. Per username across all
-    // clients, with a looser one: guessing cannot go on by switching clients. Both count names
-    // that match no user alike, so the answers do not tell which usernames exist.
-    const throttleSubject = `${client.clientId}\u0000${userName}`;
-    const userSubject = `${acr.tenant ?? ''}\u0000${acr.idp ?? 'local'}\u0000${userName}`;
-    // Counted before the password is checked, on the store's atomic increment: a parallel burst of
-    // guesses gets at most the limit evaluated (docs/security.md, "Throttles").
-    const [state, userState] = await Promise.all([throttle.attempt(throttleSubject), userThrottle.attempt(userSubject)]);
-    for (const [blocked, per] of [
-      [state, 'username at this client'],
-      [userState, 'username across clients'],
-    ] as const) {
-      if (!blocked.blocked) continue;
-      // Security events (docs/operations.md, "Logs"): one line when a block starts, never a secret.
+    // early without locking that user out of every other application. Per client and source
+    // address: one common password tried on many usernames (spraying) is stopped too. Per username
+    // across all clients, with a looser limit: guessing cannot go on by switching clients. All
+    // count names that match no user alike, so the answers do not tell which usernames exist.
+    const gates: readonly Gate[] = [
+      { throttle, subject: `${client.clientId}\u0000${userName}`, per: 'username at this client' },
+      { throttle: addressThrottle, subject: `${client.clientId}\u0000${request.address ?? ''}`, per: 'client and address' },
+      {
+        throttle: userThrottle,
+        subject: `${acr.tenant ?? ''}\u0000${acr.idp ?? 'local'}\u0000${userName}`,
+        per: 'username across clients',
+      },
+    ];
+    // Each count is taken before the password is checked, on the store's atomic increment, so a
+    // parallel burst of guesses gets at most the limit evaluated. One after the other: an attempt
+    // a throttle refuses never reaches the next (refused attempts are not counted twice), and
+    // the throttles it passed take their count back, so each counts only checks that ran
+    // (docs/security.md, "Throttles"). A stranger's refused guesses never move the per-user count.
+    const blocked = await admitAttempt(gates);
+    if (blocked !== undefined) {
+      const [state, per] = blocked;
       noteLogin(request.facts, { username: userName, success: false, reason: 'blocked' });
-      if (blocked.firstRefusal === true) {
+      // Security events (docs/operations.md, "Logs"): one line when a block starts, never a secret.
+      if (state.firstRefusal === true) {
         const who = { clientId: client.clientId, username: userName, address: request.address, per };
-        logger.info({ ...who, retryAfterSeconds: blocked.retryAfterSeconds }, 'password attempts blocked');
-        whenBlockEnds(blocked, () => logger.info(who, 'password block ended'));
+        logger.info({ ...who, retryAfterSeconds: state.retryAfterSeconds }, 'password attempts blocked');
+        whenBlockEnds(state, () => logger.info(who, 'password block ended'));
       }
-      throw tooManyAttempts(blocked.retryAfterSeconds);
+      throw tooManyAttempts(state.retryAfterSeconds);
     }
 
     const context: ResourceOwnerPasswordValidationContext = {
@@ -114,7 +124,13 @@ export function createResourceOwnerAuthenticator(
       logger.error({ clientId: client.clientId, reason: problem }, 'validator result refused: ' + problem);
       throw new OAuthError(OAuthErrors.invalidGrant);
     }
-    await Promise.all([throttle.recordSuccess(throttleSubject), userThrottle.recordSuccess(userSubject)]);
+    // The user proved the password: their counts start again; the address's count is of failures only.
+    const [userAtClient, address, user] = gates as [Gate, Gate, Gate];
+    await Promise.all([
+      userAtClient.throttle.recordSuccess(userAtClient.subject),
+      address.throttle.refund(address.subject),
+      user.throttle.recordSuccess(user.subject),
+    ]);
     noteLogin(request.facts, { username: userName, success: true, subject });
 
     const claims = grantClaims(result.claims);
@@ -159,6 +175,30 @@ function claimOf(claims: GrantValidationResult['claims'], type: string): string 
     ? (claims as readonly { type: string; value: string }[]).find((c) => c.type === type)?.value
     : (claims as Record<string, unknown>)[type];
   return typeof value === 'string' && value.length > 0 ? value : undefined;
+}
+
+/** One throttle a password attempt goes through, and what it counts the attempt under. */
+interface Gate {
+  readonly throttle: FailureThrottle;
+  readonly subject: string;
+  /** For the block's log line. */
+  readonly per: string;
+}
+
+/**
+ * Counts the attempt in each throttle in turn; at the first that refuses it, takes back the counts
+ * of those it passed and answers that throttle's state. The refusing throttle keeps its count:
+ * it is past its limit already, and its window is fixed, so that count prolongs nothing.
+ */
+async function admitAttempt(gates: readonly Gate[]): Promise<[Extract<ThrottleState, { blocked: true }>, string] | undefined> {
+  for (let i = 0; i < gates.length; i++) {
+    const gate = gates[i] as Gate;
+    const state = await gate.throttle.attempt(gate.subject);
+    if (!state.blocked) continue;
+    await Promise.all(gates.slice(0, i).map((passed) => passed.throttle.refund(passed.subject)));
+    return [state, gate.per];
+  }
+  return undefined;
 }
 
 function tooManyAttempts(retryAfter: number): OAuthError {

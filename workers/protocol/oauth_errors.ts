@@ -104,6 +104,12 @@ export const OAuthErrors = {
 
   // Client authentication (RFC 6749 §2.3, §5.2).
   invalidClient: defineError('invalid_client', 'Client authentication failed.'),
+  /**
+   * A client assertion whose signature verified and whose `jti` was spent (RFC 7523 §3 item 7):
+   * not a guess, so the gateway does not count it toward the failure throttle; the distinct body
+   * is how it tells (docs/security.md, "Client assertions").
+   */
+  clientAssertionReplayed: defineError('invalid_client', 'The client assertion was already used.'),
   multipleClientAuthMethods: defineError('invalid_request', 'The request uses more than one client authentication method.'),
   /** `Authorization: Basic` that is not Base64, has no colon, or is not form-encoded (RFC 6749 §2.3.1, Appendix B). */
   malformedBasicCredentials: defineError('invalid_request', 'The Basic credentials are malformed.'),

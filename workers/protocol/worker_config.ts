@@ -52,6 +52,8 @@ export interface ClientConfig {
   readonly jwks?: { readonly keys: readonly PublicJwkConfig[] } | undefined;
   /** Where the client publishes its `private_key_jwt` keys; fetched by the gateway. */
   readonly jwksUri?: string | undefined;
+  /** `private_key_jwt`: `aud` may be the token endpoint URL too, not only the issuer (the gateway's). */
+  readonly allowTokenEndpointAudience: boolean;
   readonly allowedGrantTypes: readonly string[];
   readonly allowedScopes: readonly string[];
   readonly allowOfflineAccess: boolean;
@@ -161,6 +163,7 @@ export interface WorkerConfig {
   readonly throttling: {
     readonly password: ThrottleConfig;
     readonly passwordPerUser: ThrottleConfig;
+    readonly passwordPerAddress: ThrottleConfig;
     readonly introspectionInactive: ThrottleConfig;
   };
   /** How long a validator's `validate` may run before the request is answered 503. */

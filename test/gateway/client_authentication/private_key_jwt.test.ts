@@ -16,6 +16,8 @@ import type { ClientAssertionCheck } from '../../../workers/protocol/client_asse
 // every refusal is 401 invalid_client with the fixed body, never a hint of which check failed.
 const assertionType = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 const invalidClient = { error: 'invalid_client', error_description: 'Client authentication failed.' };
+// A replay of a good assertion: invalid_client still, with its own description (not a guess).
+const replayed = { error: 'invalid_client', error_description: 'The client assertion was already used.' };
 
 interface Pair {
   privateKey: CryptoKey;
@@ -110,6 +112,7 @@ t.test('private_key_jwt on one gateway (memory store)', async (t) => {
         keyClient('pk-remote', { jwksUri: remote.url }),
         keyClient('pk-silent', { jwksUri: silent }),
         keyClient('pk-refused', { jwksUri: `http://127.0.0.1:${closedPort}/jwks` }),
+        { ...keyClient('pk-legacy', { jwks: { keys: [inline.jwk] } }), allowTokenEndpointAudience: true },
       );
       raw.clientAssertions = { jwksRefreshCooldownSeconds: 0, jwksTimeoutMs: 300 };
       // Many refusals of one client from one address below: keep the throttle out of their way.
@@ -136,9 +139,28 @@ t.test('private_key_jwt on one gateway (memory store)', async (t) => {
     t.equal(payload.scope, 'api1');
   });
 
-  t.test('aud may be the token endpoint URL, or an array naming the issuer', async (t) => {
-    t.equal((await token(await sign({ key: inline, clientId: 'pk', aud: `${issuer}/connect/token` }))).status, 200);
-    t.equal((await token(await sign({ key: inline, clientId: 'pk', aud: ['https://elsewhere.example', issuer] }))).status, 200);
+  t.test('aud is the issuer alone: a string, or an array of exactly it (draft-ietf-oauth-rfc7523bis)', async (t) => {
+    t.equal((await token(await sign({ key: inline, clientId: 'pk', aud: [issuer] }))).status, 200);
+    for (const aud of [
+      `${issuer}/connect/token`,
+      [`${issuer}/connect/token`],
+      ['https://elsewhere.example', issuer],
+      [issuer, `${issuer}/connect/token`],
+      [issuer, issuer],
+      `${issuer}/`,
+    ]) {
+      t.same(await token(await sign({ key: inline, clientId: 'pk', aud })), { status: 401, body: invalidClient }, JSON.stringify(aud));
+    }
+  });
+
+  t.test('a client with allowTokenEndpointAudience may use the token endpoint URL, and nothing more', async (t) => {
+    t.equal((await token(await sign({ key: inline, clientId: 'pk-legacy', aud: `${issuer}/connect/token` }))).status, 200);
+    t.equal((await token(await sign({ key: inline, clientId: 'pk-legacy', aud: [`${issuer}/connect/token`] }))).status, 200);
+    t.equal((await token(await sign({ key: inline, clientId: 'pk-legacy', aud: issuer }))).status, 200, 'the issuer still');
+    for (const aud of [`${issuer}/connect/introspect`, [`${issuer}/connect/token`, 'https://elsewhere.example']]) {
+      const r = await token(await sign({ key: inline, clientId: 'pk-legacy', aud }));
+      t.same(r, { status: 401, body: invalidClient }, JSON.stringify(aud));
+    }
   });
 
   t.test('an RSA-PSS key of the same client works too, picked by kid', async (t) => {
@@ -149,8 +171,8 @@ t.test('private_key_jwt on one gateway (memory store)', async (t) => {
     const assertion = await sign({ key: inline, clientId: 'pk', aud: issuer });
     const answers = await Promise.all(Array.from({ length: 8 }, () => token(assertion)));
     t.equal(answers.filter((a) => a.status === 200).length, 1, 'exactly one of eight at once');
-    for (const a of answers.filter((a) => a.status !== 200)) t.same(a, { status: 401, body: invalidClient });
-    t.same(await token(assertion), { status: 401, body: invalidClient }, 'and later');
+    for (const a of answers.filter((a) => a.status !== 200)) t.same(a, { status: 401, body: replayed });
+    t.same(await token(assertion), { status: 401, body: replayed }, 'and later');
   });
 
   const refusals: [string, () => Promise<string>][] = [
@@ -255,13 +277,13 @@ t.test('private_key_jwt on one gateway (memory store)', async (t) => {
       client_assertion_type: assertionType,
       client_assertion: await sign({ key: inline, clientId: 'pk', aud }),
     });
-    const introspection = await post(gw, '/connect/introspect', { token: accessToken, ...(await auth(`${issuer}/connect/introspect`)) });
+    const introspection = await post(gw, '/connect/introspect', { token: accessToken, ...(await auth(issuer)) });
     t.equal(introspection.status, 200);
     t.equal(introspection.body.active, true);
     const device = await post(gw, '/connect/deviceauthorization', { scope: 'api1', ...(await auth(issuer)) });
     t.equal(device.status, 200);
     t.type(device.body.device_code, 'string');
-    const revocation = await post(gw, '/connect/revocation', { token: accessToken, ...(await auth(`${issuer}/connect/revocation`)) });
+    const revocation = await post(gw, '/connect/revocation', { token: accessToken, ...(await auth(issuer)) });
     t.equal(revocation.status, 200);
     const again = await post(gw, '/connect/introspect', { token: accessToken, ...(await auth(issuer)) });
     t.equal(again.body.active, false, 'the revocation took effect');
@@ -330,11 +352,13 @@ t.test('a jti is single use across two gateways sharing Redis', async (t) => {
   const key = await keyPair('ES256', 'a');
   const prefix = `pkjwt-${randomUUID()}:`;
   const shared = (raw: Record<string, unknown>) => {
+    // One service behind two gateways: one issuer, the only aud an assertion may carry.
+    raw.issuer = 'https://tessera.test';
     raw.store = { type: 'redis', url: redis.url, keyPrefix: prefix };
     (raw.clients as unknown[]).push(keyClient('pk', { jwks: { keys: [key.jwk] } }));
   };
   const [one, two] = await Promise.all([startTestGateway(t, { patch: shared }), startTestGateway(t, { patch: shared })]);
-  const assertion = await sign({ key, clientId: 'pk', aud: [one.config.issuer, two.config.issuer] });
+  const assertion = await sign({ key, clientId: 'pk', aud: 'https://tessera.test' });
   const request = formPost('/connect/token', {
     grant_type: 'client_credentials',
     client_assertion_type: assertionType,
@@ -344,7 +368,7 @@ t.test('a jti is single use across two gateways sharing Redis', async (t) => {
   t.equal(answers.filter((a) => a.status === 200).length, 1, 'exactly one of six, over two gateways');
   for (const a of answers.filter((a) => a.status !== 200)) {
     t.equal(a.status, 401);
-    t.same(JSON.parse(a.body), invalidClient);
+    t.same(JSON.parse(a.body), replayed);
   }
 });
 

@@ -1,7 +1,7 @@
 // The client-authentication throttle counts per client id and source address (docs/security.md).
 import t from 'tap';
 import { pino } from 'pino';
-import { ClientAuthThrottle } from '../../../gateway/client_authentication/throttle.js';
+import { ClientAuthThrottle, type PendingAttempt } from '../../../gateway/client_authentication/throttle.js';
 import { MemoryStore } from '../../../workers/store/memory_store.js';
 import type { Store } from '../../../workers/store/store.js';
 
@@ -127,4 +127,71 @@ t.test('security events: each failure, the block start and its end, one line eac
   t.same(throttle.stateOf('m2m', attacker), { blocked: false });
   t.match(lines.at(-1), { msg: 'client authentication block ended', clientId: 'm2m', address: '203.0.113.9' });
   t.notMatch(JSON.stringify(lines), /"(client_?secret|secret|password|authorization)":/i, 'no credential field in any line');
+});
+
+t.test('admit: attempts in flight count against the limit; the next ones wait, then go or get 429', async (t) => {
+  const { throttle } = setup();
+  const outcomes: string[] = [];
+  const attempts: PendingAttempt[] = [];
+  const at = (i: number) => attempts[i] as PendingAttempt;
+  for (let i = 0; i < 6; i++) {
+    throttle.admit('pk', attacker, (admission) => {
+      if (admission.admitted) attempts.push(admission.attempt);
+      outcomes[i] = admission.admitted ? 'admitted' : `429 ${admission.retryAfterSeconds}`;
+    });
+  }
+  t.same(outcomes.filter(Boolean), ['admitted', 'admitted', 'admitted'], 'three (the limit) go on at once; three wait');
+  at(0).release();
+  t.equal(outcomes[3], 'admitted', 'a released place lets the next one go');
+  at(1).failed('bad signature');
+  at(1).failed('settled twice: counts once');
+  t.equal(outcomes[4], undefined, 'one failure and two in flight fill the limit: still waiting');
+  at(2).failed('bad signature');
+  t.equal(outcomes[4], undefined);
+  at(3).failed('bad signature');
+  t.same(outcomes.slice(4), ['429 60', '429 60'], 'three failures block: the waiting ones are refused');
+  t.equal(throttle.stateOf('pk', attacker).blocked, true);
+  t.same(throttle.stateOf('pk', owner), { blocked: false }, "the client's own address is not");
+});
+
+t.test('admit: a verified attempt makes the caller known good, and a failure ends that', async (t) => {
+  const { throttle } = setup();
+  const attempts: PendingAttempt[] = [];
+  const at = (i: number) => attempts[i] as PendingAttempt;
+  const admit = () => {
+    let admitted = false;
+    throttle.admit('pk', owner, (admission) => {
+      admitted = admission.admitted;
+      if (admission.admitted) attempts.push(admission.attempt);
+    });
+    return admitted;
+  };
+  for (let i = 0; i < 3; i++) admit();
+  t.equal(admit(), false, 'the fourth waits');
+  at(0).passed();
+  t.equal(attempts.length, 4, 'the waiting one went on');
+  t.ok(Array.from({ length: 20 }, admit).every(Boolean), 'a known-good caller is not held back');
+  at(1).failed('bad signature');
+  t.equal(admit(), false, 'after a failure, attempts in flight count again');
+});
+
+t.test('a known-good caller whose block ended is logged once, and counts afresh', async (t) => {
+  const lines: string[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line).msg as string) });
+  let now = Date.parse('2026-06-01T00:00:00Z');
+  const throttle = new ClientAuthThrottle(new MemoryStore(), limits, logger, () => now);
+  const attempts: PendingAttempt[] = [];
+  throttle.admit('pk', owner, (admission) => {
+    if (admission.admitted) attempts.push(admission.attempt);
+  });
+  for (let i = 0; i < limits.maxFailures; i++) throttle.recordFailure('pk', owner, 'test');
+  t.equal(throttle.stateOf('pk', owner).blocked, true);
+  // An assertion in flight before the block verifies a second later: known good past the window.
+  now += 1000;
+  (attempts[0] as PendingAttempt).passed();
+  now += 59_000;
+  for (let i = 0; i < 3; i++) t.same(throttle.stateOf('pk', owner), { blocked: false });
+  t.equal(lines.filter((line) => line === 'client authentication block ended').length, 1);
+  throttle.recordFailure('pk', owner, 'test');
+  t.same(throttle.stateOf('pk', owner), { blocked: false }, 'one failure in the new window does not block');
 });

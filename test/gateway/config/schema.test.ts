@@ -32,6 +32,7 @@ t.test('a client given only its required members has every member the workers re
     postLogoutRedirectUris: true,
     jwks: true,
     jwksUri: true,
+    allowTokenEndpointAudience: true,
     redirectUris: true,
     requirePkce: true,
     allowPlainTextPkce: true,
