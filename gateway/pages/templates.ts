@@ -65,7 +65,7 @@ const consent = `<h1>Allow access?</h1>
 {{/scopes}}</ul>
 <form method="post" action="{{action}}">
   <input type="hidden" name="csrf_token" value="{{csrfToken}}">
-  <input type="hidden" name="request" value="{{request}}">
+  <input type="hidden" name="interaction" value="{{interaction}}">
   <div class="actions">
     <button type="submit" name="decision" value="deny" class="secondary">Deny</button>
     <button type="submit" name="decision" value="allow">Allow</button>
