@@ -18,6 +18,7 @@ import { reloadConfig, type ReloadableGateway, type ReloadResult } from './confi
 import { buildDiscoveryDocument } from './discovery.js';
 import { KeyRing, type KeyReloadResult } from './keys/key_ring.js';
 import { loadPageSecret } from './keys/page_secret.js';
+import { openKeyEncryption } from './keys/key_encryption.js';
 import { deriveDPoPNonceKey } from './keys/dpop_nonce_key.js';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace';
 import { createEndpointObservers } from './endpoint_outcomes.js';
@@ -163,11 +164,13 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     const devKeyDir = options.devKeyDir ?? path.resolve('.tessera');
     events = await openAuditEvents(config, options.onEvent === undefined ? [] : [options.onEvent], logger, processSlot?.index);
     const auditEvents = events;
+    const keyEncryption = await openKeyEncryption(config, process.env, logger);
     keyRing = await KeyRing.open({
       config,
       store,
       logger,
       devKeyDir,
+      keyEncryption,
       watch: options.watchKeys !== false,
       onSigningKeyChange: (kid) => {
         metrics?.countKeyRotation();
@@ -175,7 +178,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       },
     });
     const keys = keyRing;
-    const pageSecret = await loadPageSecret(config, store, devKeyDir);
+    const pageSecret = await loadPageSecret(config, store, devKeyDir, keyEncryption);
 
     const grantModules = (options.grantModules ?? []).map(toModuleUrl);
     const internalGrantTypes = await grantTypesOfModules(grantModules);
