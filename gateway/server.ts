@@ -55,6 +55,8 @@ export interface StartOptions {
   watchValidators?: boolean;
   /** Where the development key file lives on the memory store; defaults to `./.tessera`. */
   devKeyDir?: string;
+  /** Where `TESSERA_KEY_ENCRYPTION_KEY` is read from (docs/security.md, "Keys at rest"); default `process.env`. */
+  env?: NodeJS.ProcessEnv;
   /** Reload signing keys when a configured key file changes (default true). */
   watchKeys?: boolean;
   /**
@@ -164,7 +166,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     const devKeyDir = options.devKeyDir ?? path.resolve('.tessera');
     events = await openAuditEvents(config, options.onEvent === undefined ? [] : [options.onEvent], logger, processSlot?.index);
     const auditEvents = events;
-    const keyEncryption = await openKeyEncryption(config, process.env, logger);
+    const keyEncryption = await openKeyEncryption(config, options.env ?? process.env, logger);
     keyRing = await KeyRing.open({
       config,
       store,

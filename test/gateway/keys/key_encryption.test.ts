@@ -94,6 +94,15 @@ t.test('with a KEK: neither the page secret nor a private key is in Redis in the
   const all = await source.list();
   t.equal(all.length, 2, 'a rotated key too');
   assertNothingInTheClear(t, await rawValues('enc1:'), pageSecret, dOf(all));
+  // `tessera keys list` of the gateways' config opens them with the same KEK, and only with it.
+  const file = path.join(dir, 'enc1.json');
+  writeFileSync(file, JSON.stringify({ ...baseTestConfig(), store: { type: 'redis', url: redis.url, keyPrefix: 'enc1:' } }));
+  const listed = await runCliInProcess(['keys', 'list', '--config', file], { env: { TESSERA_KEY_ENCRYPTION_KEY: kek } });
+  t.equal(listed.code, 0, listed.stderr);
+  for (const key of all) t.match(listed.stdout, key.kid);
+  const refused = await runCliInProcess(['keys', 'list', '--config', file]);
+  t.equal(refused.code, 2);
+  t.match(refused.stderr, /keyEncryption: signing key \S+ in the store is encrypted under key-encryption key \S+, and no key is set/);
   // Another gateway with the same KEK reads the same secret and keys.
   const again = await loadSecrets(t, config);
   t.equal(again.pageSecret, pageSecret);
@@ -154,6 +163,17 @@ t.test('a wrong KEK, or none, stops the start with an error naming the field', a
   t.match((wrong as ConfigError).problems, [
     { path: 'keyEncryption.keyFile', message: /encrypted under key-encryption key \S+, which is not among/ },
   ]);
+  // `tessera start`, the KEK in its environment: exit 2, the variable named, the key not echoed.
+  const file = path.join(dir, 'enc4.json');
+  writeFileSync(file, JSON.stringify({ ...baseTestConfig(), store: { type: 'redis', url: redis.url, keyPrefix: 'enc4:' } }));
+  const wrongKek = newKek();
+  const cli = await runCliInProcess(['start', '--config', file], { env: { TESSERA_KEY_ENCRYPTION_KEY: wrongKek } });
+  t.equal(cli.code, 2, 'a config error');
+  t.match(
+    cli.stderr,
+    /env\.TESSERA_KEY_ENCRYPTION_KEY: \S+ .* is encrypted under key-encryption key \S+, which is not among this gateway's/,
+  );
+  t.notOk(cli.stderr.includes(wrongKek));
   const none = await start(configOf('enc4:', undefined)).catch((error: unknown) => error);
   t.type(none, ConfigError);
   t.match((none as ConfigError).problems, [{ path: 'keyEncryption', message: /set TESSERA_KEY_ENCRYPTION_KEY or keyEncryption\.keyFile/ }]);
