@@ -18,6 +18,7 @@ import { reloadConfig, type ReloadableGateway, type ReloadResult } from './confi
 import { buildDiscoveryDocument } from './discovery.js';
 import { KeyRing, type KeyReloadResult } from './keys/key_ring.js';
 import { loadPageSecret } from './keys/page_secret.js';
+import { openKeyEncryption } from './keys/key_encryption.js';
 import { deriveDPoPNonceKey } from './keys/dpop_nonce_key.js';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace';
 import { createEndpointObservers } from './endpoint_outcomes.js';
@@ -54,6 +55,8 @@ export interface StartOptions {
   watchValidators?: boolean;
   /** Where the development key file lives on the memory store; defaults to `./.tessera`. */
   devKeyDir?: string;
+  /** Where `TESSERA_KEY_ENCRYPTION_KEY` is read from (docs/security.md, "Keys at rest"); default `process.env`. */
+  env?: NodeJS.ProcessEnv;
   /** Reload signing keys when a configured key file changes (default true). */
   watchKeys?: boolean;
   /**
@@ -163,11 +166,13 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     const devKeyDir = options.devKeyDir ?? path.resolve('.tessera');
     events = await openAuditEvents(config, options.onEvent === undefined ? [] : [options.onEvent], logger, processSlot?.index);
     const auditEvents = events;
+    const keyEncryption = await openKeyEncryption(config, options.env ?? process.env, logger);
     keyRing = await KeyRing.open({
       config,
       store,
       logger,
       devKeyDir,
+      keyEncryption,
       watch: options.watchKeys !== false,
       onSigningKeyChange: (kid) => {
         metrics?.countKeyRotation();
@@ -175,7 +180,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       },
     });
     const keys = keyRing;
-    const pageSecret = await loadPageSecret(config, store, devKeyDir);
+    const pageSecret = await loadPageSecret(config, store, devKeyDir, keyEncryption);
 
     const grantModules = (options.grantModules ?? []).map(toModuleUrl);
     const internalGrantTypes = await grantTypesOfModules(grantModules);

@@ -103,6 +103,8 @@ export class TesseraBuilder {
       ...(this.logger !== undefined ? { logger: this.logger } : {}),
       ...(this.eventHook !== undefined ? { onEvent: this.eventHook } : {}),
       ...(this.processSlot !== undefined ? { process: this.processSlot } : {}),
+      // The key-encryption key comes from the same environment as the overrides.
+      ...(this.env !== undefined ? { env: this.env } : {}),
     });
   }
 

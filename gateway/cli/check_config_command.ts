@@ -8,6 +8,7 @@ import { builtInGrantTypes } from '../../workers/protocol/grant_types.js';
 import { createTessera } from '../service_builder.js';
 import { loadValidatorModules } from '../validator_loader.js';
 import { ExitCode, UsageError, type CliCommand } from './command.js';
+import { keyEncryptionEnvName, loadKeyEncryption, type KeyEncryption } from '../keys/key_encryption.js';
 
 export const checkConfigCommand: CliCommand = {
   words: ['check-config'],
@@ -33,13 +34,21 @@ export const checkConfigCommand: CliCommand = {
       if (error instanceof ConfigError) throw new ConfigError(error.problems, { source: file });
       throw error;
     }
-    io.stdout.write(explainConfig(config, file));
+    // The key-encryption key as start reads it: a malformed key or unreadable file stops both.
+    let encryption: KeyEncryption;
+    try {
+      encryption = await loadKeyEncryption(config, io.env);
+    } catch (error) {
+      if (error instanceof ConfigError) throw new ConfigError(error.problems, { source: file });
+      throw error;
+    }
+    io.stdout.write(explainConfig(config, file, encryption));
     return ExitCode.Ok;
   },
 };
 
 /** A short, human summary of a valid config. */
-export function explainConfig(config: LoadedConfig, file: string): string {
+export function explainConfig(config: LoadedConfig, file: string, encryption?: KeyEncryption): string {
   const lines = [
     `${file} is valid.`,
     '',
@@ -48,6 +57,7 @@ export function explainConfig(config: LoadedConfig, file: string): string {
     `store               ${describeStore(config.store)}`,
     `workers             ${config.workers.threads} threads, queue limit ${config.workers.maxQueue}`,
     `signing             ${describeSigning(config)}`,
+    ...(encryption === undefined ? [] : [`key encryption      ${describeKeyEncryption(config, encryption)}`]),
     `validators          ${displayPath(config.validatorsDir)}`,
     `log level           ${config.logLevel}`,
   ];
@@ -89,6 +99,16 @@ function describeStore(store: LoadedConfig['store']): string {
     case 'redis-cluster':
       return `redis-cluster ${store.nodes.map(redactUrl).join(' ')} (key prefix "${store.keyPrefix}")`;
   }
+}
+
+function describeKeyEncryption(config: LoadedConfig, encryption: KeyEncryption): string {
+  if (!encryption.enabled) {
+    if (config.store.type === 'memory') return 'none (the memory store keeps nothing at rest)';
+    return `none: WARNING the page secret and store-kept signing keys are kept in the store in plaintext; set ${keyEncryptionEnvName} or keyEncryption.keyFile (docs/security.md, "Keys at rest")`;
+  }
+  const where = encryption.source === 'keyEncryption.keyFile' ? displayPath(config.keyEncryption.keyFile ?? '') : keyEncryptionEnvName;
+  const [first, ...older] = encryption.ids;
+  return `AES-256-GCM under ${where}: key ${first} encrypts${older.length > 0 ? `, ${older.join(', ')} decrypt only` : ''}`;
 }
 
 function describeSigning(config: LoadedConfig): string {

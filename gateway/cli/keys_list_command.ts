@@ -16,7 +16,8 @@ export const keysListCommand: CliCommand = {
     'Store-kept keys (no signing.keys, Redis store): every key in the store, oldest first, with its',
     'state: next (published, not signing yet), active (signing) or retired (published until EXPIRES).',
     'Key files: the configured files in order; the first is active, the others published.',
-    'Times are UTC.',
+    "Times are UTC. Sealed store-kept keys need the gateways' key-encryption key",
+    '(TESSERA_KEY_ENCRYPTION_KEY or keyEncryption.keyFile).',
   ],
   async run(args, io) {
     const { values } = parseArgs({ args, options: { config: { type: 'string' } }, strict: true, allowPositionals: false });
@@ -32,7 +33,7 @@ export const keysListCommand: CliCommand = {
         rows.push([key.kid, key.alg, i === 0 ? 'active' : 'published', '-', '-', '-']);
       });
     } else {
-      const { source, close } = openStoredKeys(config);
+      const { source, close } = await openStoredKeys(config, io.env);
       try {
         for (const { key, state, expiresAt } of await source.schedule()) {
           rows.push([key.kid, key.alg, state, formatTime(key.createdAt), formatTime(key.activatesAt), formatTime(expiresAt)]);

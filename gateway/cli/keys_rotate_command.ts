@@ -15,7 +15,8 @@ export const keysRotateCommand: CliCommand = {
     'signing.rotation.propagation (default: signing.jwksMaxAgeSeconds) has passed; the key it',
     'replaces stays published for signing.rotation.retention. When a key already waits to',
     'activate, nothing is added. With signing.keys, rotate by editing the key files instead',
-    '(docs/operations.md, "Signing keys and rotation").',
+    '(docs/operations.md, "Signing keys and rotation"). The new key is sealed under the gateways\'',
+    'key-encryption key (TESSERA_KEY_ENCRYPTION_KEY or keyEncryption.keyFile), which it needs too.',
   ],
   async run(args, io) {
     const { values } = parseArgs({ args, options: { config: { type: 'string' } }, strict: true, allowPositionals: false });
@@ -27,7 +28,7 @@ export const keysRotateCommand: CliCommand = {
       );
       return ExitCode.Failure;
     }
-    const { source, close } = openStoredKeys(config);
+    const { source, close } = await openStoredKeys(config, io.env);
     try {
       const outcome = await source.rotate();
       const { key } = outcome;

@@ -6,6 +6,7 @@ import type { LoadedConfig } from '../config/load.js';
 import { rotationPolicyOf } from '../config/signing_rotation.js';
 import { firstStoredKey } from '../keys/key_ring.js';
 import { StoreKeySource } from '../keys/store_key_source.js';
+import { loadKeyEncryption } from '../keys/key_encryption.js';
 import { createTessera } from '../service_builder.js';
 import type { CliIo } from './command.js';
 
@@ -18,17 +19,27 @@ export async function loadKeysConfig(file: string, io: CliIo): Promise<LoadedCon
  * The store-kept keys of a config on Redis, opened for one command; `close` releases the
  * connection. On the memory store the keys live inside the running gateway, out of reach.
  */
-export function openStoredKeys(config: LoadedConfig): { source: StoreKeySource; close: () => Promise<void> } {
+export async function openStoredKeys(
+  config: LoadedConfig,
+  env: NodeJS.ProcessEnv,
+): Promise<{ source: StoreKeySource; close: () => Promise<void> }> {
   if (config.store.type === 'memory') {
     throw new Error(
       'the memory store lives inside the running gateway, where its keys rotate on signing.rotation; use a Redis store to manage keys from the command line',
     );
   }
+  // The gateways' key-encryption key: the keys are read, and a rotation's new key written, sealed.
+  const encryption = await loadKeyEncryption(config, env);
   const store: Store = createStore(config.store);
   // The development key directory is only read on the memory store.
   const devKeyDir = path.resolve('.tessera');
-  const source = new StoreKeySource(store, config.signing.algorithm, rotationPolicyOf(config), () =>
-    firstStoredKey(config, store, devKeyDir),
+  const source = new StoreKeySource(
+    store,
+    config.signing.algorithm,
+    rotationPolicyOf(config),
+    () => firstStoredKey(config, store, devKeyDir),
+    undefined,
+    encryption,
   );
   return { source, close: () => store.close() };
 }

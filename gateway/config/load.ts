@@ -17,7 +17,7 @@ import { describeIssue, toProblems } from './schema_issues.js';
 import { configSchema, type DeepReadonly, type TesseraConfig } from './schema.js';
 
 /**
- * A validated config, deep-frozen. Relative `signing.keys[].file`, `tls` files and `validatorsDir` are already
+ * A validated config, deep-frozen. Relative `signing.keys[].file`, `keyEncryption.keyFile`, `tls` files and `validatorsDir` are already
  * resolved against {@link LoadedConfig.configDir}.
  */
 export type LoadedConfig = TesseraConfig & {
@@ -103,6 +103,8 @@ function buildConfig(
     ...config,
     signing: { ...config.signing, keys: config.signing.keys.map((key) => ({ ...key, file: resolve(configDir, key.file) })) },
     validatorsDir: resolve(configDir, config.validatorsDir),
+    keyEncryption:
+      config.keyEncryption.keyFile === undefined ? config.keyEncryption : { keyFile: resolve(configDir, config.keyEncryption.keyFile) },
     ...(config.tls === undefined
       ? {}
       : { tls: { certFile: resolve(configDir, config.tls.certFile), keyFile: resolve(configDir, config.tls.keyFile) } }),

@@ -424,6 +424,16 @@ export const configSchema = z
           .describe('Automatic rotation of store-kept keys (no signing.keys).'),
       })
       .default({ algorithm: 'ES256', keys: [], jwksMaxAgeSeconds: 300 }),
+    keyEncryption: z
+      .strictObject({
+        keyFile: nonEmpty
+          .optional()
+          .describe(
+            'File of key-encryption keys (32 random bytes, base64; one a line, the first encrypts, all decrypt) for the page secret and store-kept signing keys at rest. TESSERA_KEY_ENCRYPTION_KEY takes precedence.',
+          ),
+      })
+      .default({})
+      .describe('Encryption at rest of the secrets Tessera keeps in the store (docs/security.md, "Keys at rest").'),
     validatorsDir: z.string().default('validators').describe('Folder of extension grant validator modules, relative to this file.'),
     throttling: z
       .strictObject({

@@ -17,6 +17,7 @@ import { buildJwksDocument } from '../discovery.js';
 import { generateSigningKey, loadDevKeyFile, readSigningKeyFiles } from '../key_loader.js';
 import { watchKeyFiles } from './key_file_watcher.js';
 import { StoreKeySource } from './store_key_source.js';
+import type { KeyEncryption } from './key_encryption.js';
 
 /** Where a key set comes from: read again on every reload. */
 interface KeySource {
@@ -34,6 +35,8 @@ export interface KeyRingOptions {
   readonly logger: Logger;
   /** Where the development key file lives on the memory store. */
   readonly devKeyDir: string;
+  /** Seals store-kept private keys at rest (docs/security.md, "Keys at rest"); none by default. */
+  readonly keyEncryption?: KeyEncryption;
   /** Watch key files (default true). */
   readonly watch?: boolean;
   /**
@@ -232,7 +235,14 @@ export class KeyRing {
         },
       };
     }
-    return new StoreKeySource(store, alg, rotationPolicyOf(config), () => firstStoredKey(config, store, devKeyDir));
+    return new StoreKeySource(
+      store,
+      alg,
+      rotationPolicyOf(config),
+      () => firstStoredKey(config, store, devKeyDir),
+      undefined,
+      this.options.keyEncryption,
+    );
   }
 }
 

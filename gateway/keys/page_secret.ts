@@ -9,16 +9,33 @@ import path from 'node:path';
 import type { Store } from '../../workers/store/store.js';
 import type { LoadedConfig } from '../config/load.js';
 import { readOrMakeOnce } from './shared_file.js';
+import { KeyEncryption } from './key_encryption.js';
 
 // Renewed (the same value) at every start, so it lasts as long as gateways start now and then.
 const storedTtlMs = 10 * 365 * 86_400_000;
 
-export async function loadPageSecret(config: Pick<LoadedConfig, 'store'>, store: Store, devKeyDir: string): Promise<string> {
+// The AES-GCM additional data of the sealed record (gateway/keys/key_encryption.ts).
+const purpose = 'page secret';
+
+/**
+ * The page secret. On Redis it is sealed under the key-encryption key when one is set
+ * (docs/security.md, "Keys at rest"); a plaintext one (an upgrade, or a KEK set since) or one under
+ * an older KEK is written back sealed under the current one.
+ *
+ * @throws {ConfigError} naming the KEK's source when the stored secret is sealed under a KEK not given.
+ */
+export async function loadPageSecret(
+  config: Pick<LoadedConfig, 'store'>,
+  store: Store,
+  devKeyDir: string,
+  encryption: KeyEncryption = KeyEncryption.none,
+): Promise<string> {
   const candidate = randomBytes(32).toString('base64url');
   if (config.store.type !== 'memory') {
     const key = { kind: 'key', id: 'page-secret' } as const;
-    const secret = await store.putIfAbsent<string>(key, candidate, storedTtlMs);
-    await store.set(key, secret, storedTtlMs);
+    const stored = await store.putIfAbsent<string>(key, encryption.seal(candidate, purpose), storedTtlMs);
+    const secret = encryption.open(stored, purpose, 'the page secret');
+    await store.set(key, encryption.needsResealing(stored) ? encryption.seal(secret, purpose) : stored, storedTtlMs);
     return secret;
   }
   const file = path.join(devKeyDir, 'page-secret');

@@ -10,6 +10,8 @@ import type { SigningAlgorithm, SigningKeyMaterial } from '../../workers/protoco
 import type { RotationPolicy } from '../config/signing_rotation.js';
 import { checkSigningKey, generateSigningKey } from '../key_loader.js';
 import { byActivation, publishedSetOf, scheduleKeys, type ScheduledKey, type StoredSigningKey } from './stored_key.js';
+import { KeyEncryption } from './key_encryption.js';
+import { decodeStoredKey, encodeStoredKey, needsResealing, type StoredKeyRecord } from './stored_key_record.js';
 
 // Records outlive their keys by far; a key leaves the store when a gateway sees it expired.
 const recordTtlMs = 10 * 365 * 86_400_000;
@@ -34,6 +36,8 @@ export class StoreKeySource {
   private readonly checked = new Map<string, SigningKeyMaterial>();
   /** Whether this source created the first key of an empty set (on its last load). */
   createdFirstKey = false;
+  /** Records `list` found in plaintext or under a KEK that no longer encrypts: `load` writes them again. */
+  private stale: StoredSigningKey[] = [];
 
   constructor(
     private readonly store: Store,
@@ -42,11 +46,19 @@ export class StoreKeySource {
     /** The key that starts an empty set (the development key file on the memory store). */
     private readonly firstKey: () => Promise<{ key: SigningKeyMaterial; createdAt: number }>,
     private readonly now: () => number = Date.now,
+    /** Seals private JWKs at rest (docs/security.md, "Keys at rest"). */
+    private readonly encryption: KeyEncryption = KeyEncryption.none,
   ) {}
 
   /** The keys in the store, oldest first, each checked; duplicates (a restored key) once. */
   async list(): Promise<StoredSigningKey[]> {
-    const records = await this.store.familyRecords<StoredSigningKey>(storedKeyFamily(this.alg), 'key');
+    const stored = await this.store.familyRecords<StoredKeyRecord>(storedKeyFamily(this.alg), 'key');
+    this.stale = [];
+    const records = stored.map((r) => {
+      const key = decodeStoredKey(r, this.encryption);
+      if (needsResealing(r, this.encryption)) this.stale.push(key);
+      return key;
+    });
     const byKid = new Map<string, StoredSigningKey>();
     for (const record of records.sort(byActivation)) {
       if (byKid.has(record.kid)) continue;
@@ -68,6 +80,7 @@ export class StoreKeySource {
   async load(): Promise<PublishedKeySet> {
     // Write back first: a gateway that knew keys must not start a new set after the store lost it.
     let keys = await this.restoreLost(await this.list());
+    await this.reseal();
     this.createdFirstKey = keys.length === 0;
     if (keys.length === 0) keys = [await this.createFirst()];
     if (this.policy.everyMs !== null) {
@@ -102,14 +115,14 @@ export class StoreKeySource {
   private async rotateAfter(previous: StoredSigningKey, activatesAt: number): Promise<RotateOutcome> {
     const candidate = await generateSigningKey(this.alg);
     const record: StoredSigningKey = { ...candidate, recordId: `after:${previous.kid}`, createdAt: this.now(), activatesAt };
-    const stored = await this.store.putIfAbsent<StoredSigningKey>(this.keyOf(record.recordId), record, recordTtlMs);
+    const stored = await this.putIfAbsent(record);
     return { created: stored.kid === record.kid, key: stored };
   }
 
   private async createFirst(): Promise<StoredSigningKey> {
     const { key, createdAt } = await this.firstKey();
     const record: StoredSigningKey = { ...key, recordId: 'first', createdAt, activatesAt: createdAt };
-    return this.store.putIfAbsent<StoredSigningKey>(this.keyOf('first'), record, recordTtlMs);
+    return this.putIfAbsent(record);
   }
 
   /**
@@ -126,7 +139,7 @@ export class StoreKeySource {
     for (const { key, expiresAt } of schedule) {
       if (inStore.has(key.kid) || (expiresAt !== null && expiresAt <= this.now() + restoreMarginMs)) continue;
       const record = { ...key, recordId: `kid:${key.kid}` };
-      restored.push(await this.store.putIfAbsent<StoredSigningKey>(this.keyOf(record.recordId), record, recordTtlMs));
+      restored.push(await this.putIfAbsent(record));
     }
     return [...keys, ...restored].sort(byActivation);
   }
@@ -135,6 +148,26 @@ export class StoreKeySource {
     for (const { key, expiresAt } of schedule) {
       if (expiresAt !== null && expiresAt <= now) await this.store.delete(this.keyOf(key.recordId));
     }
+  }
+
+  /** Writes `record` (sealed) unless its record exists; the key the store holds, opened. */
+  private async putIfAbsent(record: StoredSigningKey): Promise<StoredSigningKey> {
+    const stored = await this.store.putIfAbsent<StoredKeyRecord>(
+      this.keyOf(record.recordId),
+      encodeStoredKey(record, this.encryption),
+      recordTtlMs,
+    );
+    return decodeStoredKey(stored, this.encryption);
+  }
+
+  /**
+   * Writes again, under the KEK that encrypts now, the records `list` found in plaintext (an
+   * upgrade, or a KEK set since) or under an older KEK (a KEK rotation): docs/security.md, "Keys at
+   * rest". Gateways racing here write the same key, each sealed its own way; any of them opens.
+   */
+  private async reseal(): Promise<void> {
+    for (const key of this.stale) await this.store.set(this.keyOf(key.recordId), encodeStoredKey(key, this.encryption), recordTtlMs);
+    this.stale = [];
   }
 
   private keyOf(recordId: string) {

@@ -14,11 +14,10 @@ import { createPageRoute, errorPage, type PageRequest } from './page_form.js';
 import type { PageSecrets, Session } from './session.js';
 import { renderPage } from './templates.js';
 import { signIn } from './sign_in.js';
+import { narrowedQuery, openConsentInteraction, sealConsentInteraction } from './consent_interaction.js';
 import type { AuditEvents } from '../events/audit_events.js';
 
 export const authorizePath = '/connect/authorize';
-/** How long a consent form may stay open after a sign-in that met the request's `max_age`. */
-const consentFormSeconds = 600;
 const loginPath = '/connect/authorize/login';
 const consentPath = '/connect/authorize/consent';
 
@@ -37,7 +36,9 @@ export interface AuthorizeEndpointDeps {
 /**
  * The authorization endpoint (RFC 6749 §3.1) with its login and consent pages. Every step
  * validates the original request again: the query travels through the forms and is never
- * trusted because it came back.
+ * trusted because it came back. The consent form carries more: the signed interaction of the page
+ * that was shown (gateway/pages/consent_interaction.ts), so that its POST grants at most the scopes
+ * displayed, to the session that met the request's sign-in requirement.
  */
 export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndpointDeps): void {
   const { config, secrets } = deps;
@@ -64,13 +65,16 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
     return undefined;
   };
 
-  // The login and consent forms carry the original query: check the form, then the request again.
+  // The login form carries the original query: check the form, then the request again.
   const submittedRequest = (page: PageRequest): AuthorizeRequest | undefined => {
-    if (!secrets.checkCsrf(page, page.form.csrf_token)) {
-      errorPage(page.exchange, 400, 'The form has expired. Go back to the application and start again.');
-      return undefined;
-    }
+    if (!checkedForm(page)) return undefined;
     return validated(page.exchange, page.form.request ?? '');
+  };
+
+  const checkedForm = (page: PageRequest): boolean => {
+    if (secrets.checkCsrf(page, page.form.csrf_token)) return true;
+    errorPage(page.exchange, 400, formExpired);
+    return false;
   };
 
   const showLogin = (
@@ -105,7 +109,7 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
       renderPage('consent', 'Allow access', {
         action: consentPath,
         csrfToken: csrf.token,
-        request: request.query,
+        interaction: sealConsentInteraction(secrets, request, session, now()),
         clientName: clientName(request.client),
         userName,
         scopes: request.scopes.scopes.map((s) => ({ description: scopeDescriptions.get(s) ?? s })),
@@ -116,12 +120,11 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
 
   // A session counts only if it was made for what this request asks of the sign-in: not under
   // prompt=login, and not older than max_age (OIDC Core §3.1.2.1: the user MUST be authenticated
-  // again). `extraAgeSeconds` is the time a consent form may take once the sign-in it follows was
-  // fresh enough.
-  const usableSession = (request: AuthorizeRequest, cookies: string, extraAgeSeconds = 0): Session | undefined => {
+  // again).
+  const usableSession = (request: AuthorizeRequest, cookies: string): Session | undefined => {
     const session = secrets.readSession(cookies);
     if (session === undefined || request.prompt.has('login')) return undefined;
-    if (request.maxAge !== undefined && !signedInWithin(session, request.maxAge + extraAgeSeconds, now())) return undefined;
+    if (request.maxAge !== undefined && !signedInWithin(session, request.maxAge, now())) return undefined;
     if ((request.acr.idp ?? 'local') !== (session.claims.idp ?? 'local')) return undefined;
     if (request.acr.tenant !== undefined && request.acr.tenant !== session.claims.tenant) return undefined;
     return session;
@@ -181,11 +184,29 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
   app.any(
     consentPath,
     createPageRoute(['post'], (page) => {
-      const request = submittedRequest(page);
+      if (!checkedForm(page)) return;
+      // Only a consent page this service showed, to this session, after the sign-in its request
+      // required, and not too long ago: a form put together by hand (the query of a prompt=login
+      // request, wider scopes) names no interaction and is refused.
+      const session = secrets.readSession(page.cookies);
+      const interaction = openConsentInteraction(secrets, page.form.interaction, session, now());
+      if (interaction === undefined || session === undefined) {
+        errorPage(page.exchange, 400, formExpired);
+        return;
+      }
+      // A `scope` member may narrow the grant to some of the scopes shown, never widen it.
+      const query = narrowedQuery(interaction, page.form.scope);
+      if (query === undefined) {
+        errorPage(page.exchange, 400, 'The form asks for access that was not shown. Go back to the application and start again.');
+        return;
+      }
+      // The request again: the client or its redirect URI may have been disabled since.
+      const request = validated(page.exchange, query);
       if (request === undefined) return;
-      const session = usableSession({ ...request, prompt: new Set() }, page.cookies, consentFormSeconds);
-      if (session === undefined) {
-        showLogin(page, request);
+      const shown = new Set(interaction.scopes);
+      if (!request.scopes.scopes.every((s) => shown.has(s))) {
+        // The config changed under the open form (an omitted scope now resolves to more).
+        errorPage(page.exchange, 400, formExpired);
         return;
       }
       const decision = page.form.decision;
@@ -233,6 +254,8 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
     return handle.handle;
   }
 }
+
+const formExpired = 'The form has expired. Go back to the application and start again.';
 
 function redirect(exchange: Exchange, location: string): void {
   exchange.sendPage(302, '', { location });

@@ -31,6 +31,7 @@ const hostPrefix = '__Host-';
 export class PageSecrets {
   private readonly sessionKey: Buffer;
   private readonly csrfKey: Buffer;
+  private readonly formKey: Buffer;
   readonly sessionCookieName: string;
   readonly csrfCookieName: string;
 
@@ -44,6 +45,7 @@ export class PageSecrets {
   ) {
     this.sessionKey = Buffer.from(hkdfSync('sha256', keyMaterial, 'tessera', 'session cookie', 32));
     this.csrfKey = Buffer.from(hkdfSync('sha256', keyMaterial, 'tessera', 'csrf token', 32));
+    this.formKey = Buffer.from(hkdfSync('sha256', keyMaterial, 'tessera', 'signed form value', 32));
     this.sessionCookieName = secureCookies ? `${hostPrefix}${sessionCookieName}` : sessionCookieName;
     this.csrfCookieName = secureCookies ? `${hostPrefix}${csrfCookieName}` : csrfCookieName;
   }
@@ -68,6 +70,29 @@ export class PageSecrets {
     try {
       const session = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Session;
       return typeof session.sub === 'string' && typeof session.exp === 'number' && session.exp > this.now() ? session : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * A value the server puts in a form and must get back unchanged (the consent interaction,
+   * gateway/pages/consent_interaction.ts): JSON, base64url, HMAC-signed with a key of its own.
+   */
+  signFormValue(value: object): string {
+    const payload = Buffer.from(JSON.stringify(value)).toString('base64url');
+    return `${payload}.${mac(this.formKey, payload)}`;
+  }
+
+  /** The value {@link signFormValue} signed, or `undefined` when the text is not one it made. */
+  readFormValue(text: string | undefined): unknown {
+    if (text === undefined) return undefined;
+    const dot = text.indexOf('.');
+    if (dot <= 0) return undefined;
+    const payload = text.slice(0, dot);
+    if (!sameText(text.slice(dot + 1), mac(this.formKey, payload))) return undefined;
+    try {
+      return JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as unknown;
     } catch {
       return undefined;
     }

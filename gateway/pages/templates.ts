@@ -58,6 +58,8 @@ const login = `<h1>Sign in</h1>
   <div class="actions"><button type="submit">Sign in</button></div>
 </form>`;
 
+// The authorization endpoint's consent form carries its signed interaction
+// (gateway/pages/consent_interaction.ts); the device page's carries the user code as `request`.
 const consent = `<h1>Allow access?</h1>
 <p class="lead"><strong>{{clientName}}</strong> asks to access your account{{#userName}} (<strong>{{userName}}</strong>){{/userName}}:</p>
 <ul class="scopes">
@@ -65,7 +67,8 @@ const consent = `<h1>Allow access?</h1>
 {{/scopes}}</ul>
 <form method="post" action="{{action}}">
   <input type="hidden" name="csrf_token" value="{{csrfToken}}">
-  <input type="hidden" name="request" value="{{request}}">
+  {{#interaction}}<input type="hidden" name="interaction" value="{{interaction}}">{{/interaction}}
+  {{#request}}<input type="hidden" name="request" value="{{request}}">{{/request}}
   <div class="actions">
     <button type="submit" name="decision" value="deny" class="secondary">Deny</button>
     <button type="submit" name="decision" value="allow">Allow</button>

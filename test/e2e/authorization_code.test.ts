@@ -63,7 +63,7 @@ t.test('openid-client runs the authorization code flow with PKCE through the log
 
   const callback = await browser.post(`${gw.url}/connect/authorize/consent`, {
     csrf_token: consent.hidden('csrf_token'),
-    request: consent.hidden('request'),
+    interaction: consent.hidden('interaction'),
     decision: 'allow',
   });
   t.equal(callback.status, 302);

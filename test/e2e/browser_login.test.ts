@@ -5,40 +5,17 @@
 // /usr/bin/chromium is missing; CI installs it (.ci/run).
 import t from 'tap';
 import { mkdirSync } from 'node:fs';
-import { createServer, type IncomingMessage } from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as oidc from 'openid-client';
 import { codeFlowClient } from '../helpers/authorize_flow.js';
+import { startCallbackServer } from '../helpers/callback_server.js';
 import { addPasswordFixtures, passwordFixtures } from '../helpers/password_users.js';
 import { launchChromium, skipWithoutChromium } from '../helpers/chromium.js';
 import { startTestGateway } from '../helpers/test_gateway.js';
 
 const artifactsDir = fileURLToPath(new URL('../artifacts/', import.meta.url));
 const skip = skipWithoutChromium;
-
-/** The client's redirect endpoint: a tiny HTTP server on a free 127.0.0.1 port. */
-async function startCallbackServer() {
-  let receive: (url: URL) => void = () => {};
-  const received = new Promise<URL>((resolve) => (receive = resolve));
-  const server = createServer((req: IncomingMessage, res) => {
-    const url = new URL(req.url ?? '/', `http://${req.headers.host ?? '127.0.0.1'}`);
-    if (url.pathname !== '/callback') {
-      res.writeHead(404).end();
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!doctype html><title>Callback</title><p>Signed in.</p>');
-    receive(url);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return {
-    uri: `http://127.0.0.1:${address.port}/callback`,
-    received,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
 
 t.test('Chromium signs in on the login page, allows, and the redirect endpoint receives a code that redeems', { skip }, async (t) => {
   const fixtures = await passwordFixtures();

@@ -115,7 +115,7 @@ t.test('openid-client: the code flow, UserInfo and refresh with one DPoP key; a 
     });
     const callback = await browser.post(`${gw.url}/connect/authorize/consent`, {
       csrf_token: consent.hidden('csrf_token'),
-      request: consent.hidden('request'),
+      interaction: consent.hidden('interaction'),
       decision: 'allow',
     });
     const tokens = await oidc.authorizationCodeGrant(

@@ -89,7 +89,7 @@ export class AuthorizeFlow<Gateway extends Pick<TestGateway, 'url' | 'tokenUrl'>
   decide(page: PageResponse, decision: string, override: Record<string, string> = {}): Promise<PageResponse> {
     return this.browser.post(`${this.gw.url}/connect/authorize/consent`, {
       csrf_token: page.hidden('csrf_token'),
-      request: page.hidden('request'),
+      interaction: page.hidden('interaction'),
       decision,
       ...override,
     });

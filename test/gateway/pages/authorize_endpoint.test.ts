@@ -437,7 +437,7 @@ t.test('CSRF protection', async (t) => {
       const flow = new AuthorizeFlow(gw);
       const consent = await flow.login(await flow.authorize(webParams()), 'alice', 'alice-pw');
       t.equal(consent.status, 200);
-      const form = { request: consent.hidden('request'), decision: 'allow' };
+      const form = { interaction: consent.hidden('interaction'), decision: 'allow' };
       const answer = await post(flow, '/connect/authorize/consent', form, await attack(consent));
       t.equal(answer.status, 400);
       t.equal(answer.location, null, 'no redirect, so no code');
@@ -501,18 +501,27 @@ t.test('the consent page', async (t) => {
       'content-type': 'application/x-www-form-urlencoded',
       cookie: `tessera.csrf=${flow.browser.cookie('tessera.csrf') ?? ''}; tessera.session=${forged}.${mac}`,
     };
-    const body = new URLSearchParams({ csrf_token: consent.hidden('csrf_token'), request: consent.hidden('request'), decision: 'allow' });
+    const body = new URLSearchParams({
+      csrf_token: consent.hidden('csrf_token'),
+      interaction: consent.hidden('interaction'),
+      decision: 'allow',
+    });
     const res = await fetch(`${gw.url}/connect/authorize/consent`, { method: 'POST', headers, body: body.toString(), redirect: 'manual' });
     t.equal(res.status, 400, 'an unreadable session is no session: the token made for the real one fails');
     t.equal(res.headers.get('location'), null);
     t.match(await res.text(), formExpired);
   });
 
-  t.test('validates the carried request again: a tampered redirect_uri gets the error page', async (t) => {
+  t.test('the request travels signed: a tampered redirect_uri in the interaction gets the error page, no code', async (t) => {
     const { flow, consent } = await signedIn();
-    const request = consent.hidden('request').replace(encodeURIComponent(callbackUri), encodeURIComponent('https://evil.example/callback'));
-    t.not(request, consent.hidden('request'));
-    assertErrorPage(t, await flow.decide(consent, 'allow', { request }), 400, notRegistered);
+    const [payload, mac] = consent.hidden('interaction').split('.') as [string, string];
+    const shown = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { query: string };
+    const query = shown.query.replace(encodeURIComponent(callbackUri), encodeURIComponent('https://evil.example/callback'));
+    t.not(query, shown.query);
+    const forged = `${Buffer.from(JSON.stringify({ ...shown, query })).toString('base64url')}.${mac}`;
+    assertErrorPage(t, await flow.decide(consent, 'allow', { interaction: forged }), 400, formExpired);
+    // The request is validated again anyway; the untampered form still works.
+    t.equal((await flow.decide(consent, 'allow')).status, 302);
   });
 });
 

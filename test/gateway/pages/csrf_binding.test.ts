@@ -135,20 +135,20 @@ t.test('login CSRF and forced consent from another origin are refused', async (t
   const page = await flow.authorize(webParams);
   const forced = await flow.browser.post(
     `${gw.url}/connect/authorize/consent`,
-    { csrf_token: page.hidden('csrf_token'), request: page.hidden('request'), decision: 'allow' },
+    { csrf_token: page.hidden('csrf_token'), interaction: page.hidden('interaction'), decision: 'allow' },
     { origin: 'http://127.0.0.1:1' },
   );
   t.equal(forced.status, 400, 'another port is another origin');
   t.equal(forced.location, null);
   const opaque = await flow.browser.post(
     `${gw.url}/connect/authorize/consent`,
-    { csrf_token: page.hidden('csrf_token'), request: page.hidden('request'), decision: 'allow' },
+    { csrf_token: page.hidden('csrf_token'), interaction: page.hidden('interaction'), decision: 'allow' },
     { origin: 'null' },
   );
   t.equal(opaque.status, 400, 'Origin: null (a sandboxed frame, a no-referrer page) is not the issuer');
   const sameOrigin = await flow.browser.post(
     `${gw.url}/connect/authorize/consent`,
-    { csrf_token: page.hidden('csrf_token'), request: page.hidden('request'), decision: 'allow' },
+    { csrf_token: page.hidden('csrf_token'), interaction: page.hidden('interaction'), decision: 'allow' },
     { origin: new URL(gw.url).origin },
   );
   t.equal(sameOrigin.status, 302, "the issuer's own origin is accepted");
