@@ -73,7 +73,8 @@ export function validateAuthorizeRequest(
   if (params.response_type !== 'code') return fail(AuthorizationErrors.unsupportedResponseType);
   if (!client.grantTypes.has('authorization_code')) return fail(AuthorizationErrors.authorizationCodeFlowNotAllowed);
   if (params.response_mode !== undefined && params.response_mode !== 'query') return fail(AuthorizationErrors.unsupportedResponseMode);
-  if (params.request !== undefined || params.request_uri !== undefined) return fail(AuthorizationErrors.requestObjectNotSupported);
+  if (params.request_uri !== undefined) return fail(AuthorizationErrors.requestUriNotSupported);
+  if (params.request !== undefined) return fail(AuthorizationErrors.requestObjectNotSupported);
 
   let granted: GrantedScopes;
   let resources: readonly string[] | undefined;

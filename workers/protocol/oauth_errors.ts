@@ -211,7 +211,8 @@ export type AuthorizationError =
   | 'invalid_target'
   | 'login_required'
   | 'consent_required'
-  | 'request_not_supported';
+  | 'request_not_supported'
+  | 'request_uri_not_supported';
 
 /**
  * An error of the authorization endpoint. It travels in the query of the redirect back to the
@@ -239,6 +240,8 @@ export const AuthorizationErrors = {
   ),
   unsupportedResponseMode: defineAuthorizationError('invalid_request', 'Only response_mode=query is supported.'),
   requestObjectNotSupported: defineAuthorizationError('request_not_supported', 'Request objects are not supported.'),
+  // OIDC Core §3.1.2.6: `request_uri` has its own code.
+  requestUriNotSupported: defineAuthorizationError('request_uri_not_supported', 'The request_uri parameter is not supported.'),
   // PKCE (RFC 7636 §4.3, §4.4.1).
   codeChallengeMethodNotS256: defineAuthorizationError('invalid_request', 'The code_challenge_method must be S256.'),
   malformedCodeChallenge: defineAuthorizationError('invalid_request', 'The code_challenge is malformed.'),

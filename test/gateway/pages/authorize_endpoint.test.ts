@@ -218,6 +218,11 @@ t.test('an error redirect with state and iss once the redirect URI is trusted', 
       { error: 'request_not_supported', error_description: 'Request objects are not supported.' },
     ],
     [
+      'a request_uri',
+      webParams({ request_uri: 'urn:ietf:params:oauth:request_uri:abc' }),
+      { error: 'request_uri_not_supported', error_description: 'The request_uri parameter is not supported.' },
+    ],
+    [
       'prompt=none without a session',
       webParams({ prompt: 'none' }),
       { error: 'login_required', error_description: 'The user is not signed in.' },
