@@ -143,7 +143,8 @@ function describeStore(store: LoadedConfig['store']): string {
   }
 }
 
-function describeSigning(config: LoadedConfig): string {
+/** Where the signing keys come from and how they rotate; the start banner says the same. */
+export function describeSigning(config: LoadedConfig): string {
   const { algorithm, keys, rotation } = config.signing;
   if (keys.length === 0) {
     const schedule = rotation === undefined ? 'rotated by "tessera keys rotate"' : `rotated every ${rotation.every} s`;
