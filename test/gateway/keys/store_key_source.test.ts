@@ -52,20 +52,23 @@ t.test(
   'two gateways starting together on an empty Redis: one logs that it created the first key, the other that it adopted it',
   async (t) => {
     const config = validateConfig(
-      { issuer: 'http://127.0.0.1:5000', store: { type: 'redis', url: redis.url, keyPrefix: `ring${Date.now()}:` } },
+      {
+        issuer: 'http://127.0.0.1:5000',
+        store: { type: 'redis', url: redis.url, keyPrefix: `ring${Date.now()}:`, commandTimeoutMs: 5000 },
+      },
       { configDir: process.cwd(), env: {} },
     );
     const shared: Store = createStore(config.store);
     t.teardown(() => shared.close());
     const lines: { msg: string; kid?: string }[] = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as { msg: string }) });
-    const rings = await Promise.all(
-      [0, 1].map(() => KeyRing.open({ config, store: shared, logger, devKeyDir: t.testdir({}), watch: false })),
-    );
+    // Redis keeps the keys: the development key folder is never written.
+    const devKeyDir = t.testdir({});
+    const rings = await Promise.all([0, 1].map(() => KeyRing.open({ config, store: shared, logger, devKeyDir, watch: false })));
     t.teardown(() => {
       for (const ring of rings) ring.stop();
     });
-  const created = lines.filter((l) => /created the first one/.test(l.msg));
+    const created = lines.filter((l) => /created the first one/.test(l.msg));
     const adopted = lines.filter((l) => /adopted the existing one/.test(l.msg));
     t.equal(created.length, 1, 'one gateway created it');
     t.equal(adopted.length, 1, 'the other adopted it');
