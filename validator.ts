@@ -14,6 +14,7 @@
 export {
   GrantValidationResult,
   TokenRequestErrors,
+  authenticationMethods,
   type ApiResource,
   type Claim,
   type ClaimValue,

@@ -44,8 +44,9 @@ interface IntrospectionRoute extends FormRoute {
 type Caller = readonly ['resource' | 'client', string, AuthenticatedClient?];
 
 /**
- * `POST /connect/introspect` (RFC 7662). The caller is an API resource (Basic with its name and
- * one of its `secrets`; resource names are looked up before client ids) or a confidential client.
+ * `POST /connect/introspect` (RFC 7662). The caller is an API resource (its name and one of its
+ * `secrets`, with Basic or in the body; resource names are looked up before client ids) or a
+ * confidential client.
  * What the caller may see is decided by the worker that reads the token.
  */
 export function createIntrospectionEndpoint(deps: IntrospectionEndpointDeps): (res: HttpResponse, req: HttpRequest) => void {
@@ -96,24 +97,51 @@ function authenticateCaller(route: IntrospectionRoute, request: FormRequest): vo
     if (resource !== undefined) answerAuthenticatedIntrospectionRequest(route, request, resource);
     return;
   }
+  // Discovery advertises client_secret_post here, and openid-client sends it by default: a resource
+  // may put its name and secret in the body as a client may (RFC 6749 §2.3.1, RFC 7662 §2.1).
+  const posted = authorization.length === 0 ? postedResourceCredentials(route, request.params) : undefined;
+  if (posted !== undefined) {
+    const resource = authenticateApiResource(route, request, posted.credentials, posted.secrets, false);
+    if (resource !== undefined) answerAuthenticatedIntrospectionRequest(route, request, resource);
+    return;
+  }
   authenticateClient(route.clientAuthentication, route, request, answerAuthenticatedClientIntrospection);
+}
+
+/** `client_id` naming an API resource with a `client_secret` beside it (resource names before client ids, as with Basic). */
+function postedResourceCredentials(
+  route: IntrospectionRoute,
+  params: FormRequest['params'],
+): { credentials: BasicCredentials; secrets: readonly StoredSecret[] } | undefined {
+  const { client_id: clientId, client_secret: clientSecret } = params;
+  if (typeof clientId !== 'string' || typeof clientSecret !== 'string') return undefined;
+  const secrets = route.resources.get(clientId);
+  return secrets === undefined ? undefined : { credentials: { clientId, clientSecret }, secrets };
 }
 
 /** Resource secrets are guessed like client secrets: the same per-id throttle and answers apply. */
 function authenticateApiResource(
   route: IntrospectionRoute,
   { exchange, params, authorization }: FormRequest,
-  basic: BasicCredentials,
+  credentials: BasicCredentials,
   secrets: readonly StoredSecret[],
+  basic = true,
 ): Caller | undefined {
   const gate = route.clientAuthentication.gate;
-  if (gate.refuseBlocked(exchange, basic.clientId)) return undefined;
-  if (alsoInBody(params) || !matchesStoredSecret(basic.clientSecret, secrets, route.now())) {
-    gate.refuseFailed(exchange, basic.clientId, true);
+  if (gate.refuseBlocked(exchange, credentials.clientId)) return undefined;
+  // RFC 6749 §2.3: one method per request. With Basic, any credential in the body is a second
+  // one; with the body, an assertion is.
+  if (basic ? alsoInBody(params) : params.client_assertion !== undefined) {
+    if (basic) gate.refuseFailed(exchange, credentials.clientId, true);
+    else gate.refuseMultipleMethods(exchange, credentials.clientId);
     return undefined;
   }
-  route.verifiedResources.remember(authorization, basic.clientId, secrets);
-  return ['resource', basic.clientId];
+  if (!matchesStoredSecret(credentials.clientSecret, secrets, route.now())) {
+    gate.refuseFailed(exchange, credentials.clientId, basic);
+    return undefined;
+  }
+  if (basic) route.verifiedResources.remember(authorization, credentials.clientId, secrets);
+  return ['resource', credentials.clientId];
 }
 
 /** A resource whose Basic header proved its secret recently: the throttle and the one-method rule still apply. */

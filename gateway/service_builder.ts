@@ -2,11 +2,12 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
-import { ConfigError } from './config/config_error.js';
+import { ConfigError, type ConfigProblem } from './config/config_error.js';
+import { builtInGrantTypes } from '../workers/protocol/grant_types.js';
 import { loadConfigFile, validateConfig, type LoadedConfig } from './config/load.js';
 import type { AuditEventHook } from './events/audit_events.js';
 import type { ProcessSlot, RunningGateway } from './server.js';
-import { listValidatorFiles, peekGrantTypes } from './validator_loader.js';
+import { listValidatorFiles, loadValidatorModules, peekGrantTypes } from './validator_loader.js';
 
 /**
  * Builds and starts a Tessera gateway from code; `tessera start` uses the same builder.
@@ -118,7 +119,20 @@ export class TesseraBuilder {
     const env = this.env === undefined ? {} : { env: this.env };
     if (typeof this.source === 'string') {
       const extraGrantTypes = await this.peekValidatorGrantTypes(this.source);
-      return loadConfigFile(this.source, { extraGrantTypes, ...env });
+      try {
+        return await loadConfigFile(this.source, { extraGrantTypes, ...env });
+      } catch (error) {
+        // A validator that does not load makes its grant type unknown to the clients that list
+        // it: report the module's own problem first, or that line reads as the cause.
+        if (!(error instanceof ConfigError)) throw error;
+        const broken = await this.validatorProblems(this.source);
+        if (broken.length === 0) throw error;
+        const again = await loadConfigFile(this.source, { extraGrantTypes, validatorsFailed: true, ...env }).then(
+          () => [],
+          (retry: unknown) => (retry instanceof ConfigError ? retry.problems : error.problems),
+        );
+        throw new ConfigError([...broken, ...again], { source: this.source });
+      }
     }
     if ('configDir' in this.source) return this.source as LoadedConfig;
     return validateConfig(this.source, { configDir: process.cwd(), ...env });
@@ -127,6 +141,27 @@ export class TesseraBuilder {
   private async reloadConfigFile(configPath: string, served: readonly string[]): Promise<LoadedConfig> {
     const extraGrantTypes = [...new Set([...served, ...(await this.peekValidatorGrantTypes(configPath))])];
     return loadConfigFile(configPath, { extraGrantTypes, ...(this.env === undefined ? {} : { env: this.env }) });
+  }
+
+  /** The problems of the validator modules the config file's `validatorsDir` holds, as start finds them. */
+  private async validatorProblems(configPath: string): Promise<readonly ConfigProblem[]> {
+    try {
+      await loadValidatorModules({ dir: await this.validatorsDirOf(configPath), modules: this.validatorModules }, builtInGrantTypes);
+      return [];
+    } catch (error) {
+      return error instanceof ConfigError ? error.problems : [];
+    }
+  }
+
+  private async validatorsDirOf(configPath: string): Promise<string> {
+    let dir = 'validators';
+    try {
+      const raw = JSON.parse(await readFile(configPath, 'utf8')) as { validatorsDir?: unknown };
+      if (typeof raw.validatorsDir === 'string') dir = raw.validatorsDir;
+    } catch {
+      // loadConfigFile reports the unreadable file
+    }
+    return path.resolve(path.dirname(configPath), dir);
   }
 
   // Config validation checks clients' grant types against what is registered, and validators

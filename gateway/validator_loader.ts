@@ -233,10 +233,22 @@ function describeImportFailure(err: unknown, file: string): string {
     const located = /:(\d+):(\d+): ERROR: (.*)$/.exec(lines[1] ?? '');
     if (located !== null) return `line ${located[1]}, column ${located[2]}: ${located[3]}`;
   }
-  if (err instanceof SyntaxError && path.isAbsolute(file)) {
+  // `node --check` cannot read TypeScript: its complaint names a line of Node's own files, not this one's.
+  if (err instanceof SyntaxError && path.isAbsolute(file) && !isTypeScriptModule(file)) {
     const check = spawnSync(process.execPath, ['--check', file], { encoding: 'utf8', timeout: 10_000 });
-    const where = /^.*:(\d+)$/m.exec(check.stderr ?? '');
-    if (where !== null) return `line ${where[1]}: ${lines[0]}`;
+    const where = /^(.*):(\d+)$/m.exec(check.stderr ?? '');
+    if (where !== null && where[1] === file) return `line ${where[2]}: ${lines[0]}`;
+  }
+  // Outside this package's folder the validator API resolves only through a node_modules/tessera
+  // beside the module or above it (validators/README.md, "Outside the package folder").
+  const code = (err as { code?: unknown } | undefined)?.code;
+  if (code === 'ERR_MODULE_NOT_FOUND' && /Cannot find package 'tessera'/.test(lines[0] ?? '')) {
+    return `${lines[0]} (tessera/validator must resolve from the validator's folder: see validators/README.md, "Outside the package folder")`;
+  }
+  // A `.ts` file with no `"type": "module"` package.json above it is compiled as CommonJS, where
+  // `import type` and `export` are syntax errors that carry no line.
+  if (err instanceof SyntaxError && file.endsWith('.ts')) {
+    return `${lines[0]} (a .ts module is an ES module only under a package.json with "type": "module": see validators/README.md, "Outside the package folder")`;
   }
   return lines[0] ?? '';
 }

@@ -1,12 +1,15 @@
 /** `tessera check-config FILE`: validate a config file the way `start` would, and explain it. */
-import { isAbsolute, relative } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { dirname, isAbsolute, relative, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { ConfigError } from '../config/config_error.js';
-import type { LoadedConfig } from '../config/load.js';
+import { ConfigError, type ConfigProblem } from '../config/config_error.js';
+import { loadConfigFile, type LoadedConfig } from '../config/load.js';
+import { isPlainObject } from '../config/plain_object.js';
+import { signingAlgorithms } from '../../workers/protocol/signing_key.js';
 import { checkSigningKeyFiles } from '../config/signing_key_files.js';
 import { builtInGrantTypes } from '../../workers/protocol/grant_types.js';
-import { createTessera } from '../service_builder.js';
-import { loadValidatorModules } from '../validator_loader.js';
+import { listValidatorFiles, loadValidatorModules, peekGrantTypes } from '../validator_loader.js';
 import { ExitCode, UsageError, type CliCommand } from './command.js';
 import { keyEncryptionEnvName, loadKeyEncryption, type KeyEncryption } from '../keys/key_encryption.js';
 
@@ -22,30 +25,81 @@ export const checkConfigCommand: CliCommand = {
     const { positionals } = parseArgs({ args, options: {}, strict: true, allowPositionals: true });
     if (positionals.length !== 1) throw new UsageError('expected exactly one config FILE');
     const file = positionals[0] as string;
-    // Through the builder, so grant types of the validators in validatorsDir count as known.
-    const config = await createTessera(file).withEnv(io.env).loadConfig();
-    const keyProblems = await checkSigningKeyFiles(config);
-    if (keyProblems.length > 0) throw new ConfigError(keyProblems, { source: file });
-    // The validator modules as start loads them: a module that does not compile, or two that
-    // claim one grant type, stop start-up and must stop the check too.
+    // Every check runs, whatever the others found, so that one run lists every problem (issue 32):
+    // the validators first, since a module that does not load also makes its grant type unknown
+    // to the clients that list it, and that line alone would hide the cause.
+    const raw = await readRawConfig(file);
+    const configDir = dirname(resolve(file));
+    const validators = await checkValidators(resolve(configDir, typeof raw?.validatorsDir === 'string' ? raw.validatorsDir : 'validators'));
+    let config: LoadedConfig | undefined;
+    const problems: ConfigProblem[] = [...validators.problems];
     try {
-      await loadValidatorModules({ dir: config.validatorsDir }, builtInGrantTypes);
+      config = await loadConfigFile(file, {
+        extraGrantTypes: validators.grantTypes,
+        ...(validators.problems.length > 0 ? { validatorsFailed: true } : {}),
+        env: io.env,
+      });
     } catch (error) {
-      if (error instanceof ConfigError) throw new ConfigError(error.problems, { source: file });
-      throw error;
+      if (!(error instanceof ConfigError)) throw error;
+      problems.push(...error.problems);
     }
+    problems.push(...(await checkSigningKeyFiles(config ?? signingOf(raw, configDir))));
     // The key-encryption key as start reads it: a malformed key or unreadable file stops both.
-    let encryption: KeyEncryption;
-    try {
-      encryption = await loadKeyEncryption(config, io.env);
-    } catch (error) {
-      if (error instanceof ConfigError) throw new ConfigError(error.problems, { source: file });
-      throw error;
+    let encryption: KeyEncryption | undefined;
+    if (config !== undefined) {
+      try {
+        encryption = await loadKeyEncryption(config, io.env);
+      } catch (error) {
+        if (!(error instanceof ConfigError)) throw error;
+        problems.push(...error.problems);
+      }
     }
+    if (problems.length > 0 || config === undefined || encryption === undefined) throw new ConfigError(problems, { source: file });
     io.stdout.write(explainConfig(config, file, encryption));
     return ExitCode.Ok;
   },
 };
+
+/** The file as JSON, for the checks that run beside the schema; `undefined` when it is not an object (the load says why). */
+async function readRawConfig(file: string): Promise<Record<string, unknown> | undefined> {
+  try {
+    const raw: unknown = JSON.parse(await readFile(file, 'utf8'));
+    return isPlainObject(raw) ? raw : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The validator modules as start loads them (a module that does not compile, or two that claim
+ * one grant type, stop start-up and must fail the check too), and the grant types of those that load.
+ */
+async function checkValidators(dir: string): Promise<{ problems: readonly ConfigProblem[]; grantTypes: string[] }> {
+  try {
+    const modules = await loadValidatorModules({ dir }, builtInGrantTypes);
+    return { problems: [], grantTypes: modules.filter((m) => m.kind === 'extension_grant').map((m) => m.grantType) };
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    const files = await listValidatorFiles(dir);
+    const failed = new Set(error.problems.map((problem) => problem.path));
+    const loaded = files.filter((f) => !failed.has(f)).map((f) => pathToFileURL(f).href);
+    return { problems: error.problems, grantTypes: await peekGrantTypes(loaded, dir) };
+  }
+}
+
+/** The signing key files of a config that did not pass, as far as the file names them. */
+function signingOf(raw: Record<string, unknown> | undefined, configDir: string): Parameters<typeof checkSigningKeyFiles>[0] {
+  const signing = isPlainObject(raw?.signing) ? raw.signing : {};
+  const keys = Array.isArray(signing.keys) ? signing.keys : [];
+  const files = keys.map((key: unknown) => (isPlainObject(key) && typeof key.file === 'string' && key.file !== '' ? key.file : undefined));
+  const algorithm = signingAlgorithms.find((name) => name === signing.algorithm);
+  return {
+    signing: {
+      ...(algorithm === undefined ? {} : { algorithm }),
+      keys: files.flatMap((f) => (f === undefined ? [] : [{ file: resolve(configDir, f) }])),
+    },
+  };
+}
 
 /** A short, human summary of a valid config. */
 export function explainConfig(config: LoadedConfig, file: string, encryption?: KeyEncryption): string {
@@ -111,7 +165,8 @@ function describeKeyEncryption(config: LoadedConfig, encryption: KeyEncryption):
   return `AES-256-GCM under ${where}: key ${first} encrypts${older.length > 0 ? `, ${older.join(', ')} decrypt only` : ''}`;
 }
 
-function describeSigning(config: LoadedConfig): string {
+/** Where the signing keys come from and how they rotate; the start banner says the same. */
+export function describeSigning(config: LoadedConfig): string {
   const { algorithm, keys, rotation } = config.signing;
   if (keys.length === 0) {
     const schedule = rotation === undefined ? 'rotated by "tessera keys rotate"' : `rotated every ${rotation.every} s`;

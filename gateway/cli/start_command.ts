@@ -11,6 +11,7 @@ import type { LoadedConfig } from '../config/load.js';
 import { createLogger } from '../logger.js';
 import { createTessera } from '../service_builder.js';
 import type { ProcessSlot, RunningGateway } from '../server.js';
+import { describeSigning } from './check_config_command.js';
 import { describeError, ExitCode, UsageError, type CliCommand, type CliIo } from './command.js';
 import { processCountVariable, processIndexVariable, superviseProcesses, type ListeningMessage } from './supervisor.js';
 
@@ -200,6 +201,8 @@ export function formatBanner(
     ['device page', '/device'],
     ['introspect', '/connect/introspect'],
     ['revocation', '/connect/revocation'],
+    ['userinfo', '/connect/userinfo'],
+    ['end session', '/connect/endsession'],
     ['discovery', '/.well-known/openid-configuration'],
     ['jwks', '/.well-known/openid-configuration/jwks'],
     ['healthz', '/healthz'],
@@ -210,7 +213,8 @@ export function formatBanner(
   if (processes.length > 1) lines.push(`  processes  ${processes.length} (pids ${processes.map((p) => p.pid).join(', ')}), one port`);
   if (config.configPath !== undefined) lines.push(`  config     ${config.configPath}`);
   if (config.envOverrides.length > 0) lines.push(`  overrides  ${config.envOverrides.join(', ')}`);
-  if (config.signing.keys.length === 0) lines.push('  signing    development key (do not use in production)');
+  // Only the memory store's key is a development key: store-kept keys on Redis are production keys.
+  lines.push(`  signing    ${describeSigning(config)}`);
   lines.push('', 'Endpoints:', ...endpoints.map(([name, path]) => `  ${name.padEnd(11)} ${config.issuer}${path}`));
   // Metrics are on the management listener unless kept on the public port behind a token.
   const metricsUrl = gateway.managementUrl === undefined ? `${config.issuer}/metrics (bearer token)` : `${gateway.managementUrl}/metrics`;

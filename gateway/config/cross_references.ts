@@ -9,7 +9,7 @@ import { builtInGrantTypes } from '../../workers/protocol/grant_types.js';
 import { checkSigningRotation } from './signing_rotation.js';
 import { shippedExtensionGrantTypes, type TesseraConfig } from './schema.js';
 
-export function checkCrossReferences(config: TesseraConfig, extraGrantTypes: readonly string[]): ConfigProblem[] {
+export function checkCrossReferences(config: TesseraConfig, extraGrantTypes: readonly string[], validatorsFailed = false): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   const report = (path: string, message: string): void => {
     problems.push({ path, message });
@@ -64,7 +64,11 @@ export function checkCrossReferences(config: TesseraConfig, extraGrantTypes: rea
       report(`${at}.clientSecrets`, 'must list at least one secret when requireClientSecret is true');
     }
     client.allowedGrantTypes.forEach((grantType, j) => {
-      if (!knownGrantTypes.has(grantType)) report(`${at}.allowedGrantTypes[${j}]`, `unknown grant type "${grantType}"`);
+      if (knownGrantTypes.has(grantType)) return;
+      // The validator that would register it may be the one that did not load: say so, or this
+      // line reads as the cause.
+      const hint = validatorsFailed ? ' (or its validator did not load: see the validator problems above)' : '';
+      report(`${at}.allowedGrantTypes[${j}]`, `unknown grant type "${grantType}"${hint}`);
     });
     if (client.allowedGrantTypes.includes('authorization_code') && client.redirectUris.length === 0) {
       report(`${at}.redirectUris`, 'must list at least one redirect URI for the authorization_code grant');

@@ -13,6 +13,7 @@ import { parseJson } from './config_json.js';
 import { checkCrossReferences } from './cross_references.js';
 import { applyEnvOverrides, type EnvOverrideName } from './env_overrides.js';
 import { describeFsError } from './fs_error.js';
+import { salvageConfig } from './salvage.js';
 import { describeIssue, toProblems } from './schema_issues.js';
 import { configSchema, type DeepReadonly, type TesseraConfig } from './schema.js';
 
@@ -36,6 +37,11 @@ export interface ValidateConfigOptions {
   env?: NodeJS.ProcessEnv;
   /** Grant types registered by validators beyond the built-in and shipped ones. */
   extraGrantTypes?: readonly string[];
+  /**
+   * Some validator module did not load (its problems are reported beside these): an unknown grant
+   * type may be the one it would have registered, and its problem says so.
+   */
+  validatorsFailed?: boolean;
 }
 
 export type LoadConfigFileOptions = Omit<ValidateConfigOptions, 'configDir'>;
@@ -69,9 +75,10 @@ export async function loadConfigFile(path: string, options: LoadConfigFileOption
  * Validates a config object (already parsed JSON) and returns it with defaults applied, paths
  * resolved and everything frozen.
  *
- * @throws {ConfigError} listing every problem: bad environment overrides, schema violations and,
- * once the schema passes, cross-reference problems (unknown grant types and scopes, duplicates,
- * missing secrets or redirect URIs, inconsistent refresh-token settings).
+ * @throws {ConfigError} listing every problem: bad environment overrides, schema violations and
+ * cross-reference problems (unknown grant types and scopes, duplicates, missing secrets or
+ * redirect URIs, inconsistent refresh-token settings), the latter for the entries that pass the
+ * schema when some do not.
  *
  * @example
  * ```ts
@@ -93,9 +100,13 @@ function buildConfig(
   const problems = [...overridden.problems];
   if (!parsed.success) {
     problems.push(...parsed.error.issues.flatMap(toProblems));
+    // The cross references of what does pass, so that one run reports both kinds.
+    const salvaged = salvageConfig(overridden.raw, parsed.error.issues);
+    if (salvaged !== undefined)
+      problems.push(...salvaged.keep(checkCrossReferences(salvaged.config, options.extraGrantTypes ?? [], options.validatorsFailed)));
     throw new ConfigError(problems, { source });
   }
-  problems.push(...checkCrossReferences(parsed.data, options.extraGrantTypes ?? []));
+  problems.push(...checkCrossReferences(parsed.data, options.extraGrantTypes ?? [], options.validatorsFailed));
   if (problems.length > 0) throw new ConfigError(problems, { source });
 
   const config = parsed.data;

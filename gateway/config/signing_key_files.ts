@@ -7,7 +7,6 @@ import { importJWK, type JWK } from 'jose';
 import type { SigningAlgorithm } from '../../workers/protocol/signing_key.js';
 import type { ConfigProblem } from './config_error.js';
 import { describeFsError } from './fs_error.js';
-import type { LoadedConfig } from './load.js';
 import { isPlainObject } from './plain_object.js';
 
 const keyTypeByAlgorithm: Record<SigningAlgorithm, { kty: string; crv?: string }> = {
@@ -27,7 +26,9 @@ const keyTypeByAlgorithm: Record<SigningAlgorithm, { kty: string; crv?: string }
  * if (problems.length > 0) throw new ConfigError(problems);
  * ```
  */
-export async function checkSigningKeyFiles(config: LoadedConfig): Promise<ConfigProblem[]> {
+export async function checkSigningKeyFiles(config: {
+  readonly signing: { readonly algorithm?: SigningAlgorithm | undefined; readonly keys: readonly { readonly file: string }[] };
+}): Promise<ConfigProblem[]> {
   const problems: ConfigProblem[] = [];
   for (const [i, key] of config.signing.keys.entries()) {
     const path = `signing.keys[${i}].file`;

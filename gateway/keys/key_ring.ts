@@ -81,13 +81,20 @@ export class KeyRing {
   static async open(options: KeyRingOptions): Promise<KeyRing> {
     const ring = new KeyRing(options);
     ring.publish(await ring.source.load());
-    if (ring.source instanceof StoreKeySource && ring.source.createdFirstKey && options.config.store.type !== 'memory') {
+    const first = ring.source instanceof StoreKeySource ? ring.source.firstKey : undefined;
+    if (first === 'created' && options.config.store.type !== 'memory') {
       // A new deployment, or a Redis that lost its data while other gateways run: they write
       // their keys back and publish this one on their next poll (docs/operations.md, "When Redis
       // loses its data").
       options.logger.warn(
         { kid: ring.signingKid },
         'the store held no signing keys: created the first one; gateways already running publish it within a second',
+      );
+    } else if (first === 'adopted') {
+      // Gateways starting together all find the store empty; one write wins and the others take it.
+      options.logger.info(
+        { kid: ring.signingKid },
+        'the store held no signing keys; another gateway starting at the same moment stored its key first: adopted the existing one',
       );
     }
     if (ring.files.length === 0 && options.config.signing.rotation === undefined) {

@@ -34,17 +34,21 @@ export class StoreKeySource {
   private known: readonly StoredSigningKey[] = [];
   /** Keys already checked, by kid: a poll every second checks only new ones. */
   private readonly checked = new Map<string, SigningKeyMaterial>();
-  /** Whether this source created the first key of an empty set (on its last load). */
-  createdFirstKey = false;
   /** Records `list` found in plaintext or under a KEK that no longer encrypts: `load` writes them again. */
   private stale: StoredSigningKey[] = [];
+  /**
+   * What this source's last load found of the first key of a set: `created` when the store was
+   * empty and its `putIfAbsent` wrote the key; `adopted` when the store was empty when it looked but
+   * another gateway's write won (gateways starting together); `undefined` when the set existed.
+   */
+  firstKey: 'created' | 'adopted' | undefined;
 
   constructor(
     private readonly store: Store,
     private readonly alg: SigningAlgorithm,
     private readonly policy: RotationPolicy,
     /** The key that starts an empty set (the development key file on the memory store). */
-    private readonly firstKey: () => Promise<{ key: SigningKeyMaterial; createdAt: number }>,
+    private readonly makeFirstKey: () => Promise<{ key: SigningKeyMaterial; createdAt: number }>,
     private readonly now: () => number = Date.now,
     /** Seals private JWKs at rest (docs/security.md, "Keys at rest"). */
     private readonly encryption: KeyEncryption = KeyEncryption.none,
@@ -81,8 +85,12 @@ export class StoreKeySource {
     // Write back first: a gateway that knew keys must not start a new set after the store lost it.
     let keys = await this.restoreLost(await this.list());
     await this.reseal();
-    this.createdFirstKey = keys.length === 0;
-    if (keys.length === 0) keys = [await this.createFirst()];
+    this.firstKey = undefined;
+    if (keys.length === 0) {
+      const first = await this.createFirst();
+      this.firstKey = first.created ? 'created' : 'adopted';
+      keys = [first.key];
+    }
     if (this.policy.everyMs !== null) {
       const newest = keys[keys.length - 1] as StoredSigningKey;
       const now = this.now();
@@ -101,7 +109,7 @@ export class StoreKeySource {
   /** `tessera keys rotate`: a key that activates after the propagation delay, unless one already waits. */
   async rotate(): Promise<RotateOutcome> {
     let keys = await this.list();
-    if (keys.length === 0) keys = [await this.createFirst()];
+    if (keys.length === 0) keys = [(await this.createFirst()).key];
     const newest = keys[keys.length - 1] as StoredSigningKey;
     if (newest.activatesAt > this.now()) return { created: false, key: newest };
     return this.rotateAfter(newest, this.now() + this.policy.propagationMs);
@@ -119,10 +127,12 @@ export class StoreKeySource {
     return { created: stored.kid === record.kid, key: stored };
   }
 
-  private async createFirst(): Promise<StoredSigningKey> {
-    const { key, createdAt } = await this.firstKey();
+  /** One `putIfAbsent` (SET NX on Redis): of gateways starting together, one writes; all get its key. */
+  private async createFirst(): Promise<RotateOutcome> {
+    const { key, createdAt } = await this.makeFirstKey();
     const record: StoredSigningKey = { ...key, recordId: 'first', createdAt, activatesAt: createdAt };
-    return this.putIfAbsent(record);
+    const stored = await this.putIfAbsent(record);
+    return { created: stored.kid === record.kid, key: stored };
   }
 
   /**

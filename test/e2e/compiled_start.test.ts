@@ -3,7 +3,9 @@
 // validator API as the compiled gateway (workers/typescript_loader.ts), or every delegation and
 // token exchange would be refused. Needs a current build (`npm run build`; `npm ci` builds).
 import t from 'tap';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { basicAuthorization } from '../helpers/basic_authorization.js';
@@ -50,4 +52,33 @@ t.test('the compiled gateway serves the demo config, the shipped TypeScript vali
   t.equal(exchanged.status, 200, 'token exchange works');
   if (exchanged.status !== 200) t.comment(JSON.stringify(exchanged.body));
   t.notMatch(cli.output(), /validator result refused/, 'no validator result was refused');
+});
+
+t.test('a validator outside the package folder: check-config says tessera/validator must resolve from its folder', async (t) => {
+  // Not t.testdir: that is inside this package, whose self-reference resolves the name. The compiled
+  // CLI, since under tsx the tsconfig's paths would resolve it anyway.
+  const outside = mkdtempSync(path.join(tmpdir(), 'tessera-outside-'));
+  t.teardown(() => rmSync(outside, { recursive: true, force: true }));
+  const api =
+    "import { GrantValidationResult } from 'tessera/validator';\nexport default class { grantType = 'outside'; async validate() {} }\n";
+  writeFileSync(path.join(outside, 'api.mjs'), api);
+  // With no "type": "module" package.json above it, a .ts file is compiled as CommonJS.
+  writeFileSync(
+    path.join(outside, 'typed.ts'),
+    "import type { ExtensionGrantValidator } from 'tessera/validator';\nexport default class { readonly grantType = 'typed'; async validate() {} }\n",
+  );
+  const dir = t.testdir({ 'tessera.json': JSON.stringify({ issuer: 'http://127.0.0.1:5000', validatorsDir: outside }) });
+  const result = spawnSync(process.execPath, [path.join(repoRoot, 'dist/gateway/cli/main.js'), 'check-config', 'tessera.json'], {
+    cwd: dir,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  t.equal(result.status, 2, result.stderr);
+  t.match(
+    result.stderr,
+    `${path.join(outside, 'api.mjs')}: cannot be imported: Cannot find package 'tessera' imported from ${path.join(outside, 'api.mjs')} (tessera/validator must resolve from the validator's folder: see validators/README.md, "Outside the package folder")\n`,
+  );
+  t.match(result.stderr, `${path.join(outside, 'typed.ts')}: cannot be imported: `);
+  t.match(result.stderr, '(a .ts module is an ES module only under a package.json with "type": "module"');
+  t.notMatch(result.stderr, /line \d+/, "no line of Node's own files");
 });

@@ -256,6 +256,33 @@ t.test('introspection endpoint', async (t) => {
     t.same(await oidc.tokenIntrospection(config, 'garbage'), { active: false });
   });
 
+  t.test('openid-client introspects as an API resource with its default, client_secret_post, which discovery advertises', async (t) => {
+    const { access_token } = await login();
+    // A client secret and no method: openid-client puts client_id and client_secret in the body.
+    const config = await oidc.discovery(new URL(gw.config.issuer), 'urn:api1', 'api1-secret', undefined, {
+      execute: [oidc.allowInsecureRequests],
+    });
+    t.ok(config.serverMetadata().introspection_endpoint_auth_methods_supported?.includes('client_secret_post'));
+    t.match(await oidc.tokenIntrospection(config, access_token), {
+      active: true,
+      sub: 'sub-alice',
+      client_id: 'app',
+      aud: ['urn:api1', 'urn:api2'],
+    });
+  });
+
+  t.test('an API resource in the body is held to one method', async (t) => {
+    const { access_token } = await login();
+    const withAssertion = await introspect({
+      token: access_token,
+      client_id: 'urn:api1',
+      client_secret: 'api1-secret',
+      client_assertion: 'x.y.z',
+    });
+    t.equal(withAssertion.status, 400);
+    t.match(JSON.parse(withAssertion.text), { error: 'invalid_request' });
+  });
+
   t.test('refuses an unauthenticated caller with 401', async (t) => {
     const { access_token } = await login();
     const cases: [string, Record<string, string>, string | undefined, boolean][] = [
@@ -265,7 +292,12 @@ t.test('introspection endpoint', async (t) => {
       ['a client with a wrong secret', { token: access_token }, basicAuthorization('app', 'wrong'), true],
       ['an unknown caller', { token: access_token }, basicAuthorization('nobody', 'secret'), true],
       ['a client with a wrong secret in the body', { token: access_token, client_id: 'app', client_secret: 'wrong' }, undefined, false],
-      ['an API resource in the body', { token: access_token, client_id: 'urn:api1', client_secret: 'api1-secret' }, undefined, false],
+      [
+        'an API resource with a wrong secret in the body',
+        { token: access_token, client_id: 'urn:api1', client_secret: 'wrong' },
+        undefined,
+        false,
+      ],
     ];
     for (const [name, params, authorization, challenged] of cases) {
       const answer = await introspect(params, authorization);

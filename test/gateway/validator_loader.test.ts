@@ -225,11 +225,18 @@ t.test('tessera start exits 2 with a line naming a broken validator file', async
           allowedGrantTypes: ['client_credentials'],
           allowedScopes: ['api1'],
         },
+        // Lists the broken module's grant type: unknown, but the module's own problem comes first.
+        {
+          clientId: 'broken-user',
+          clientSecrets: [{ value: 'K7gNU3sdo+OL0wNhqoVWhr3g6s1xYv72ol/pe/Unols=' }],
+          allowedGrantTypes: ['broken_grant'],
+          allowedScopes: ['api1'],
+        },
       ],
     }),
     validators: {
       'fine.ts': tsValidator('fine_grant'),
-      'broken.ts': 'throw new Error("boom at import");\nexport default class {}\n',
+      'broken.ts': 'throw new Error("boom at import");\nexport default class { readonly grantType = "broken_grant"; }\n',
     },
   });
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TESSERA_')));
@@ -248,7 +255,7 @@ t.test('tessera start exits 2 with a line naming a broken validator file', async
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   const code = await new Promise<number | null>((resolve, reject) => {
-    const killer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
     child.on('error', reject);
     child.on('close', (c) => {
       clearTimeout(killer);
@@ -256,6 +263,11 @@ t.test('tessera start exits 2 with a line naming a broken validator file', async
     });
   });
   t.equal(code, 2);
-  t.equal(stderr, `error: the config has 1 problem:\n${path.join(dir, 'validators', 'broken.ts')}: cannot be imported: boom at import\n`);
+  t.equal(
+    stderr,
+    'error: tessera.json has 2 problems:\n' +
+      `${path.join(dir, 'validators', 'broken.ts')}: cannot be imported: boom at import\n` +
+      'clients[1].allowedGrantTypes[0]: unknown grant type "broken_grant" (or its validator did not load: see the validator problems above)\n',
+  );
   t.notMatch(stdout, /Tessera is running/);
 });

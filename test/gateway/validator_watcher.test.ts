@@ -2,7 +2,7 @@
 // validators/README.md "Hot reload"): a helper module beside it or in a subfolder of
 // validatorsDir, and a data file it declares with `export const dataFiles`, outside the folder.
 import t, { type Test } from 'tap';
-import { writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { decodeJwt } from 'jose';
 import { basicAuthorization } from '../helpers/basic_authorization.js';
@@ -86,4 +86,26 @@ t.test('a changed helper beside the validator (not a validator itself) reloads t
 t.test('a changed data file the validator declares, outside validatorsDir, reloads them', async (t) => {
   await reloadAfter(t, () => writeFileSync(path.join(root, 'data', 'partner.json'), '{"name":"globex"}'));
   t.match(await claims(), { stamp: 'two+', partner: 'globex' });
+});
+
+t.test('hot reload goes on after a syntax error is fixed by reverting the file (edit, break, revert, edit)', async (t) => {
+  const file = path.join(dir, 'watched.ts');
+  const withMark = (mark: string): string => validator.replace('stamp: stamp + suffix', `stamp: stamp + suffix + '${mark}'`);
+  await reloadAfter(t, () => writeFileSync(file, withMark('/a')));
+  t.match(await claims(), { stamp: 'two+/a' }, 'edit: seen');
+
+  const refused = gw.nextValidatorReload();
+  writeFileSync(file, withMark('/a').replace("+ '/a'", "+ '/a' +"));
+  t.equal(await refused, false, 'break: the reload is refused');
+  t.match(await claims(), { stamp: 'two+/a' }, 'break: the previous validator stays');
+
+  // `git checkout -- file` and an editor's safe save replace the file rather than write into it.
+  await reloadAfter(t, () => {
+    writeFileSync(path.join(root, 'watched.ts.tmp'), withMark('/a'));
+    renameSync(path.join(root, 'watched.ts.tmp'), file);
+  });
+  t.match(await claims(), { stamp: 'two+/a' }, 'revert: seen');
+
+  await reloadAfter(t, () => writeFileSync(file, withMark('/b')));
+  t.match(await claims(), { stamp: 'two+/b' }, 'the edit after the revert: seen');
 });

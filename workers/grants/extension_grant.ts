@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { createValidatorErrorEntry, isTokenRequestError, OAuthError, OAuthErrors, TokenRequestErrors } from '../protocol/oauth_errors.js';
 import {
+  authenticationMethods,
   GrantValidationResult,
   isBuiltGrantValidationResult,
   type Claim,
@@ -72,7 +73,9 @@ export function extensionGrantHandler(
       // "When things go wrong").
       const problem = successProblem(result, services.now());
       if (problem !== undefined) throw refused(validator, options, problem);
-      const checked = checkedGrantClaims(result.claims);
+      const signInClaims = signInClaimsOf(result);
+      if (typeof signInClaims === 'string') throw refused(validator, options, signInClaims);
+      const checked = checkedGrantClaims(signInClaims.others);
       if (typeof checked === 'string') throw refused(validator, options, checked);
       const claims = checked;
 
@@ -81,6 +84,10 @@ export function extensionGrantHandler(
       const signIn = subject === undefined ? undefined : statedSignIn(result);
       if (signIn === undefined && result.identityProvider !== undefined) {
         throw refused(validator, options, 'validator gave identityProvider without a sign-in (authTime or a signed-in subjectToken)');
+      }
+      // `amr` and `acr` describe a sign-in: a token without one carries neither.
+      if (signIn === undefined && (signInClaims.amr !== undefined || signInClaims.acr !== undefined)) {
+        throw refused(validator, options, 'validator gave amr or acr without a sign-in (authTime or a signed-in subjectToken)');
       }
       // A token without a sign-in follows the client-only scope rules (no identity scopes, no refresh).
       const policy = signIn === undefined ? clientOnlyPolicy : userPolicy;
@@ -99,7 +106,8 @@ export function extensionGrantHandler(
         // What the validator states about the sign-in comes first: it knows the authentication.
         claims.auth_time = signIn.auth_time;
         claims.idp = result.identityProvider ?? signIn.idp ?? 'local';
-        claims.amr = signIn.amr ?? [result.grantType ?? validator.grantType];
+        claims.amr = signInClaims.amr ?? signIn.amr ?? [result.grantType ?? validator.grantType];
+        if (signInClaims.acr !== undefined) claims.acr = signInClaims.acr;
         if (signIn.tenant !== undefined) claims.tenant = signIn.tenant;
       }
       const response = await issueTokens(request, services, subject === undefined ? { scopes, claims } : { scopes, subject, claims });
@@ -153,6 +161,48 @@ interface SignIn {
   idp?: string;
   amr?: string[];
   tenant?: string;
+}
+
+/**
+ * The `amr` and `acr` a validator states in its claims (validators/README.md, "`GrantValidationResult`"):
+ * `amr` from the RFC 8176 registry only, `acr` a non-empty string, both about a user's sign-in, so
+ * not for a client-only result. The other claims are checked as any validator's.
+ */
+function signInClaimsOf(result: GrantValidationResult): { amr?: string[]; acr?: string; others: unknown } | string {
+  const claims: unknown = result.claims;
+  let amr: unknown[] | undefined;
+  let acr: unknown[] | undefined;
+  let others: unknown = claims;
+  if (Array.isArray(claims)) {
+    const rest: unknown[] = [];
+    for (const claim of claims as unknown[]) {
+      const type = isPlainObject(claim) ? claim.type : undefined;
+      if (type === 'amr') (amr ??= []).push((claim as { value: unknown }).value);
+      else if (type === 'acr') (acr ??= []).push((claim as { value: unknown }).value);
+      else rest.push(claim);
+    }
+    others = rest;
+  } else if (isPlainObject(claims) && (Object.hasOwn(claims, 'amr') || Object.hasOwn(claims, 'acr'))) {
+    const { amr: amrValue, acr: acrValue, ...rest } = claims;
+    if (Object.hasOwn(claims, 'amr')) amr = Array.isArray(amrValue) ? amrValue : [amrValue];
+    if (Object.hasOwn(claims, 'acr')) acr = [acrValue];
+    others = rest;
+  }
+  if (amr === undefined && acr === undefined) return { others };
+  if (result.subject === undefined) return 'validator gave amr or acr for a client-only result';
+  const out: { amr?: string[]; acr?: string; others: unknown } = { others };
+  if (amr !== undefined) {
+    if (amr.length === 0 || !amr.every((method) => typeof method === 'string' && authenticationMethods.has(method))) {
+      return 'validator gave an amr that is not a non-empty list of RFC 8176 authentication methods';
+    }
+    out.amr = [...new Set(amr as string[])];
+  }
+  if (acr !== undefined) {
+    if (acr.length !== 1 || typeof acr[0] !== 'string' || acr[0].length === 0)
+      return 'validator gave an acr that is not one non-empty string';
+    out.acr = acr[0];
+  }
+  return out;
 }
 
 /** The sign-in a validated access token records. */

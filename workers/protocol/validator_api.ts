@@ -161,10 +161,62 @@ export interface ExtensionGrantValidator {
 /** The shape of a validator module's default export. */
 export type ExtensionGrantValidatorClass = new (services: ValidatorServices) => ExtensionGrantValidator;
 
+/**
+ * The authentication methods a validator may put in a token's `amr` (`claims.amr`): the values of
+ * the IANA "Authentication Method Reference Values" registry (RFC 8176 §2). A value outside it is
+ * refused (`invalid_grant`, logged), since relying parties compare `amr` to known values for
+ * step-up decisions.
+ *
+ * @example
+ * ```ts
+ * import { GrantValidationResult, authenticationMethods } from 'tessera/validator';
+ *
+ * // A one-time code checked after a password: multi-factor (RFC 8176 §2, "mfa" with what was used).
+ * authenticationMethods.has('otp'); // true
+ * context.result = GrantValidationResult.success(user.id, this.grantType, {
+ *   claims: { amr: ['pwd', 'otp', 'mfa'], acr: 'urn:example:loa:2' },
+ * });
+ * ```
+ */
+export const authenticationMethods: ReadonlySet<string> = Object.freeze(
+  new Set([
+    'face',
+    'fpt',
+    'geo',
+    'hwk',
+    'iris',
+    'kba',
+    'mca',
+    'mfa',
+    'otp',
+    'pin',
+    'pop',
+    'pwd',
+    'rba',
+    'retina',
+    'sc',
+    'sms',
+    'swk',
+    'tel',
+    'user',
+    'vbm',
+    'wia',
+  ]),
+);
+
 export interface SuccessOptions {
   /**
    * Claims added to the access token. The registered JWT claims (`iss`, `sub`, `aud`, `exp`,
-   * `scope`, `client_id`, …) cannot be set this way; `act` can (RFC 8693 §4.1).
+   * `scope`, `client_id`, …) cannot be set this way; `act` can (RFC 8693 §4.1). Two claims of the
+   * user's sign-in can, for a result with a subject (step-up, OIDC Core §2): `amr`, a non-empty
+   * list of {@link authenticationMethods} (a single string counts as a list of one), which replaces
+   * the default (the subject token's `amr`, or the grant type); and `acr`, the authentication
+   * context class reached, a non-empty string. Anything else in them fails closed as `invalid_grant`.
+   *
+   * @example
+   * ```ts
+   * GrantValidationResult.success('818727', 'urn:example:otp', { claims: { amr: ['otp'], acr: 'urn:example:loa:2', department: 'sales' } });
+   * ```
    */
   claims?: Readonly<Record<string, ClaimValue>> | readonly Claim[];
   /**

@@ -211,6 +211,48 @@ t.test('check-config', async (t) => {
     });
   });
 
+  t.test('reports every problem in one run, the validator that does not compile first', async (t) => {
+    const client = (clientId: string, extra: Record<string, unknown>) => ({
+      clientId,
+      clientSecrets: [{ value: secretValue }],
+      allowedGrantTypes: ['client_credentials'],
+      allowedScopes: ['api1'],
+      ...extra,
+    });
+    const dir = t.testdir({
+      'tessera.json': JSON.stringify({
+        issuer: 'http://127.0.0.1:5000',
+        validatorsDir: 'v',
+        signing: { keys: [{ file: 'missing.jwk.json' }] },
+        apiScopes: [{ name: 'api1' }],
+        clients: [
+          client('a', { allowedGrantTypes: ['urn:hello'] }),
+          client('b', { clientSecret: 'x', allowedScopes: ['api9'] }),
+          // A bad entry is dropped for the cross-reference checks; the entries after it keep their index.
+          { clientId: 7 },
+          client('d', { accessTokenLifetime: 'long', clientSecrets: [] }),
+        ],
+      }),
+      v: { 'hello.ts': "export default class { readonly grantType = 'urn:hello'; async validate() { return 1 + ; } }\n" },
+    });
+    const result = await tessera(['check-config', 'tessera.json'], { cwd: dir });
+    t.same(result, {
+      code: 2,
+      stdout: '',
+      stderr:
+        'error: tessera.json has 9 problems:\n' +
+        `${join(dir, 'v/hello.ts')}: cannot be imported: line 1, column 87: Unexpected ";"\n` +
+        'clients[1].clientSecret: unknown field\n' +
+        'clients[2].clientId: must be a string (got number)\n' +
+        'clients[2].allowedGrantTypes: is required\n' +
+        'clients[3].accessTokenLifetime: must be a number (got string)\n' +
+        'clients[0].allowedGrantTypes[0]: unknown grant type "urn:hello" (or its validator did not load: see the validator problems above)\n' +
+        'clients[1].allowedScopes[0]: unknown scope "api9"\n' +
+        'clients[3].clientSecrets: must list at least one secret when requireClientSecret is true\n' +
+        `signing.keys[0].file: cannot read ${JSON.stringify(join(dir, 'missing.jwk.json'))} (no such file)\n`,
+    });
+  });
+
   t.test('a broken config exits 2 with one line per problem', async (t) => {
     const dir = t.testdir({ 'broken.json': brokenConfig() });
     const result = await tessera(['check-config', 'broken.json'], { cwd: dir });
@@ -304,6 +346,48 @@ t.test('keys generate', async (t) => {
 });
 
 t.test('start', async (t) => {
+  t.test('reports every problem in one run, the validator that does not compile first', async (t) => {
+    const client = (clientId: string, extra: Record<string, unknown>) => ({
+      clientId,
+      clientSecrets: [{ value: secretValue }],
+      allowedGrantTypes: ['client_credentials'],
+      allowedScopes: ['api1'],
+      ...extra,
+    });
+    const dir = t.testdir({
+      'tessera.json': JSON.stringify({
+        issuer: 'http://127.0.0.1:5000',
+        validatorsDir: 'v',
+        signing: { keys: [{ file: 'missing.jwk.json' }] },
+        apiScopes: [{ name: 'api1' }],
+        clients: [
+          client('a', { allowedGrantTypes: ['urn:hello'] }),
+          client('b', { clientSecret: 'x', allowedScopes: ['api9'] }),
+          // A bad entry is dropped for the cross-reference checks; the entries after it keep their index.
+          { clientId: 7 },
+          client('d', { accessTokenLifetime: 'long', clientSecrets: [] }),
+        ],
+      }),
+      v: { 'hello.ts': "export default class { readonly grantType = 'urn:hello'; async validate() { return 1 + ; } }\n" },
+    });
+    const result = await tessera(['check-config', 'tessera.json'], { cwd: dir });
+    t.same(result, {
+      code: 2,
+      stdout: '',
+      stderr:
+        'error: tessera.json has 9 problems:\n' +
+        `${join(dir, 'v/hello.ts')}: cannot be imported: line 1, column 87: Unexpected ";"\n` +
+        'clients[1].clientSecret: unknown field\n' +
+        'clients[2].clientId: must be a string (got number)\n' +
+        'clients[2].allowedGrantTypes: is required\n' +
+        'clients[3].accessTokenLifetime: must be a number (got string)\n' +
+        'clients[0].allowedGrantTypes[0]: unknown grant type "urn:hello" (or its validator did not load: see the validator problems above)\n' +
+        'clients[1].allowedScopes[0]: unknown scope "api9"\n' +
+        'clients[3].clientSecrets: must list at least one secret when requireClientSecret is true\n' +
+        `signing.keys[0].file: cannot read ${JSON.stringify(join(dir, 'missing.jwk.json'))} (no such file)\n`,
+    });
+  });
+
   t.test('a broken config exits 2 with one line per problem', async (t) => {
     const dir = t.testdir({ 'broken.json': brokenConfig() });
     const result = await tessera(['start', '--config', 'broken.json'], { cwd: dir });

@@ -245,6 +245,21 @@ t.test('cross-reference rules', async (t) => {
     ]);
   });
 
+  t.test("are reported beside schema problems, in the file's indices, but not for a value the schema refused", async (t) => {
+    const config = withChange((c) => {
+      clients(c)[0]!.clientId = 7; // this entry is left out of the cross-reference checks
+      clients(c)[1]!.accessTokenLifetime = 'long'; // refused: its default must not make up problems
+      clients(c)[2]!.allowedGrantTypes = ['pasword'];
+      c.listen = { port: 'eighty' };
+    });
+    t.same(problemsOf(config), [
+      'listen.port: must be a number (got string)',
+      'clients[0].clientId: must be a string (got number)',
+      'clients[1].accessTokenLifetime: must be a number (got string)',
+      'clients[2].allowedGrantTypes[0]: unknown grant type "pasword"',
+    ]);
+  });
+
   t.test('the shipped extension grants are known', async (t) => {
     const config = withChange((c) => {
       clients(c)[0]!.allowedGrantTypes = ['delegation', 'urn:ietf:params:oauth:grant-type:token-exchange'];

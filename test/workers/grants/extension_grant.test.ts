@@ -222,6 +222,53 @@ t.test('extension grants', async (t) => {
     },
   );
 
+  t.test(
+    'lets a validator set amr from the RFC 8176 registry and acr, for step-up, with a sign-in; refuses anything else there',
+    async (t) => {
+      const stepUp = { amr: ['pwd', 'otp', 'mfa'], acr: 'urn:example:loa:2' };
+      const signedIn = String(Math.floor(Date.now() / 1000) - 5);
+      const r = await post(gw, {
+        grant_type: 'test_echo',
+        sub: 'alice',
+        auth_time: signedIn,
+        scope: 'api2',
+        claims: JSON.stringify(stepUp),
+      });
+      t.equal(r.status, 200, JSON.stringify(r.body));
+      const payload = await verify(r.body.access_token, 'urn:api2');
+      t.same(payload.amr, ['pwd', 'otp', 'mfa'], 'the validator amr replaces the grant type');
+      t.equal(payload.acr, 'urn:example:loa:2');
+      const single = await post(gw, {
+        grant_type: 'test_echo',
+        sub: 'alice',
+        auth_time: signedIn,
+        scope: 'api2',
+        claims: JSON.stringify({ amr: 'hwk' }),
+      });
+      t.same((await verify(single.body.access_token, 'urn:api2')).amr, ['hwk'], 'one method as a string');
+
+      for (const [name, claims, sub, authTime] of [
+        ['an amr value outside the registry', { amr: ['pwd', 'magic'] }, 'alice', signedIn],
+        ['an empty amr', { amr: [] }, 'alice', signedIn],
+        ['an acr that is not a string', { acr: 2 }, 'alice', signedIn],
+        ['an empty acr', { acr: '' }, 'alice', signedIn],
+        ['amr for a client-only token', { amr: ['otp'] }, undefined, undefined],
+        ['amr for a subject without a stated sign-in', { amr: ['otp'] }, 'alice', undefined],
+        ['acr for a subject without a stated sign-in', { acr: 'urn:example:loa:2' }, 'alice', undefined],
+      ] as const) {
+        const refused = await post(gw, {
+          grant_type: 'test_echo',
+          ...(sub === undefined ? {} : { sub }),
+          ...(authTime === undefined ? {} : { auth_time: authTime }),
+          scope: 'api2',
+          claims: JSON.stringify(claims),
+        });
+        t.equal(refused.status, 400, `${name}: refused`);
+        t.same(refused.body, { error: 'invalid_grant' }, name);
+      }
+    },
+  );
+
   t.test('puts customResponse members at the top level but never over the standard members', async (t) => {
     const response = {
       access_token: 'forged',

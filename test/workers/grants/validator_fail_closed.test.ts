@@ -49,13 +49,15 @@ t.test('a validator result that is not a well-formed success never issues a toke
     ['claim pairs with a number value', { case: 'claims_pairs' }, /\{ type, value \} pairs of strings/],
     ['a claim whose value is a function', { case: 'claims_function' }, /claim department a value that is not a JSON claim value/],
     ['an act claim that is not an object', { case: 'act_string' }, /act claim that is not an object/],
-    ...['iss', 'sub', 'aud', 'exp', 'nbf', 'iat', 'jti', 'client_id', 'cnf', 'scope', 'amr', 'auth_time', 'idp'].map(
+    ...['iss', 'sub', 'aud', 'exp', 'nbf', 'iat', 'jti', 'client_id', 'cnf', 'scope', 'auth_time', 'idp'].map(
       (claim): [string, Record<string, string>, RegExp] => [
         `the protected claim ${claim}`,
         { case: 'protected', claim },
         new RegExp(`protected claim ${claim}$`),
       ],
     ),
+    // amr may be set, from the RFC 8176 registry only ("forged" is not in it).
+    ['an amr outside the RFC 8176 registry', { case: 'protected', claim: 'amr' }, /amr that is not a non-empty list of RFC 8176/],
     ['the protected claim sub as a pair', { case: 'protected_pair', claim: 'sub' }, /protected claim sub$/],
     ['an empty identityProvider', { case: 'idp_empty' }, /identityProvider that is not a non-empty string/],
     ['an identityProvider that is a number', { case: 'idp_number' }, /identityProvider that is not a non-empty string/],
