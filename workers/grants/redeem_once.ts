@@ -97,7 +97,11 @@ export async function refuseRedeemed<T extends Redeemable>(services: RedeemServi
  * Refuses a redemption whose outcome the caller already has (`replayed` with the retired value:
  * its family is revoked when it was the presenting client's). Always throws `item.invalid()`.
  */
-export function refuseOutcome<T extends Redeemable>(services: RedeemServices, item: SingleUseItem<T>, outcome: ConsumeResult<T>): Promise<never> {
+export function refuseOutcome<T extends Redeemable>(
+  services: RedeemServices,
+  item: SingleUseItem<T>,
+  outcome: ConsumeResult<T>,
+): Promise<never> {
   return refuse(services, item, outcome);
 }
 

@@ -208,7 +208,12 @@ async function retiredToken(
   // Another client derives another handle from the nonce: it never held this chain.
   const opened = openRetryRecord(retired, found.retry, client.clientId);
   const successor = opened === undefined ? undefined : parseRefreshHandle(opened);
-  if (successor === undefined || successor.family !== retired.family || successor.key.id !== found.successorId || record.clientId !== client.clientId) {
+  if (
+    successor === undefined ||
+    successor.family !== retired.family ||
+    successor.key.id !== found.successorId ||
+    record.clientId !== client.clientId
+  ) {
     throw invalidGrant();
   }
   const now = services.now();

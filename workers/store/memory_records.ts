@@ -223,7 +223,9 @@ export class MemoryRecords implements PackedRecords {
     const state = this.#chain(family);
     if (current === undefined) {
       if (state === undefined) return { status: 'missing' };
-      return state.retired === oldKey.id || filterHas(state.filter, oldKey.id) ? { status: 'replayed', value: state.value as T } : { status: 'missing' };
+      return state.retired === oldKey.id || filterHas(state.filter, oldKey.id)
+        ? { status: 'replayed', value: state.value as T }
+        : { status: 'missing' };
     }
     if (current.consumed) return { status: 'replayed', value: current.bytes as T };
     const now = this.#now();
@@ -234,7 +236,8 @@ export class MemoryRecords implements PackedRecords {
     this.#write(toRecordKey(newKey), family, bytes, ttl);
     for (const write of companionWrites) this.#write(write.key, write.family, write.bytes, write.ttl);
     const filter = state?.filter ?? new Uint8Array(retiredFilterBits / 8);
-    for (const position of retiredFilterPositions(oldKey.id)) filter[position >> 3] = (filter[position >> 3] as number) | (1 << (position & 7));
+    for (const position of retiredFilterPositions(oldKey.id))
+      filter[position >> 3] = (filter[position >> 3] as number) | (1 << (position & 7));
     this.#chains.set(family, {
       count: window.count + 1,
       windowEnd: window.windowEnd,
