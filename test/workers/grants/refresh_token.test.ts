@@ -57,6 +57,8 @@ const clientConfigs: ClientConfig[] = [
   // Today's strict reuse detection: no grace window.
   userClient('strict', { absoluteRefreshTokenLifetime: 36_000, refreshTokenReuseGraceSeconds: 0 }),
   userClient('no-offline', { allowOfflineAccess: false, allowedScopes: ['api1'] }),
+  // Three issuances of one family a minute.
+  userClient('limited', { absoluteRefreshTokenLifetime: 36_000, refreshTokenRotationsPerMinute: 3 }),
 ];
 
 interface Harness {
@@ -635,4 +637,32 @@ t.test('a rotation that did not happen answers with the store error and keeps th
   h.store.rotateChain = realRotate;
   const again = await h.refresh('rotating', { refresh_token: first.refresh_token as string });
   t.type(again.refresh_token, 'string', 'the old token still works');
+});
+
+t.test('refreshTokenRotationsPerMinute: a family past its rate gets 429 with Retry-After, and nothing is rotated', async (t) => {
+  const h = harness(t);
+  const first = refreshTokenOf(await h.issue('limited'));
+  const second = refreshTokenOf(await h.refresh('limited', { refresh_token: first }));
+  // A retry within the grace window counts too: it issues an access token.
+  t.equal(refreshTokenOf(await h.refresh('limited', { refresh_token: first })), second);
+  h.advance(10_000);
+  const third = refreshTokenOf(await h.refresh('limited', { refresh_token: second }));
+  h.advance(20_000);
+  const refused = await h.refresh('limited', { refresh_token: third }).then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  t.type(refused, OAuthError, 'the fourth issuance in the minute is refused');
+  const err = refused as OAuthError;
+  t.same(
+    { status: err.status, error: err.error, retryAfter: err.retryAfter },
+    { status: 429, error: 'temporarily_unavailable', retryAfter: 30 },
+  );
+  const other = refreshTokenOf(await h.issue('limited'));
+  t.type((await h.refresh('limited', { refresh_token: other })).refresh_token, 'string', 'another family has a count of its own');
+  h.advance(30_000);
+  const fourth = refreshTokenOf(await h.refresh('limited', { refresh_token: third }));
+  t.not(fourth, third, 'once the window is over, the token that was refused rotates: it was left live');
+  t.equal(await h.refreshError('limited', { refresh_token: first }), rejected, 'reuse is still reuse');
+  t.ok(await h.store.isFamilyRevoked(parseRefreshHandle(first)?.family ?? ''), 'and revokes the family');
 });
