@@ -12,6 +12,8 @@
  * | `<p>{<family>}:<kind>:<id>` | string | a record of a family |
  * | `<p>{<family>}:members` | set | the keys of the family's records; TTL of its longest-lived member |
  * | `<p>{<family>}:revoked` | string | revocation marker; refuses later writes into the family |
+ * | `<p>{<family>}:chain` | hash | a refresh-token chain's state: last rotation, rate-limit count (docs/storage.md, "Refresh-token chains") |
+ * | `<p>{<family>}:retired` | string | the chain's Bloom filter of retired token ids, 8192 bits |
  * | `<p>{<family>}~<name>:…` | | a sub-family (`subFamily`): the three rows above for its own records, in its family's slot |
  * | `<p>ctr:<name>` | string | a fixed-window counter; TTL = the rest of the window |
  *
@@ -25,7 +27,7 @@
  *
  * ## Atomicity
  *
- * consume, rotate, writeWhileLive, revokeFamily, putIfAbsent, a write into a family, a delete
+ * consume, rotate, rotateChain, chainLookup, writeWhileLive, revokeFamily, putIfAbsent, a write into a family, a delete
  * from a family and increment each run as one Lua script (`defineCommand`, sent as EVALSHA); plain writes, reads and
  * deletes of standalone keys are single commands. Nothing reads then writes from the client.
  *
@@ -687,7 +689,7 @@ export class RedisStore implements Store {
    * waiting (its `commandTimeoutMs` from now, plus the slack), or '' while Redis's clock was never
    * read. A rotation Redis runs only after that (a `CLIENT PAUSE`, a stall, a failover held it)
    * does nothing, rather than retire a token whose successor nobody will ever receive
-   * (docs/storage.md, "Refresh grace window").
+   * (docs/storage.md, "Late rotations").
    */
   #applyBy(): number | string {
     const clock = this.#clockOffset;
