@@ -167,6 +167,15 @@ export const clientSchema = z.strictObject({
     .describe(
       'oneTimeOnly: seconds after a rotation during which the old refresh token, presented again while its successor is unused, gets that successor instead of revoking the family (a retry after a lost answer). 0 = strict.',
     ),
+  refreshTokenRotationsPerMinute: z
+    .number()
+    .int()
+    .min(1)
+    .max(6000)
+    .default(60)
+    .describe(
+      'oneTimeOnly: most rotations of one refresh-token family per minute, grace-window retries included; beyond, 429 with Retry-After and nothing rotated. Bounds what one token can make the store keep.',
+    ),
   refreshTokenExpiration: z
     .enum(['absolute', 'sliding'])
     .default('absolute')

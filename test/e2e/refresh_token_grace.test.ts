@@ -121,29 +121,27 @@ t.test('during CLIENT PAUSE WRITE the rotations time out, and retries with the s
   for (const first of firsts) t.ok(await active('app', first.access_token), 'no family was revoked');
 });
 
-t.test('with refreshTokenReuseGraceSeconds 0 the same pause loses the chains, as strict reuse detection must', { skip }, async (t) => {
-  const { firsts, during } = await refreshDuringWritePause('strict');
-  t.same(
-    during.map((a) => a.status),
-    Array(chains).fill(503),
-  );
-  const retries = await Promise.all(firsts.map((first) => refresh('strict', first.refresh_token)));
-  // A rotation reached Redis and waited out the pause, or (on a loaded machine) timed out while
-  // its request's earlier read still queued on the paused connection and was never sent: then
-  // nothing was rotated and the retry is an ordinary refresh.
-  const lost = retries.filter((a) => a.status === 400);
-  t.ok(lost.length >= 1, `${lost.length} of ${chains} retries counted as reuse: strict detection loses what the pause rotated`);
-  for (const [i, retry] of retries.entries()) {
-    const first = firsts[i] as { access_token: string };
-    if (retry.status === 400) {
-      t.equal(retry.body, rejectedBody, 'refused as reuse');
-      t.notOk(await active('strict', first.access_token), 'and its family revoked');
-    } else {
-      t.equal(retry.status, 200, 'a rotation that never reached Redis: the retry is an ordinary refresh');
-      t.ok(await active('strict', first.access_token), 'and its family lives');
-    }
-  }
-});
+t.test(
+  'with refreshTokenReuseGraceSeconds 0 the same pause loses nothing: Redis refuses the rotations it runs after their callers gave up',
+  { skip },
+  async (t) => {
+    const { firsts, during } = await refreshDuringWritePause('strict');
+    t.same(
+      during.map((a) => a.status),
+      Array(chains).fill(503),
+    );
+    // Each rotation reached Redis within its deadline on Redis's clock, or waited out the pause and
+    // found that deadline past: then it did nothing (docs/storage.md, "Late rotations"), and the
+    // old token is live. Strict reuse detection has nothing to mistake for reuse.
+    const retries = await Promise.all(firsts.map((first) => refresh('strict', first.refresh_token)));
+    t.same(
+      retries.map((a) => `${a.status}${a.status === 200 ? '' : ` ${a.body}`}`),
+      Array(chains).fill('200'),
+      'every retry is an ordinary refresh',
+    );
+    for (const first of firsts) t.ok(await active('strict', first.access_token), 'and its family lives');
+  },
+);
 
 t.test('an answer dropped on its way back: openid-client retries with the same token and continues', async (t) => {
   const first = await login('app');
@@ -200,12 +198,18 @@ t.test('a dump of the store holds no usable refresh token while a retry is possi
   ]);
   const keys = await admin.keys('*');
   t.ok(
-    keys.some((key) => key.includes(':retry:')),
-    'the retry record is there',
+    keys.some((key) => key.endsWith(':chain')),
+    'the chain record, which holds the retry nonce, is there',
   );
   const holding: string[] = [];
   for (const key of keys) {
-    const value = (await admin.type(key)) === 'string' ? ((await admin.getBuffer(key)) ?? Buffer.alloc(0)) : Buffer.alloc(0);
+    const type = await admin.type(key);
+    const value =
+      type === 'string'
+        ? ((await admin.getBuffer(key)) ?? Buffer.alloc(0))
+        : type === 'hash'
+          ? Buffer.concat(Object.values(await admin.hgetallBuffer(key)))
+          : Buffer.alloc(0);
     if (secrets.some((secret) => key.includes(secret.toString()) || value.includes(secret))) holding.push(key);
   }
   t.same(holding, [], 'no key names or holds a handle or its secret bytes');

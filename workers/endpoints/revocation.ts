@@ -73,8 +73,10 @@ async function revokeRefreshToken(
   const now = services.now();
   let record = await services.store.get<RefreshTokenRecord>(handle.key);
   if (record === null) {
-    // A retired token of the family still names the grant to revoke (RFC 7009 §2.1).
-    const retired = await services.store.consume<RefreshTokenRecord>(handle.key);
+    // A retired token of the family still names the grant to revoke (RFC 7009 §2.1): its chain
+    // remembers it (docs/storage.md, "Refresh-token chains"). No grace window: never a retry, so
+    // the rate limit given is never consulted.
+    const retired = await services.store.chainLookup<RefreshTokenRecord>(handle.key, 0, { limit: 1, windowMs: 60_000, ttlMs: 1000 });
     if (retired.status !== 'replayed') return false;
     record = retired.value;
   }

@@ -93,6 +93,18 @@ export async function refuseRedeemed<T extends Redeemable>(services: RedeemServi
   return refuse(services, item, await services.store.consume<T>(item.key));
 }
 
+/**
+ * Refuses a redemption whose outcome the caller already has (`replayed` with the retired value:
+ * its family is revoked when it was the presenting client's). Always throws `item.invalid()`.
+ */
+export function refuseOutcome<T extends Redeemable>(
+  services: RedeemServices,
+  item: SingleUseItem<T>,
+  outcome: ConsumeResult<T>,
+): Promise<never> {
+  return refuse(services, item, outcome);
+}
+
 async function refuse<T extends Redeemable>(services: RedeemServices, item: SingleUseItem<T>, outcome: ConsumeResult<T>): Promise<never> {
   const retention = item.replayRetentionMs;
   if (outcome.status === 'replayed' && retention !== undefined && outcome.value.clientId === item.clientId) {

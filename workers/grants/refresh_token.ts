@@ -1,11 +1,18 @@
 import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
 import { newRefreshHandle, parseRefreshHandle, type FamilyHandle } from '../tokens/refresh_token_handle.js';
 import { refreshExpiry, type RefreshTokenRecord } from '../tokens/refresh_token_record.js';
-import { openRetryRecord, retriableSuccessor, retryKey, type RetryRecord } from '../tokens/refresh_token_retry.js';
+import { openRetryRecord, retriableSuccessor, type RetryRecord, type RetryRecordV2 } from '../tokens/refresh_token_retry.js';
 import { issuedAccessTokenRecord, recordIssuedAccessToken } from '../tokens/token_revocation.js';
-import { FamilyRevokedError, isStoreUnavailable, type CompanionRecord, type Store, type StoreKey } from '../store/store.js';
+import {
+  FamilyRevokedError,
+  isStoreUnavailable,
+  type ChainRotation,
+  type CompanionRecord,
+  type Store,
+  type StoreKey,
+} from '../store/store.js';
 import type { GrantHandler, GrantRequest, GrantServices, TokenResponse } from './grant_handler.js';
-import { redeemOrReplayed, refuseRedeemed, type SingleUseItem } from './redeem_once.js';
+import { refuseOutcome, type SingleUseItem } from './redeem_once.js';
 import { requestedResources, selectResources } from './resource_indicators.js';
 import { userPolicy, type GrantedScopes, type ScopeRules } from './scope_rules.js';
 import type { RegisteredClient } from '../protocol/client_model.js';
@@ -37,7 +44,7 @@ export const refreshTokenGrant: GrantHandler = {
 
     const record = await store.get<RefreshTokenRecord>(handle.key);
     // Gone or retired; a retired one presented again revokes its family, unless it is a retry.
-    if (record === null) return (await continueRetried(request, services, handle)) ?? refuseRedeemed(services, item);
+    if (record === null) return retiredToken(request, services, handle, item);
     // Bound to its client; another client's attempt leaves it untouched.
     if (record.clientId !== client.clientId) throw invalidGrant();
     if (record.expiresAt <= now || record.absoluteExpiresAt <= now) throw invalidGrant();
@@ -63,28 +70,30 @@ export const refreshTokenGrant: GrantHandler = {
 
     // Written in the rotation's own atomic step: the access token, so that a family revocation
     // either comes first and refuses the rotation or comes after and finds the token; and the
-    // retry record, so that a client that never gets this answer can still have the successor.
+    // retry value, so that a client that never gets this answer can still have the successor.
     const companions: CompanionRecord<unknown>[] = [];
     const issued = issuedAccessTokenRecord(record.family, accessToken, now);
     if (issued !== undefined) companions.push(issued);
     const graceMs = client.config.refreshTokenReuseGraceSeconds * 1000;
     let successor: FamilyHandle;
+    let retry: RetryRecordV2 | undefined;
     if (graceMs > 0) {
       const retriable = retriableSuccessor(handle, client.clientId, graceMs);
       successor = retriable.successor;
-      companions.push(retriable.retry);
+      retry = retriable.retry.value;
     } else {
       successor = newRefreshHandle(record.family);
     }
-    let rotated: boolean;
+    let outcome: ChainRotation<RefreshTokenRecord>;
     try {
-      const outcome = await redeemOrReplayed(services, item, {
-        key: successor.key,
-        value: { ...record, expiresAt },
-        ttlMs: expiresAt - now,
-        companion: companions,
-      });
-      rotated = outcome.status === 'consumed';
+      outcome = await store.rotateChain<RefreshTokenRecord, RefreshTokenRecord, RetryRecordV2>(
+        handle.key,
+        successor.key,
+        { ...record, expiresAt },
+        expiresAt - now,
+        companions,
+        { ...chainLimits(client, record, now), ...(retry === undefined ? {} : { retry }) },
+      );
     } catch (err) {
       // A rotation whose answer was late may still have happened: then the successor exists and
       // is this client's, and answering 503 would lose it (the retry would count as reuse).
@@ -93,11 +102,31 @@ export const refreshTokenGrant: GrantHandler = {
       }
       throw err;
     }
+    if (outcome.status === 'limited') throw rotationsLimited(outcome.retryAfterMs);
+    if (outcome.status === 'consumed') return tokenResponse(request, accessToken, grant.scopes.scope, successor.handle, idToken);
     // A concurrent refresh of the same token rotated it first: this one is a retry too.
-    if (!rotated) return (await continueRetried(request, services, handle)) ?? refuseRedeemed(services, item);
-    return tokenResponse(request, accessToken, grant.scopes.scope, successor.handle, idToken);
+    if (outcome.status === 'replayed') return retiredToken(request, services, handle, item);
+    throw invalidGrant();
   },
 };
+
+/**
+ * The rate limit and lifetime of a family's chain state (docs/storage.md, "Refresh-token
+ * chains"): `refreshTokenRotationsPerMinute` issuances (rotations and grace-window retries) per
+ * minute, and the state kept as long as any token of the family could live.
+ */
+function chainLimits(client: RegisteredClient, record: RefreshTokenRecord | undefined, now: number) {
+  return {
+    limit: client.config.refreshTokenRotationsPerMinute,
+    windowMs: 60_000,
+    ttlMs: Math.max(1000, (record?.absoluteExpiresAt ?? now) - now),
+  };
+}
+
+/** RFC 6585 §4: the family is past its rate; nothing was rotated, the same token works later. */
+function rotationsLimited(retryAfterMs: number): OAuthError {
+  return new OAuthError(OAuthErrors.tooManyRefreshRotations, { retryAfter: Math.max(1, Math.ceil(retryAfterMs / 1000)) });
+}
 
 /**
  * RFC 9449 §5: a bound refresh token (a public client's) is refreshed only with a proof by its
@@ -154,32 +183,48 @@ function narrowedScopes(rules: ScopeRules, client: RegisteredClient, record: Ref
 }
 
 /**
- * A retired token presented again within its client's grace window, while the successor it was
- * rotated to is unused: the answer to that rotation was lost (a timeout, a write applied late, a
- * dropped connection), so the client gets the same successor with a fresh access token, and one
- * chain continues. `undefined` when it is not such a retry (no grace, the window is over, the
- * successor was used or is gone, another client): the caller then refuses it as reuse.
+ * A token that is no longer live: a retry within its client's grace window, a replay, or nothing
+ * of this family, told apart in one atomic store step ({@link Store.chainLookup}) on the store's
+ * own clock. A retired token presented again within the window (counted from the moment the
+ * store applied its rotation), while the successor it was rotated to is unused: the answer to
+ * that rotation was lost (a timeout, a dropped connection), so the client gets the same successor
+ * with a fresh access token, and one chain continues. Any other retired token of the family is
+ * reuse and revokes it (RFC 9700 §4.14.2). Always answers or throws.
  */
-async function continueRetried(request: GrantRequest, services: GrantServices, retired: FamilyHandle): Promise<TokenResponse | undefined> {
+async function retiredToken(
+  request: GrantRequest,
+  services: GrantServices,
+  retired: FamilyHandle,
+  item: SingleUseItem<RefreshTokenRecord>,
+): Promise<TokenResponse> {
   const { store } = services;
   const client = request.client;
-  if (client.config.refreshTokenUsage !== 'oneTimeOnly' || client.config.refreshTokenReuseGraceSeconds <= 0) return undefined;
-  const retry = await store.get<RetryRecord>(retryKey(retired));
-  if (retry === null) return undefined;
-  const opened = openRetryRecord(retired, retry, client.clientId);
+  const graceMs = client.config.refreshTokenUsage === 'oneTimeOnly' ? client.config.refreshTokenReuseGraceSeconds * 1000 : 0;
+  const found = await store.chainLookup<RefreshTokenRecord, RetryRecord>(retired.key, graceMs, chainLimits(client, undefined, 0));
+  if (found.status === 'limited') throw rotationsLimited(found.retryAfterMs);
+  if (found.status === 'missing') throw invalidGrant();
+  if (found.status === 'replayed') return refuseOutcome(services, item, found);
+  const record = found.successor;
+  // Another client derives another handle from the nonce: it never held this chain.
+  const opened = openRetryRecord(retired, found.retry, client.clientId);
   const successor = opened === undefined ? undefined : parseRefreshHandle(opened);
-  if (successor === undefined || successor.family !== retired.family) return undefined;
-  const record = await store.get<RefreshTokenRecord>(successor.key);
+  if (
+    successor === undefined ||
+    successor.family !== retired.family ||
+    successor.key.id !== found.successorId ||
+    record.clientId !== client.clientId
+  ) {
+    throw invalidGrant();
+  }
   const now = services.now();
-  if (record === null || record.clientId !== client.clientId || record.expiresAt <= now || record.absoluteExpiresAt <= now)
-    return undefined;
+  if (record.expiresAt <= now || record.absoluteExpiresAt <= now) throw invalidGrant();
   const grant = await grantOfRecord(request, services, record);
   const accessToken = signAccessToken(request, services, grant, now);
   const idToken = signIdToken(request, services, grant, record.openId, accessToken, now);
-  // Checked and recorded in one step: if the successor was used (or the window closed, or the
-  // family was revoked) since it was read, this is reuse after all.
+  // Checked and recorded in one step: if the successor was used (or the family was revoked)
+  // since it was read, this is reuse after all.
   const issued = issuedAccessTokenRecord(record.family, accessToken, now);
-  if (!(await store.writeWhileLive([retryKey(retired), successor.key], issued))) return undefined;
+  if (!(await store.writeWhileLive([successor.key], issued))) return refuseOutcome(services, item, { status: 'replayed', value: record });
   services.logger.info({ clientId: client.clientId }, 'refresh token presented again within its grace window: answered with its successor');
   return tokenResponse(request, accessToken, grant.scopes.scope, successor.handle, idToken);
 }

@@ -117,6 +117,11 @@ export const OAuthErrors = {
   tooManyFailedAttempts: defineError('temporarily_unavailable', 'Too many failed attempts. Retry later.', 429),
   /** A client at one address past its rate of device authorizations (RFC 8628 §3.1). */
   tooManyDeviceAuthorizations: defineError('temporarily_unavailable', 'Too many device authorization requests. Retry later.', 429),
+  /**
+   * A refresh-token family past its rate of rotations (`refreshTokenRotationsPerMinute`,
+   * docs/configuration.md): nothing was rotated, the same token works after `Retry-After`.
+   */
+  tooManyRefreshRotations: defineError('temporarily_unavailable', 'Too many refreshes of this refresh token. Retry later.', 429),
   /** An introspection caller past its limit of inactive answers (RFC 7662 §4, token scanning). */
   tooManyInactiveIntrospections: defineError('temporarily_unavailable', 'Too many introspections of inactive tokens. Retry later.', 429),
 

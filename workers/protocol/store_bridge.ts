@@ -36,6 +36,8 @@ const bridged: { readonly [M in StoreMethod]: true } = {
   delete: true,
   consume: true,
   rotate: true,
+  rotateChain: true,
+  chainLookup: true,
   writeWhileLive: true,
   revokeFamily: true,
   isFamilyRevoked: true,

@@ -82,6 +82,11 @@ export interface ClientConfig {
    * successor is unused, gets that successor rather than revoking the family; 0 = strict.
    */
   readonly refreshTokenReuseGraceSeconds: number;
+  /**
+   * Most `oneTimeOnly` rotations of one family per minute, grace-window retries included; beyond,
+   * `429` (docs/configuration.md).
+   */
+  readonly refreshTokenRotationsPerMinute: number;
   readonly refreshTokenExpiration: 'absolute' | 'sliding';
   readonly absoluteRefreshTokenLifetime: number;
   readonly slidingRefreshTokenLifetime: number;

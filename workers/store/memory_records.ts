@@ -17,12 +17,24 @@ import {
   FamilyRevokedError,
   StoreUnavailableError,
   assertFamilyName,
+  assertChain,
   assertOneSlot,
   assertRotatable,
   companionList,
+  retiredFilterBits,
+  retiredFilterPositions,
   toTtlMs,
 } from './store.js';
-import type { CompanionRecord, ConsumeResult, CounterResult, RecordKind, StoreKey } from './store.js';
+import type {
+  ChainLookup,
+  ChainPolicy,
+  ChainRotation,
+  CompanionRecord,
+  ConsumeResult,
+  CounterResult,
+  RecordKind,
+  StoreKey,
+} from './store.js';
 import type { PackedRecords } from './packing_store.js';
 
 export interface MemoryStoreOptions {
@@ -50,6 +62,23 @@ interface StoredRecord {
 
 interface FamilyIndex {
   members: Set<string>;
+  expiresAt: number;
+}
+
+/** A refresh-token chain's state (docs/storage.md, "Refresh-token chains"), as on Redis. */
+interface Chain {
+  /** Issuances in the rate limit's window, and when it ends. */
+  count: number;
+  windowEnd: number;
+  /** The last rotation: retired id, successor id, when it was applied, its retry value. */
+  retired: string;
+  successor: string;
+  at: number;
+  retry: string;
+  /** The record the last rotation retired, packed: what a replay reports. */
+  value: string;
+  /** Every retired id's filter positions. */
+  filter: Uint8Array;
   expiresAt: number;
 }
 
@@ -88,6 +117,7 @@ export class MemoryRecords implements PackedRecords {
   readonly #families = new Map<string, FamilyIndex>();
   readonly #revoked = new Map<string, number>();
   readonly #counters = new Map<string, Counter>();
+  readonly #chains = new Map<string, Chain>();
   readonly #sweepTimer: NodeJS.Timeout;
   readonly #maxRecords: number;
   #evicted = 0;
@@ -169,6 +199,90 @@ export class MemoryRecords implements PackedRecords {
     return result;
   }
 
+  async rotateChain<T, U, R = unknown>(
+    oldKey: StoreKey,
+    newKey: StoreKey,
+    newValue: U,
+    ttlMs: number,
+    companions: readonly CompanionRecord<unknown>[],
+    chain: ChainPolicy<R>,
+  ): Promise<ChainRotation<T>> {
+    this.#assertOpen();
+    assertRotatable(oldKey, newKey, companions);
+    assertChain(oldKey, newKey, chain);
+    const family = newKey.family as string;
+    const ttl = toTtlMs(ttlMs);
+    const chainTtl = toTtlMs(chain.ttlMs);
+    const windowMs = toTtlMs(chain.windowMs);
+    const oldRecordKey = toRecordKey(oldKey);
+    const bytes = packedValue(newValue);
+    const retry = chain.retry === undefined ? '' : packedValue(chain.retry);
+    const companionWrites = companions.map((c) => this.#prepare(c));
+    if (this.#isRevoked(family)) return { status: 'missing' };
+    const current = this.#read(oldRecordKey);
+    const state = this.#chain(family);
+    if (current === undefined) {
+      if (state === undefined) return { status: 'missing' };
+      return state.retired === oldKey.id || filterHas(state.filter, oldKey.id)
+        ? { status: 'replayed', value: state.value as T }
+        : { status: 'missing' };
+    }
+    if (current.consumed) return { status: 'replayed', value: current.bytes as T };
+    const now = this.#now();
+    const window = state !== undefined && state.windowEnd > now ? state : { count: 0, windowEnd: now + windowMs };
+    if (window.count >= chain.limit) return { status: 'limited', retryAfterMs: Math.ceil(window.windowEnd - now) };
+    // Room first: a full store must refuse before the old token is retired, not after.
+    this.#ensureRoom(1 + companionWrites.length);
+    this.#write(toRecordKey(newKey), family, bytes, ttl);
+    for (const write of companionWrites) this.#write(write.key, write.family, write.bytes, write.ttl);
+    const filter = state?.filter ?? new Uint8Array(retiredFilterBits / 8);
+    for (const position of retiredFilterPositions(oldKey.id))
+      filter[position >> 3] = (filter[position >> 3] as number) | (1 << (position & 7));
+    this.#chains.set(family, {
+      count: window.count + 1,
+      windowEnd: window.windowEnd,
+      retired: oldKey.id,
+      successor: newKey.id,
+      at: now,
+      retry,
+      value: current.bytes,
+      filter,
+      expiresAt: Math.max(state?.expiresAt ?? 0, now + chainTtl),
+    });
+    this.#remove(oldRecordKey);
+    return { status: 'consumed', value: current.bytes as T };
+  }
+
+  async chainLookup<T, R = unknown>(oldKey: StoreKey, graceMs: number, chain: Omit<ChainPolicy, 'retry'>): Promise<ChainLookup<T, R>> {
+    this.#assertOpen();
+    const family = oldKey.family;
+    if (family === undefined) throw new Error('a chain lookup needs a key in a family');
+    assertFamilyName(family);
+    const windowMs = toTtlMs(chain.windowMs);
+    if (this.#isRevoked(family)) return { status: 'missing' };
+    const current = this.#read(toRecordKey(oldKey));
+    if (current !== undefined) return current.consumed ? { status: 'replayed', value: current.bytes as T } : { status: 'missing' };
+    const state = this.#chain(family);
+    if (state === undefined) return { status: 'missing' };
+    if (state.retired === oldKey.id) {
+      const now = this.#now();
+      if (graceMs > 0 && now - state.at < graceMs) {
+        const successor = this.#read(toRecordKey({ kind: oldKey.kind, id: state.successor, family }));
+        if (successor !== undefined && !successor.consumed) {
+          if (state.windowEnd <= now) {
+            state.count = 0;
+            state.windowEnd = now + windowMs;
+          }
+          if (state.count >= chain.limit) return { status: 'limited', retryAfterMs: Math.ceil(state.windowEnd - now) };
+          state.count += 1;
+          return { status: 'retry', successor: successor.bytes as T, successorId: state.successor, retry: state.retry as R };
+        }
+      }
+      return { status: 'replayed', value: state.value as T };
+    }
+    return filterHas(state.filter, oldKey.id) ? { status: 'replayed', value: state.value as T } : { status: 'missing' };
+  }
+
   async writeWhileLive<V>(guards: readonly StoreKey[], record?: CompanionRecord<V>): Promise<boolean> {
     this.#assertOpen();
     assertOneSlot(guards, record);
@@ -195,6 +309,7 @@ export class MemoryRecords implements PackedRecords {
       }
       this.#families.delete(family);
     }
+    this.#chains.delete(family);
     // Keep the longest revocation when a family is revoked twice.
     const until = this.#now() + ttl;
     if (!this.#isRevoked(family) || (this.#revoked.get(family) ?? 0) < until) this.#revoked.set(family, until);
@@ -336,6 +451,13 @@ export class MemoryRecords implements PackedRecords {
     if (record.family !== undefined) this.#families.get(record.family)?.members.delete(recordKey);
   }
 
+  #chain(family: string): Chain | undefined {
+    const state = this.#chains.get(family);
+    if (state === undefined || state.expiresAt > this.#now()) return state;
+    this.#chains.delete(family);
+    return undefined;
+  }
+
   #isRevoked(family: string): boolean {
     const until = this.#revoked.get(family);
     if (until === undefined) return false;
@@ -352,5 +474,10 @@ export class MemoryRecords implements PackedRecords {
     for (const [family, index] of this.#families) if (index.expiresAt <= now) this.#families.delete(family);
     for (const [family, until] of this.#revoked) if (until <= now) this.#revoked.delete(family);
     for (const [name, counter] of this.#counters) if (counter.expiresAt <= now) this.#counters.delete(name);
+    for (const [family, state] of this.#chains) if (state.expiresAt <= now) this.#chains.delete(family);
   }
+}
+
+function filterHas(filter: Uint8Array, id: string): boolean {
+  return retiredFilterPositions(id).every((position) => (((filter[position >> 3] as number) >> (position & 7)) & 1) === 1);
 }

@@ -11,7 +11,17 @@
  */
 import { packRecordText, unpackRecordText } from './record_codec.js';
 import { companionList } from './store.js';
-import type { CompanionRecord, ConsumeResult, CounterResult, RecordKind, Store, StoreKey } from './store.js';
+import type {
+  ChainLookup,
+  ChainPolicy,
+  ChainRotation,
+  CompanionRecord,
+  ConsumeResult,
+  CounterResult,
+  RecordKind,
+  Store,
+  StoreKey,
+} from './store.js';
 
 /**
  * A {@link Store} whose record values are msgpack bytes in a latin1 string
@@ -55,6 +65,44 @@ export class PackingStore implements Store {
     const companions = companionList(companion).map(packCompanion);
     const outcome = await this.#records.rotate<string, string>(oldKey, newKey, packRecordText(newValue), ttlMs, companions);
     return unpackOutcome<T>(outcome);
+  }
+
+  async rotateChain<T, U, R = unknown>(
+    oldKey: StoreKey,
+    newKey: StoreKey,
+    newValue: U,
+    ttlMs: number,
+    companions: readonly CompanionRecord<unknown>[],
+    chain: ChainPolicy<R>,
+  ): Promise<ChainRotation<T>> {
+    const packedChain: ChainPolicy<string> = { ...chain, retry: chain.retry === undefined ? undefined : packRecordText(chain.retry) };
+    if (packedChain.retry === undefined) delete (packedChain as { retry?: string }).retry;
+    const outcome = await this.#records.rotateChain<string, string, string>(
+      oldKey,
+      newKey,
+      packRecordText(newValue),
+      ttlMs,
+      companions.map(packCompanion),
+      packedChain,
+    );
+    return outcome.status === 'limited' ? outcome : unpackOutcome<T>(outcome);
+  }
+
+  async chainLookup<T, R = unknown>(oldKey: StoreKey, graceMs: number, chain: Omit<ChainPolicy, 'retry'>): Promise<ChainLookup<T, R>> {
+    const found = await this.#records.chainLookup<string, string>(oldKey, graceMs, chain);
+    switch (found.status) {
+      case 'retry':
+        return {
+          status: 'retry',
+          successorId: found.successorId,
+          successor: unpackRecordText<T>(found.successor),
+          retry: (found.retry === '' ? null : unpackRecordText<R>(found.retry)) as R,
+        };
+      case 'replayed':
+        return { status: 'replayed', value: unpackRecordText<T>(found.value) };
+      default:
+        return found;
+    }
   }
 
   writeWhileLive<V>(guards: readonly StoreKey[], record?: CompanionRecord<V>): Promise<boolean> {

@@ -12,6 +12,8 @@
  * | `<p>{<family>}:<kind>:<id>` | string | a record of a family |
  * | `<p>{<family>}:members` | set | the keys of the family's records; TTL of its longest-lived member |
  * | `<p>{<family>}:revoked` | string | revocation marker; refuses later writes into the family |
+ * | `<p>{<family>}:chain` | hash | a refresh-token chain's state: last rotation, rate-limit count (docs/storage.md, "Refresh-token chains") |
+ * | `<p>{<family>}:retired` | string | the chain's Bloom filter of retired token ids, 8192 bits |
  * | `<p>{<family>}~<name>:…` | | a sub-family (`subFamily`): the three rows above for its own records, in its family's slot |
  * | `<p>ctr:<name>` | string | a fixed-window counter; TTL = the rest of the window |
  *
@@ -25,7 +27,7 @@
  *
  * ## Atomicity
  *
- * consume, rotate, writeWhileLive, revokeFamily, putIfAbsent, a write into a family, a delete
+ * consume, rotate, rotateChain, chainLookup, writeWhileLive, revokeFamily, putIfAbsent, a write into a family, a delete
  * from a family and increment each run as one Lua script (`defineCommand`, sent as EVALSHA); plain writes, reads and
  * deletes of standalone keys are single commands. Nothing reads then writes from the client.
  *
@@ -45,12 +47,24 @@ import {
   StoreUnavailableError,
   assertFamilyName,
   assertOneSlot,
+  assertChain,
   assertRotatable,
   companionList,
+  retiredFilterPositions,
   slotFamily,
   toTtlMs,
 } from './store.js';
-import type { CompanionRecord, ConsumeResult, CounterResult, RecordKind, Store, StoreKey } from './store.js';
+import type {
+  ChainLookup,
+  ChainPolicy,
+  ChainRotation,
+  CompanionRecord,
+  ConsumeResult,
+  CounterResult,
+  RecordKind,
+  Store,
+  StoreKey,
+} from './store.js';
 
 interface RedisStoreCommonOptions {
   /** Prepended to every key. Default `tessera:`. */
@@ -85,6 +99,11 @@ const headerBytes = 1;
 
 /** Head room over `commandTimeoutMs` for the client's own timer to fire first. */
 const deadlineSlackMs = 50;
+
+/** How often each connection reads Redis's clock ({@link RedisStore}, "Late rotations"). */
+const clockSampleEveryMs = 1000;
+/** How long the tightest reading is trusted before a looser, newer one replaces it. */
+const clockSampleKeptMs = 5000;
 
 /**
  * Scripts return arrays of integers and bulk strings only: those replies look the same under
@@ -138,6 +157,88 @@ while KEYS[k] do
 end
 redis.call('SETRANGE', KEYS[1], 0, string.char(${consumedHeader}))
 return {1, current}`,
+  // A refresh-token chain's rotation (docs/storage.md, "Refresh-token chains"). KEYS: old, new,
+  // members, revoked, chain, retired-id filter [, (companion, companion's members)…]. ARGV: bytes,
+  // ttl, retry bytes, limit, window, chain ttl, deadline ('' = none), old id, new id, four filter
+  // positions [, (companion bytes, companion ttl)…]. Reply: {0} missing | {1, old} rotated |
+  // {2, retired} replayed | {3} reached Redis after the deadline: nothing done | {4, ms} limited.
+  // The old record is deleted last, after every write, so that a refused write leaves it live.
+  tesseraRotateChain: `
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local deadline = tonumber(ARGV[7])
+if deadline and now > deadline then return {3} end
+if redis.call('EXISTS', KEYS[4]) == 1 then return {0} end
+local current = redis.call('GET', KEYS[1])
+if not current then
+  local retired = redis.call('HGET', KEYS[5], 'v')
+  if not retired then return {0} end
+  if redis.call('HGET', KEYS[5], 'p') == ARGV[8] then return {2, retired} end
+  for i = 10, 13 do
+    if redis.call('GETBIT', KEYS[6], tonumber(ARGV[i])) == 0 then return {0} end
+  end
+  return {2, retired}
+end
+if string.byte(current, 1) ~= ${liveHeader} then return {2, current} end
+local state = redis.call('HMGET', KEYS[5], 'c', 'w')
+local count, windowEnd = tonumber(state[1]) or 0, tonumber(state[2]) or 0
+if windowEnd <= now then count, windowEnd = 0, now + tonumber(ARGV[5]) end
+if count >= tonumber(ARGV[4]) then return {4, windowEnd - now} end
+local ttl = tonumber(ARGV[2])
+local chainTtl = tonumber(ARGV[6])
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ttl)
+redis.call('SADD', KEYS[3], KEYS[2], KEYS[5], KEYS[6])
+local membersTtl = math.max(ttl, chainTtl)
+if redis.call('PTTL', KEYS[3]) < membersTtl then redis.call('PEXPIRE', KEYS[3], membersTtl) end
+local k, a = 7, 14
+while KEYS[k] do
+  local companionTtl = tonumber(ARGV[a + 1])
+  redis.call('SET', KEYS[k], ARGV[a], 'PX', companionTtl)
+  redis.call('SADD', KEYS[k + 1], KEYS[k])
+  if redis.call('PTTL', KEYS[k + 1]) < companionTtl then redis.call('PEXPIRE', KEYS[k + 1], companionTtl) end
+  k, a = k + 2, a + 2
+end
+for i = 10, 13 do redis.call('SETBIT', KEYS[6], tonumber(ARGV[i]), 1) end
+redis.call('HSET', KEYS[5], 'c', count + 1, 'w', windowEnd, 'p', ARGV[8], 's', ARGV[9], 't', now, 'r', ARGV[3],
+  'v', string.char(${consumedHeader}) .. string.sub(current, 2))
+if redis.call('PTTL', KEYS[5]) < chainTtl then redis.call('PEXPIRE', KEYS[5], chainTtl) end
+if redis.call('PTTL', KEYS[6]) < chainTtl then redis.call('PEXPIRE', KEYS[6], chainTtl) end
+redis.call('DEL', KEYS[1])
+redis.call('SREM', KEYS[3], KEYS[1])
+return {1, current}`,
+  // For a chain token \`get\` no longer finds. KEYS: old, revoked, chain, retired-id filter. ARGV:
+  // old id, grace, limit, window, the successor's key without its id, four filter positions.
+  // Reply: {0} missing | {2, retired} replayed | {4, ms} limited | {5, successor, its id, retry}.
+  // The grace window counts on Redis's clock from the rotation's own write ('t').
+  tesseraChainLookup: `
+if redis.call('EXISTS', KEYS[2]) == 1 then return {0} end
+local current = redis.call('GET', KEYS[1])
+if current then
+  if string.byte(current, 1) ~= ${liveHeader} then return {2, current} end
+  return {0}
+end
+local state = redis.call('HMGET', KEYS[3], 'p', 's', 't', 'r', 'v', 'c', 'w')
+if not state[5] then return {0} end
+if state[1] == ARGV[1] then
+  local clock = redis.call('TIME')
+  local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+  local grace = tonumber(ARGV[2])
+  if grace > 0 and now - tonumber(state[3]) < grace then
+    local successor = redis.call('GET', ARGV[5] .. state[2])
+    if successor and string.byte(successor, 1) == ${liveHeader} then
+      local count, windowEnd = tonumber(state[6]) or 0, tonumber(state[7]) or 0
+      if windowEnd <= now then count, windowEnd = 0, now + tonumber(ARGV[4]) end
+      if count >= tonumber(ARGV[3]) then return {4, windowEnd - now} end
+      redis.call('HSET', KEYS[3], 'c', count + 1, 'w', windowEnd)
+      return {5, successor, state[2], state[4]}
+    end
+  end
+  return {2, state[5]}
+end
+for i = 6, 9 do
+  if redis.call('GETBIT', KEYS[4], tonumber(ARGV[i])) == 0 then return {0} end
+end
+return {2, state[5]}`,
   // KEYS: guards… [, record, record's members]. ARGV: guard count [, bytes, ttl].
   // Reply: {1} every guard live (and the record written) | {0} a guard was not, nothing written.
   tesseraWriteWhileLive: `
@@ -243,6 +344,12 @@ function unpackBody<T>(bytes: Buffer): T {
   return unpackRecord<T>(bytes.subarray(headerBytes));
 }
 
+/** The `{4, ms}` reply of a chain script refused by its rate limit. */
+function limitedFor(reply: unknown): number {
+  const ms = (reply as unknown[])[1];
+  return typeof ms === 'number' ? Math.max(0, ms) : 0;
+}
+
 function toConsumeResult<T>(reply: unknown): ConsumeResult<T> {
   const { status, bytes } = readScriptReply(reply);
   if (status === 0 || bytes === undefined) return { status: 'missing' };
@@ -266,6 +373,13 @@ export class RedisStore implements Store {
   readonly #isCluster: boolean;
   #pendingReady: Promise<void> | null = null;
   #closed = false;
+  /**
+   * An upper bound of Redis's clock minus `performance.now()` (ms), from a `TIME` reading: Redis
+   * ran it after it was sent, so its time minus the local send time can only overshoot, by at most
+   * the round trip. The smallest of the last few seconds' readings is the tightest.
+   */
+  #clockOffset: { offsetMs: number; takenAt: number } | undefined;
+  readonly #clockTimer: NodeJS.Timeout;
 
   constructor(options: RedisStoreOptions) {
     this.#prefix = options.keyPrefix ?? 'tessera:';
@@ -318,6 +432,10 @@ export class RedisStore implements Store {
     this.#client.connect().catch(() => {
       // The retry strategy keeps trying; calls meanwhile fail with StoreUnavailableError.
     });
+    this.#client.on('ready', () => void this.#sampleClock());
+    this.#clockTimer = setInterval(() => void this.#sampleClock(), clockSampleEveryMs);
+    // Housekeeping: never keeps a process alive by itself.
+    this.#clockTimer.unref();
   }
 
   async set<T>(key: StoreKey, value: T, ttlMs: number): Promise<void> {
@@ -381,6 +499,76 @@ export class RedisStore implements Store {
     }
     const reply = await this.#run('rotate', (c) => this.#script(c, 'tesseraRotate', keys, args));
     return toConsumeResult<T>(reply);
+  }
+
+  async rotateChain<T, U, R = unknown>(
+    oldKey: StoreKey,
+    newKey: StoreKey,
+    newValue: U,
+    ttlMs: number,
+    companions: readonly CompanionRecord<unknown>[],
+    chain: ChainPolicy<R>,
+  ): Promise<ChainRotation<T>> {
+    assertRotatable(oldKey, newKey, companions);
+    assertChain(oldKey, newKey, chain);
+    const family = newKey.family as string;
+    const ttl = toTtlMs(ttlMs);
+    const keys = [
+      this.#recordKey(oldKey),
+      this.#recordKey(newKey),
+      this.#membersKey(family),
+      this.#revokedKey(family),
+      this.#chainKey(family),
+      this.#retiredKey(family),
+    ];
+    const args: ScriptArg[] = [
+      packRecordWithHeader(newValue, headerBytes),
+      ttl,
+      packRecordWithHeader(chain.retry ?? null, headerBytes),
+      Math.floor(chain.limit),
+      toTtlMs(chain.windowMs),
+      toTtlMs(chain.ttlMs),
+      this.#applyBy(),
+      oldKey.id,
+      newKey.id,
+      ...retiredFilterPositions(oldKey.id),
+    ];
+    for (const c of companions) {
+      keys.push(this.#recordKey(c.key), this.#membersKey(c.key.family as string));
+      args.push(packRecordWithHeader(c.value, headerBytes), toTtlMs(c.ttlMs));
+    }
+    const reply = await this.#run('rotate', (c) => this.#script(c, 'tesseraRotateChain', keys, args));
+    const { status, bytes } = readScriptReply(reply);
+    if (status === 3) throw new StoreUnavailableError('rotate reached redis after its caller stopped waiting: nothing done');
+    if (status === 4) return { status: 'limited', retryAfterMs: limitedFor(reply) };
+    return toConsumeResult<T>(status === 0 || bytes === undefined ? [0] : reply);
+  }
+
+  async chainLookup<T, R = unknown>(oldKey: StoreKey, graceMs: number, chain: Omit<ChainPolicy, 'retry'>): Promise<ChainLookup<T, R>> {
+    const family = oldKey.family;
+    if (family === undefined) throw new Error('a chain lookup needs a key in a family');
+    assertFamilyName(family);
+    const keys = [this.#recordKey(oldKey), this.#revokedKey(family), this.#chainKey(family), this.#retiredKey(family)];
+    const successorPrefix = this.#recordKey({ kind: oldKey.kind, id: '', family });
+    const args: ScriptArg[] = [
+      oldKey.id,
+      Math.max(0, Math.floor(graceMs)),
+      Math.floor(chain.limit),
+      toTtlMs(chain.windowMs),
+      successorPrefix,
+      ...retiredFilterPositions(oldKey.id),
+    ];
+    const reply = await this.#run('chainLookup', (c) => this.#script(c, 'tesseraChainLookup', keys, args));
+    const { status, bytes } = readScriptReply(reply);
+    if (status === 4) return { status: 'limited', retryAfterMs: limitedFor(reply) };
+    if (status === 2 && bytes !== undefined) return { status: 'replayed', value: unpackBody<T>(bytes) };
+    if (status === 5 && bytes !== undefined) {
+      const [, , id, retry] = reply as unknown[];
+      if (Buffer.isBuffer(id) && Buffer.isBuffer(retry)) {
+        return { status: 'retry', successor: unpackBody<T>(bytes), successorId: id.toString('utf8'), retry: unpackBody<R>(retry) };
+      }
+    }
+    return { status: 'missing' };
   }
 
   async writeWhileLive<V>(guards: readonly StoreKey[], record?: CompanionRecord<V>): Promise<boolean> {
@@ -464,6 +652,7 @@ export class RedisStore implements Store {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    clearInterval(this.#clockTimer);
     const client = this.#client;
     if (client.status === 'ready') {
       // Let QUIT flush politely, but never wait on a dead server for it.
@@ -485,6 +674,43 @@ export class RedisStore implements Store {
 
   #revokedKey(family: string): string {
     return `${this.#prefix}${familyTag(family)}:revoked`;
+  }
+
+  #chainKey(family: string): string {
+    return `${this.#prefix}${familyTag(family)}:chain`;
+  }
+
+  #retiredKey(family: string): string {
+    return `${this.#prefix}${familyTag(family)}:retired`;
+  }
+
+  /**
+   * Late rotations: the moment on Redis's clock after which this call's caller has stopped
+   * waiting (its `commandTimeoutMs` from now, plus the slack), or '' while Redis's clock was never
+   * read. A rotation Redis runs only after that (a `CLIENT PAUSE`, a stall, a failover held it)
+   * does nothing, rather than retire a token whose successor nobody will ever receive
+   * (docs/storage.md, "Late rotations").
+   */
+  #applyBy(): number | string {
+    const clock = this.#clockOffset;
+    if (clock === undefined) return '';
+    return Math.ceil(performance.now() + clock.offsetMs + this.#commandTimeoutMs + deadlineSlackMs);
+  }
+
+  async #sampleClock(): Promise<void> {
+    if (this.#closed || this.#client.status !== 'ready') return;
+    const sent = performance.now();
+    try {
+      const [seconds, micros] = await this.#runBounded('time', (c) => c.time());
+      const offsetMs = Number(seconds) * 1000 + Number(micros) / 1000 - sent;
+      const now = performance.now();
+      const kept = this.#clockOffset;
+      if (kept === undefined || offsetMs <= kept.offsetMs || now - kept.takenAt > clockSampleKeptMs) {
+        this.#clockOffset = { offsetMs, takenAt: now };
+      }
+    } catch {
+      // Unreachable now: keep the last reading; calls fail on their own.
+    }
   }
 
   #counterKey(name: string): string {

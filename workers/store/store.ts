@@ -61,6 +61,49 @@ export type ConsumeResult<T> =
   | { status: 'replayed'; value: T }
   | { status: 'missing' };
 
+/**
+ * How a refresh-token family keeps its chain when `rotate` is given one (docs/storage.md,
+ * "Refresh-token chains"): instead of keeping every retired token as a consumed record for reuse
+ * detection, the store deletes it and keeps, per family, a constant amount of state: one chain
+ * record (the last rotation: predecessor, successor, when it was applied on the store's own
+ * clock, the retry value, the retired record; the issuance counter of the rate limit) and a
+ * fixed-size filter of every retired token's id. So a family's store footprint does not grow with
+ * its rotations, and rotations beyond `limit` per `windowMs` are refused.
+ */
+export interface ChainPolicy<R = unknown> {
+  /** What a retry of the retired token within the grace window reads back (the retry nonce). */
+  readonly retry?: R;
+  /** Most issuances (rotations and grace-window retries) per window; then `limited`. */
+  readonly limit: number;
+  /** The rate limit's fixed window, opened by the first issuance on the store's clock. */
+  readonly windowMs: number;
+  /** How long the chain's state is kept: as long as any token of the family could live. */
+  readonly ttlMs: number;
+}
+
+/** A chain's rotation refused by its rate limit: nothing was written. */
+export interface Limited {
+  status: 'limited';
+  /** Milliseconds until the window ends, on the store's clock. */
+  retryAfterMs: number;
+}
+
+/** What `rotate` with a {@link ChainPolicy} found. */
+export type ChainRotation<T> = ConsumeResult<T> | Limited;
+
+/** What {@link Store.chainLookup} found for a token that is no longer live. */
+export type ChainLookup<T, R> =
+  /**
+   * The chain's last rotation retired it less than `graceMs` ago (store clock) and its successor
+   * is live: `successor` is that record, `successorId` its id, `retry` the rotation's retry value.
+   * Counts as an issuance of the rate limit.
+   */
+  | { status: 'retry'; successorId: string; successor: T; retry: R }
+  /** A token of this chain retired before (or consumed, in a record of an earlier version). */
+  | { status: 'replayed'; value: T }
+  | Limited
+  | { status: 'missing' };
+
 export interface CounterResult {
   /** Value after the increment. */
   count: number;
@@ -121,6 +164,29 @@ export interface Store {
     ttlMs: number,
     companion?: CompanionRecord<V> | readonly CompanionRecord<unknown>[],
   ): Promise<ConsumeResult<T>>;
+  /**
+   * {@link Store.rotate} of a refresh-token chain (see {@link ChainPolicy}; both keys in one
+   * family): when it wins, the old record is deleted rather than kept consumed, its id joins the
+   * family's filter of retired ids, and the chain record notes this rotation with the store's
+   * clock. An old token that is gone but was retired in this chain answers `replayed` with the
+   * retired record, as a consumed one would; a rotation past the rate limit answers `limited`
+   * and writes nothing.
+   */
+  rotateChain<T, U, R = unknown>(
+    oldKey: StoreKey,
+    newKey: StoreKey,
+    newValue: U,
+    ttlMs: number,
+    companions: readonly CompanionRecord<unknown>[],
+    chain: ChainPolicy<R>,
+  ): Promise<ChainRotation<T>>;
+  /**
+   * For a token of a chain that `get` no longer finds, in one atomic step: a retry within the
+   * grace window (`graceMs` after its rotation was applied, on the store's clock, while its
+   * successor is live), a replay (retired in this chain), `limited`, or `missing` (never of this
+   * chain, or the family revoked). `chain` gives the rate limit a retry counts against.
+   */
+  chainLookup<T, R = unknown>(oldKey: StoreKey, graceMs: number, chain: Omit<ChainPolicy, 'retry'>): Promise<ChainLookup<T, R>>;
   /**
    * In one atomic step: when every `guard` holds a live record (stored, unexpired, not
    * consumed), writes `record` (if given) and resolves `true`; otherwise writes nothing and
@@ -307,6 +373,34 @@ export function assertOneSlot(guards: readonly StoreKey[], record: CompanionReco
       throw new Error('writeWhileLive needs every key in one family or its sub-families');
     }
   }
+}
+
+/** Bits of the filter of retired ids a chain keeps (1 KiB), and bits set per id. */
+export const retiredFilterBits = 8192;
+const retiredFilterHashes = 4;
+
+/**
+ * The filter positions of a retired token's id (base64url of SHA-256, so its bytes are uniform):
+ * four 13-bit numbers from its first eight bytes. A Bloom filter: an id that was retired always
+ * matches; one never issued matches with probability (1 − e^(−4n/8192))^4 after n retirements
+ * (docs/storage.md, "Refresh-token chains").
+ * @internal
+ */
+export function retiredFilterPositions(id: string): number[] {
+  const bytes = Buffer.from(id, 'base64url');
+  if (bytes.length < 2 * retiredFilterHashes) throw new Error('a chain token id is a hash of at least 8 bytes');
+  const positions: number[] = [];
+  for (let i = 0; i < retiredFilterHashes; i += 1) positions.push(bytes.readUInt16BE(2 * i) % retiredFilterBits);
+  return positions;
+}
+
+/**
+ * The precondition of {@link Store.rotateChain}: both keys in one family.
+ * @internal
+ */
+export function assertChain(oldKey: StoreKey, newKey: StoreKey, chain: ChainPolicy<unknown>): void {
+  if (oldKey.family === undefined || oldKey.family !== newKey.family) throw new Error('a chain rotation needs both keys in one family');
+  if (!(chain.limit >= 1) || !(chain.windowMs > 0)) throw new RangeError('a chain needs a limit of at least 1 per positive window');
 }
 
 function sameKey(a: StoreKey, b: StoreKey): boolean {

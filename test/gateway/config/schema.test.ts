@@ -45,6 +45,7 @@ t.test('a client given only its required members has every member the workers re
     pollingInterval: true,
     refreshTokenUsage: true,
     refreshTokenReuseGraceSeconds: true,
+    refreshTokenRotationsPerMinute: true,
     refreshTokenExpiration: true,
     absoluteRefreshTokenLifetime: true,
     slidingRefreshTokenLifetime: true,

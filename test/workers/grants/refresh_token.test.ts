@@ -21,7 +21,10 @@ import { IdTokenBuilder } from '../../../workers/tokens/id_token.js';
 import { JwtSigner } from '../../../workers/tokens/jwt_signer.js';
 import { issuedTokensFamily, parseRefreshHandle } from '../../../workers/tokens/refresh_token_handle.js';
 import type { RefreshTokenRecord } from '../../../workers/tokens/refresh_token_record.js';
-import { openRetryRecord, retryKey, type RetryRecord } from '../../../workers/tokens/refresh_token_retry.js';
+import { openRetryRecord, type RetryRecord } from '../../../workers/tokens/refresh_token_retry.js';
+
+/** The default rate limit of a client's chain (refreshTokenRotationsPerMinute). */
+const chainLimits = { limit: 60, windowMs: 60_000, ttlMs: 3_600_000 };
 
 const issuer = 'https://tessera.test';
 const hour = 3_600_000;
@@ -54,6 +57,8 @@ const clientConfigs: ClientConfig[] = [
   // Today's strict reuse detection: no grace window.
   userClient('strict', { absoluteRefreshTokenLifetime: 36_000, refreshTokenReuseGraceSeconds: 0 }),
   userClient('no-offline', { allowOfflineAccess: false, allowedScopes: ['api1'] }),
+  // Three issuances of one family a minute.
+  userClient('limited', { absoluteRefreshTokenLifetime: 36_000, refreshTokenRotationsPerMinute: 3 }),
 ];
 
 interface Harness {
@@ -510,11 +515,6 @@ t.test('grace window after a lost answer (refreshTokenReuseGraceSeconds, default
     t.equal(await h.refreshError('strict', { refresh_token: first }), rejected, 'refused at once');
     t.ok(await h.store.isFamilyRevoked(familyOf(first)));
     t.equal(await h.refreshError('strict', { refresh_token: second }), rejected);
-    t.equal(
-      await h.store.get(retryKey(parseRefreshHandle(first) as NonNullable<ReturnType<typeof parseRefreshHandle>>)),
-      null,
-      'no retry record is written',
-    );
   });
 
   t.test('another client presenting it within the window gets nothing and revokes nothing', async (t) => {
@@ -540,8 +540,9 @@ t.test('grace window after a lost answer (refreshTokenReuseGraceSeconds, default
     const first = refreshTokenOf(await h.issue('rotating'));
     const second = refreshTokenOf(await h.refresh('rotating', { refresh_token: first }));
     const retired = parseRefreshHandle(first) as NonNullable<ReturnType<typeof parseRefreshHandle>>;
-    const record = await h.store.get<RetryRecord>(retryKey(retired));
-    if (record === null) throw new Error('no retry record');
+    const found = await h.store.chainLookup<RefreshTokenRecord, RetryRecord>(retired.key, 5000, chainLimits);
+    if (found.status !== 'retry') throw new Error(`no retry value: ${found.status}`);
+    const record = found.retry;
     t.same(Object.keys(record).sort(), ['n', 'v'], 'a version and a nonce');
     t.equal(Buffer.from(JSON.stringify(record)).indexOf(Buffer.from(second)), -1, 'not the handle');
     t.equal(openRetryRecord(retired, record, 'rotating'), second, 'the old handle leads to it');
@@ -549,7 +550,37 @@ t.test('grace window after a lost answer (refreshTokenReuseGraceSeconds, default
     const stranger = parseRefreshHandle(refreshTokenOf(await h.issue('rotating')));
     t.not(openRetryRecord(stranger as NonNullable<typeof stranger>, record, 'rotating'), second, 'not another handle');
     h.advance(5000);
-    t.equal(await h.store.get(retryKey(retired)), null, 'it lives for the window only');
+    t.equal((await h.store.chainLookup(retired.key, 5000, chainLimits)).status, 'replayed', 'it serves for the window only');
+  });
+
+  t.test('the window counts from the moment the store applied the rotation, not from the request', async (t) => {
+    const h = harness(t);
+    const first = refreshTokenOf(await h.issue('rotating'));
+    const realRotate = h.store.rotateChain.bind(h.store);
+    const realGet = h.store.get.bind(h.store);
+    let down = false;
+    // The store holds the rotation 20 s (a stalled Redis), applies it, and the answer is lost;
+    // so is the read of the successor that follows.
+    h.store.rotateChain = (async (...args: Parameters<MemoryStore['rotateChain']>) => {
+      h.advance(20_000);
+      await realRotate(...args);
+      down = true;
+      throw new StoreUnavailableError('rotate got no answer within 500 ms');
+    }) as MemoryStore['rotateChain'];
+    h.store.get = (async (...args: Parameters<MemoryStore['get']>) => {
+      if (down) throw new StoreUnavailableError('get got no answer within 500 ms');
+      return realGet(...args);
+    }) as MemoryStore['get'];
+    await t.rejects(h.refresh('rotating', { refresh_token: first }), StoreUnavailableError, 'the client gets 503');
+    h.store.rotateChain = realRotate;
+    h.store.get = realGet;
+    h.advance(4999);
+    const retried = refreshTokenOf(await h.refresh('rotating', { refresh_token: first }));
+    const again = refreshTokenOf(await h.refresh('rotating', { refresh_token: first }));
+    t.equal(again, retried, 'a retry at T + grace − 1 ms gets the same successor, again');
+    h.advance(2);
+    t.equal(await h.refreshError('rotating', { refresh_token: first }), rejected, 'at T + grace + 1 ms it is reuse');
+    t.ok(await h.store.isFamilyRevoked(familyOf(first)), 'which revokes the family');
   });
 });
 
@@ -557,15 +588,15 @@ t.test('a rotation applied after its answer timed out still returns the successo
   const h = harness(t);
   const first = await h.issue('rotating');
   // The store runs the rotation, then the answer is "lost": what a late Redis reply looks like.
-  const realRotate = h.store.rotate.bind(h.store);
-  h.store.rotate = (async (...args: Parameters<MemoryStore['rotate']>) => {
+  const realRotate = h.store.rotateChain.bind(h.store);
+  h.store.rotateChain = (async (...args: Parameters<MemoryStore['rotateChain']>) => {
     await realRotate(...args);
     throw new StoreUnavailableError('rotate got no answer within 500 ms');
-  }) as MemoryStore['rotate'];
+  }) as MemoryStore['rotateChain'];
   const second = await h.refresh('rotating', { refresh_token: first.refresh_token as string });
   t.type(second.refresh_token, 'string');
   t.not(second.refresh_token, first.refresh_token);
-  h.store.rotate = realRotate;
+  h.store.rotateChain = realRotate;
   const third = await h.refresh('rotating', { refresh_token: second.refresh_token as string });
   t.type(third.access_token, 'string', 'the successor it returned works');
 });
@@ -573,21 +604,21 @@ t.test('a rotation applied after its answer timed out still returns the successo
 t.test('a rotation applied after the store stopped answering: 503, and the retry within the window gets its successor', async (t) => {
   const h = harness(t);
   const first = refreshTokenOf(await h.issue('rotating'));
-  const realRotate = h.store.rotate.bind(h.store);
+  const realRotate = h.store.rotateChain.bind(h.store);
   const realGet = h.store.get.bind(h.store);
   let down = false;
   // Redis held the script and ran it late; meanwhile nothing it answered reached the gateway.
-  h.store.rotate = (async (...args: Parameters<MemoryStore['rotate']>) => {
+  h.store.rotateChain = (async (...args: Parameters<MemoryStore['rotateChain']>) => {
     await realRotate(...args);
     down = true;
     throw new StoreUnavailableError('rotate got no answer within 500 ms');
-  }) as MemoryStore['rotate'];
+  }) as MemoryStore['rotateChain'];
   h.store.get = (async (...args: Parameters<MemoryStore['get']>) => {
     if (down) throw new StoreUnavailableError('get got no answer within 500 ms');
     return realGet(...args);
   }) as MemoryStore['get'];
   await t.rejects(h.refresh('rotating', { refresh_token: first }), StoreUnavailableError, 'the client gets 503');
-  h.store.rotate = realRotate;
+  h.store.rotateChain = realRotate;
   h.store.get = realGet;
   h.advance(2000);
   const retried = await h.refresh('rotating', { refresh_token: first });
@@ -598,12 +629,40 @@ t.test('a rotation applied after the store stopped answering: 503, and the retry
 t.test('a rotation that did not happen answers with the store error and keeps the old token', async (t) => {
   const h = harness(t);
   const first = await h.issue('rotating');
-  const realRotate = h.store.rotate.bind(h.store);
-  h.store.rotate = (async () => {
+  const realRotate = h.store.rotateChain.bind(h.store);
+  h.store.rotateChain = (async () => {
     throw new StoreUnavailableError('connection refused');
-  }) as MemoryStore['rotate'];
+  }) as MemoryStore['rotateChain'];
   await t.rejects(h.refresh('rotating', { refresh_token: first.refresh_token as string }), StoreUnavailableError);
-  h.store.rotate = realRotate;
+  h.store.rotateChain = realRotate;
   const again = await h.refresh('rotating', { refresh_token: first.refresh_token as string });
   t.type(again.refresh_token, 'string', 'the old token still works');
+});
+
+t.test('refreshTokenRotationsPerMinute: a family past its rate gets 429 with Retry-After, and nothing is rotated', async (t) => {
+  const h = harness(t);
+  const first = refreshTokenOf(await h.issue('limited'));
+  const second = refreshTokenOf(await h.refresh('limited', { refresh_token: first }));
+  // A retry within the grace window counts too: it issues an access token.
+  t.equal(refreshTokenOf(await h.refresh('limited', { refresh_token: first })), second);
+  h.advance(10_000);
+  const third = refreshTokenOf(await h.refresh('limited', { refresh_token: second }));
+  h.advance(20_000);
+  const refused = await h.refresh('limited', { refresh_token: third }).then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  t.type(refused, OAuthError, 'the fourth issuance in the minute is refused');
+  const err = refused as OAuthError;
+  t.same(
+    { status: err.status, error: err.error, retryAfter: err.retryAfter },
+    { status: 429, error: 'temporarily_unavailable', retryAfter: 30 },
+  );
+  const other = refreshTokenOf(await h.issue('limited'));
+  t.type((await h.refresh('limited', { refresh_token: other })).refresh_token, 'string', 'another family has a count of its own');
+  h.advance(30_000);
+  const fourth = refreshTokenOf(await h.refresh('limited', { refresh_token: third }));
+  t.not(fourth, third, 'once the window is over, the token that was refused rotates: it was left live');
+  t.equal(await h.refreshError('limited', { refresh_token: first }), rejected, 'reuse is still reuse');
+  t.ok(await h.store.isFamilyRevoked(parseRefreshHandle(first)?.family ?? ''), 'and revokes the family');
 });

@@ -292,3 +292,31 @@ t.test('a cluster store with no reachable node rejects with StoreUnavailableErro
   t.type(err, StoreUnavailableError);
   t.ok(ms < 2000, `rejected in ${Math.round(ms)} ms`);
 });
+
+t.test(
+  'a chain rotation that reaches Redis after its caller gave up does nothing (docs/storage.md, "Late rotations")',
+  { skip: unmanagedReason('the fallback Redis cannot be paused') },
+  async (t) => {
+    const server = await startRedisServer();
+    t.teardown(() => server.stop());
+    const store = new RedisStore({ url: server.url, keyPrefix: newPrefix(), commandTimeoutMs: 300 });
+    t.teardown(() => store.close());
+    const admin = new Redis(server.url);
+    t.teardown(() => admin.disconnect());
+    const family = newFamily();
+    const old: StoreKey = { kind: 'rt', id: newId(), family };
+    const next: StoreKey = { kind: 'rt', id: newId(), family };
+    await store.set(old, { gen: 0 }, 60_000);
+    // The store reads Redis's clock once it is connected: let that happen.
+    await sleep(300);
+    const chain = { limit: 60, windowMs: 60_000, ttlMs: 60_000 };
+    // Redis holds every command for 1.5 s, then runs them: the rotation with them.
+    await admin.call('CLIENT', 'PAUSE', '1500', 'ALL');
+    await t.rejects(store.rotateChain(old, next, { gen: 1 }, 60_000, [], chain), StoreUnavailableError, 'the caller gives up');
+    await sleep(1600);
+    t.same(await store.get(old), { gen: 0 }, 'once Redis ran it, the old token is still live');
+    t.equal(await store.get(next), null, 'and no successor was written');
+    t.same(await store.chainLookup(old, 5000, chain), { status: 'missing' }, 'nor any chain state');
+    t.equal((await store.rotateChain(old, next, { gen: 1 }, 60_000, [], chain)).status, 'consumed', 'the next attempt rotates');
+  },
+);

@@ -589,6 +589,119 @@ export function runStoreConformance(t: TapTest, makeStore: MakeStore): void {
     await store.resetCounter(`never-used:${newId()}`);
   });
 
+  // Refresh-token chains (docs/storage.md, "Refresh-token chains").
+  const chainOf = (limit = 60, windowMs = longTtlMs) => ({ limit, windowMs, ttlMs: longTtlMs });
+  const chainKey = (family: string): StoreKey => ({ kind: 'rt', id: newId(), family });
+
+  t.test('a chain rotation retires the old token for good: gone from get, a replay after, the successor live', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const [a, b, c] = [chainKey(family), chainKey(family), chainKey(family)];
+    await store.set(a, { gen: 0 }, longTtlMs);
+    tt.same(await store.rotateChain(a, b, { gen: 1 }, longTtlMs, [], { ...chainOf(), retry: { n: 'nonce' } }), {
+      status: 'consumed',
+      value: { gen: 0 },
+    });
+    tt.equal(await store.get(a), null);
+    tt.same(await store.get(b), { gen: 1 });
+    tt.same(
+      await store.rotateChain(a, c, { gen: 2 }, longTtlMs, [], chainOf()),
+      { status: 'replayed', value: { gen: 0 } },
+      'a second rotation of it is a replay',
+    );
+    tt.equal(await store.get(c), null, 'which wrote nothing');
+    tt.same(
+      await store.chainLookup(a, 5000, chainOf()),
+      { status: 'retry', successorId: b.id, successor: { gen: 1 }, retry: { n: 'nonce' } },
+      'within the grace window: its successor and the retry value',
+    );
+    tt.same(await store.chainLookup(a, 0, chainOf()), { status: 'replayed', value: { gen: 0 } }, 'without one: a replay');
+    tt.same(await store.chainLookup(b, 5000, chainOf()), { status: 'missing' }, 'a live token is not retired');
+  });
+
+  t.test('every retired token of a chain replays, however far back; a token never issued in it is missing', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const keys = Array.from({ length: 6 }, () => chainKey(family));
+    await store.set(keys[0] as StoreKey, { gen: 0 }, longTtlMs);
+    for (let i = 1; i < keys.length; i += 1) {
+      const rotated = await store.rotateChain(keys[i - 1] as StoreKey, keys[i] as StoreKey, { gen: i }, longTtlMs, [], chainOf());
+      tt.equal(rotated.status, 'consumed');
+    }
+    for (let i = 0; i < keys.length - 1; i += 1) {
+      const found = await store.chainLookup(keys[i] as StoreKey, 5000, chainOf());
+      tt.equal(found.status, i === keys.length - 2 ? 'retry' : 'replayed', `generation ${i}`);
+    }
+    tt.same(await store.chainLookup(chainKey(family), 5000, chainOf()), { status: 'missing' }, 'a stranger of the family');
+    tt.same(await store.chainLookup(chainKey(newFamily()), 5000, chainOf()), { status: 'missing' }, 'a family without a chain');
+  });
+
+  t.test('the grace window ends graceMs after the rotation was applied, on the store clock', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const [a, b, c] = [chainKey(family), chainKey(family), chainKey(family)];
+    await store.set(a, { gen: 0 }, longTtlMs);
+    await store.rotateChain(a, b, { gen: 1 }, longTtlMs, [], chainOf());
+    tt.equal((await store.chainLookup(a, shortTtlMs, chainOf())).status, 'retry');
+    await sleep(pastShortTtlMs);
+    tt.same(await store.chainLookup(a, shortTtlMs, chainOf()), { status: 'replayed', value: { gen: 0 } }, 'after it: a replay');
+    tt.equal((await store.chainLookup(a, longTtlMs, chainOf())).status, 'retry', 'a longer window still covers it');
+    await store.rotateChain(b, c, { gen: 2 }, longTtlMs, [], chainOf());
+    tt.same(
+      await store.chainLookup(a, longTtlMs, chainOf()),
+      { status: 'replayed', value: { gen: 1 } },
+      'once the successor is used, a replay',
+    );
+  });
+
+  t.test('a chain past its rate refuses rotations and retries, writing nothing, until its window ends', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const keys = Array.from({ length: 5 }, () => chainKey(family));
+    await store.set(keys[0] as StoreKey, { gen: 0 }, longTtlMs);
+    for (let i = 1; i <= 2; i += 1) {
+      tt.equal(
+        (await store.rotateChain(keys[i - 1] as StoreKey, keys[i] as StoreKey, { gen: i }, longTtlMs, [], chainOf(3, 1000))).status,
+        'consumed',
+      );
+    }
+    tt.equal((await store.chainLookup(keys[1] as StoreKey, 5000, chainOf(3, 1000))).status, 'retry', 'a retry counts: the third');
+    const limited = await store.rotateChain(keys[2] as StoreKey, keys[3] as StoreKey, { gen: 3 }, longTtlMs, [], chainOf(3, 1000));
+    tt.equal(limited.status, 'limited');
+    tt.ok(limited.status === 'limited' && limited.retryAfterMs > 0 && limited.retryAfterMs <= 1000, 'with the rest of the window');
+    tt.same(await store.get(keys[2] as StoreKey), { gen: 2 }, 'the token is still live');
+    tt.equal(await store.get(keys[3] as StoreKey), null, 'and no successor written');
+    tt.equal((await store.chainLookup(keys[1] as StoreKey, 5000, chainOf(3, 1000))).status, 'limited', 'retries too');
+    await sleep(1100);
+    tt.equal(
+      (await store.rotateChain(keys[2] as StoreKey, keys[3] as StoreKey, { gen: 3 }, longTtlMs, [], chainOf(3, 1000))).status,
+      'consumed',
+      'a new window',
+    );
+  });
+
+  t.test('of 50 concurrent chain rotations one wins and every other sees a replay', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const old = chainKey(family);
+    await store.set(old, { gen: 0 }, longTtlMs);
+    const results = await Promise.all(
+      Array.from({ length: concurrency }, (_, i) => store.rotateChain(old, chainKey(family), { by: i }, longTtlMs, [], chainOf())),
+    );
+    tt.same(countStatuses(results as ConsumeResult<unknown>[]), { consumed: 1, replayed: concurrency - 1, missing: 0 });
+  });
+
+  t.test('revoking a family drops its chain: lookups and rotations find nothing', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const [a, b, c] = [chainKey(family), chainKey(family), chainKey(family)];
+    await store.set(a, { gen: 0 }, longTtlMs);
+    await store.rotateChain(a, b, { gen: 1 }, longTtlMs, [], chainOf());
+    tt.ok((await store.revokeFamily(family, longTtlMs)) >= 1);
+    tt.same(await store.chainLookup(a, 5000, chainOf()), { status: 'missing' });
+    tt.same(await store.rotateChain(b, c, { gen: 2 }, longTtlMs, [], chainOf()), { status: 'missing' });
+  });
+
   t.test('ping and checkReady resolve while open and every call after close rejects with StoreUnavailableError', async (tt) => {
     const store = await makeStore(tt);
     await store.ping();
