@@ -183,6 +183,7 @@ export function formatSoak(results: SoakResults): string {
     ...results.bursts.map((count) => countRow(`bursts · ${count.name}`, count)),
     countRow('**bursts**', burstTotal),
     countRow('**all**', all),
+    ...refusals(results),
     '',
     '| phase | answers | p50 ms | p99 ms | max ms |',
     '|---|--:|--:|--:|--:|',
@@ -199,6 +200,14 @@ export function formatSoak(results: SoakResults): string {
       : `**FAILED**:\n${results.failures.map((failure) => `- ${failure}`).join('\n')}`,
   ];
   return lines.join('\n');
+}
+
+/** The first refusal of each kind that had any: which bound said no. */
+function refusals(results: SoakResults): string[] {
+  const lines = [...results.steady.map((count) => ['steady', count] as const), ...results.bursts.map((count) => ['bursts', count] as const)]
+    .filter(([, count]) => count.refused > 0 && count.refusedSample !== null)
+    .map(([traffic, count]) => `- ${traffic} · ${count.name}: ${count.refusedSample}`);
+  return lines.length === 0 ? [] : ['', 'First refusal of each kind refused:', '', ...lines];
 }
 
 function shareText(shares: Record<string, number>): string {

@@ -94,7 +94,7 @@ soak:
   --duration S         seconds of the soak (300 when not given)
   --burst-size N       new connections per burst, one request each (2000)
   --burst-every S      seconds between bursts (10)
-  --rate N             the steady load's requests per second in all, over --connections (1000)
+  --rate N             the steady load's requests per second in all, over --connections (500)
 `;
 
 class UsageError extends Error {}
@@ -190,7 +190,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       durationS: positiveNumber('duration', values.duration, 300),
       burstSize: positiveNumber('burst-size', values['burst-size'], 2000, true),
       burstEveryS: positiveNumber('burst-every', values['burst-every'], 10),
-      rate: positiveNumber('rate', values.rate, 1000),
+      rate: positiveNumber('rate', values.rate, 500),
     },
     help: values.help === true,
   };

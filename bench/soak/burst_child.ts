@@ -100,6 +100,7 @@ async function fire(message: BurstMessage): Promise<BurstResult> {
               const verdict = classify(item.kind.expect, answer);
               item.count[verdict]++;
               if (verdict === 'wrong') item.count.sample ??= answerSample(answer);
+              if (verdict === 'refused') item.count.refusedSample ??= answerSample(answer);
               setTimeout(finish, secondAnswerWaitMs);
             }
           });

@@ -27,10 +27,12 @@ export interface TrafficCount {
   answeredTwice: number;
   /** The first wrong answer (status and start of body), or the first reason one went unanswered. */
   sample: string | null;
+  /** The first refusal (status and start of body): which bound said no. */
+  refusedSample: string | null;
 }
 
 export function emptyCount(name: string): TrafficCount {
-  return { name, sent: 0, served: 0, refused: 0, wrong: 0, unanswered: 0, answeredTwice: 0, sample: null };
+  return { name, sent: 0, served: 0, refused: 0, wrong: 0, unanswered: 0, answeredTwice: 0, sample: null, refusedSample: null };
 }
 
 /** Adds `from` into `into` (same kind, another burst). */
@@ -42,6 +44,7 @@ export function addCount(into: TrafficCount, from: TrafficCount): void {
   into.unanswered += from.unanswered;
   into.answeredTwice += from.answeredTwice;
   into.sample ??= from.sample;
+  into.refusedSample ??= from.refusedSample;
 }
 
 /** A wrong answer, short enough for a table. */

@@ -81,7 +81,7 @@ function whenStarted(child: ChildProcess, name: string): Promise<void> {
 }
 
 /** Items per seeding request: small enough that each stays within the store's command timeout on a busy machine. */
-const seedPiece = 500;
+const seedPiece = 1000;
 
 /**
  * Bodies for `count` requests of a kind: its supply's single-use items, or its own body repeated.

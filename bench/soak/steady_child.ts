@@ -148,6 +148,7 @@ function runConnection(index: number): Promise<void> {
           const verdict = classify(current.kind.expect, answer);
           current.kind.count[verdict]++;
           if (verdict === 'wrong') current.kind.count.sample ??= answerSample(answer);
+          if (verdict === 'refused') current.kind.count.refusedSample ??= answerSample(answer);
           settle();
         }
       });
