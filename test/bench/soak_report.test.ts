@@ -141,6 +141,12 @@ t.test('the report: a row per kind and totals, the three phases, gauges, RSS and
   t.match(text, 'tessera_worker_requests_in_flight **0**, tessera_worker_queue_depth **0**');
   t.match(text, 'RSS 100.0 MiB at start, 120.0 MiB at the end (peak 150.0 MiB)');
   t.match(text, '**PASSED**: 100.00% answered (3,000 of 3,000), gauges at 0.');
+  t.notMatch(text, 'First refusal', 'no refusal line without a refusal sample');
+  const refused = formatSoak({
+    ...passed,
+    bursts: [count('device_authorization', { sent: 10, served: 2, refused: 8, refusedSample: '503 {"error":"temporarily_unavailable"}' })],
+  });
+  t.match(refused, 'First refusal of each kind refused:\n\n- bursts · device_authorization: 503 {"error":"temporarily_unavailable"}');
   const failed = formatSoak({ ...passed, failures: ['bursts, refresh_token: 3 of 500 unanswered'] });
   t.match(failed, '**FAILED**:\n- bursts, refresh_token: 3 of 500 unanswered');
   t.notMatch(failed, 'PASSED');
