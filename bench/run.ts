@@ -162,7 +162,13 @@ async function main(): Promise<number> {
   }
   if (generator.name === 'autocannon' && options.loadgen !== 'autocannon')
     console.log('Note: wrk is not installed, using autocannon (sudo apt-get install -y wrk for the reference figures)');
-  console.log(`Settings: ${formatSettings(results)}\n`);
+  // A soak alone has its own settings, printed in its report; the rounds and warm-up are not its.
+  const soakAlone = runSoakNamed && active.length === 0 && !runSign && !runScale;
+  console.log(
+    soakAlone
+      ? `Settings: soak for ${options.soak.durationS} s, Tessera from ${target.kind === 'dist' ? 'dist/' : 'TypeScript sources'}, ${options.threads} worker threads\n`
+      : `Settings: ${formatSettings(results)}\n`,
+  );
 
   let failed = false;
   try {
