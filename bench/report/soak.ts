@@ -135,7 +135,8 @@ export function soakFailures(results: Omit<SoakResults, 'failures'>): string[] {
     }
   }
   if (totalOf('all', [...results.steady, ...results.bursts]).sent === 0) failures.push('nothing was sent');
-  if (results.bursts.length > 0 && results.burstWindows.length === 0) failures.push('no burst was fired (--duration must be longer than --burst-every)');
+  if (results.bursts.length > 0 && results.burstWindows.length === 0)
+    failures.push('no burst was fired (--duration must be longer than --burst-every)');
   if (results.strayAnswers > 0) failures.push(`steady load: ${results.strayAnswers} answers to no outstanding request`);
   if (results.exhausted !== null) failures.push(`the steady load's ${results.exhausted} feed ran out (more must be prepared)`);
   const { inFlight, queueDepth } = results.gauges;
