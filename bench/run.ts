@@ -22,6 +22,8 @@ import { Progress } from './runner/progress.js';
 import { formatFloorComponents, measureFloors, runScenarioWithFloor, type FloorsRun } from './runner/floors.js';
 import { resolveTarget, type BaselineCheckout } from './runner/target.js';
 import { runScaleBench } from './scale/scale_bench.js';
+import { runSoak } from './soak/soak_bench.js';
+import { formatSoak } from './report/soak.js';
 import { scenarios, findScenario } from './scenarios/index.js';
 import type { ActiveScenario, PendingScenario } from './scenarios/scenario.js';
 import { repoRoot } from './support/child_server.js';
@@ -51,10 +53,12 @@ async function main(): Promise<number> {
     return 0;
   }
 
-  const unknown = options.names.filter((name) => name !== 'sign' && name !== 'scale' && findScenario(name) === undefined);
+  const unknown = options.names.filter(
+    (name) => name !== 'sign' && name !== 'scale' && name !== 'soak' && findScenario(name) === undefined,
+  );
   if (unknown.length > 0) {
     console.error(
-      `unknown scenario ${unknown.map((n) => `"${n}"`).join(', ')}; known: sign, scale, ${scenarios.map((s) => s.name).join(', ')}`,
+      `unknown scenario ${unknown.map((n) => `"${n}"`).join(', ')}; known: sign, scale, soak, ${scenarios.map((s) => s.name).join(', ')}`,
     );
     return 2;
   }
@@ -65,8 +69,10 @@ async function main(): Promise<number> {
   const runSign = everything || options.names.includes('sign');
   // Only when named: it writes 2M records and starts gateways of 100k clients (~7 min).
   const runScale = options.names.includes('scale');
+  // Only when named: five minutes of load and bursts (bench/README.md, "Soak and bursts").
+  const runSoakNamed = options.names.includes('soak');
   if (!everything) for (const scenario of pending) console.log(`${scenario.name}: pending: ${scenario.pending}`);
-  if (active.length === 0 && !runSign && !runScale) return 0;
+  if (active.length === 0 && !runSign && !runScale && !runSoakNamed) return 0;
 
   let generator: LoadGenerator;
   try {
@@ -156,7 +162,13 @@ async function main(): Promise<number> {
   }
   if (generator.name === 'autocannon' && options.loadgen !== 'autocannon')
     console.log('Note: wrk is not installed, using autocannon (sudo apt-get install -y wrk for the reference figures)');
-  console.log(`Settings: ${formatSettings(results)}\n`);
+  // A soak alone has its own settings, printed in its report; the rounds and warm-up are not its.
+  const soakAlone = runSoakNamed && active.length === 0 && !runSign && !runScale;
+  console.log(
+    soakAlone
+      ? `Settings: soak for ${options.soak.durationS} s, Tessera from ${target.kind === 'dist' ? 'dist/' : 'TypeScript sources'}, ${options.threads} worker threads\n`
+      : `Settings: ${formatSettings(results)}\n`,
+  );
 
   let failed = false;
   try {
@@ -202,6 +214,19 @@ async function main(): Promise<number> {
       results.settings.redis = ctx.redisVersion;
       failed ||= results.scale.failures.length > 0 || results.scale.cost.some((row) => row.rounds.some((round) => !round.valid));
       console.log(`${formatScale(results.scale)}\n`);
+    }
+    if (runSoakNamed) {
+      try {
+        results.soak = await runSoak(ctx, { ...options.soak, connections: options.connections });
+        results.settings.redis = ctx.redisVersion;
+        failed ||= results.soak.failures.length > 0;
+        progress.clear();
+        console.log(`${formatSoak(results.soak)}\n`);
+      } catch (err) {
+        progress.clear();
+        console.error(`soak: FAILED: ${(err as Error).stack ?? String(err)}`);
+        failed = true;
+      }
     }
   } finally {
     await ctx.close();

@@ -13,6 +13,7 @@ import type { BenchAlgorithm } from '../support/keys.js';
 import type { GitInfo } from '../support/git_info.js';
 import type { MachineInfo } from '../support/machine.js';
 import type { RssTrend } from '../support/rss_trend.js';
+import type { SoakResults } from './soak.js';
 import type { ScaleResults } from './scale_results.js';
 
 export interface CpuFigures {
@@ -452,6 +453,8 @@ export interface BenchResults {
   bound?: ThroughputBound | null;
   /** `npm run bench -- scale` (report/scale.ts); absent from runs without it. */
   scale?: ScaleResults | null;
+  /** `npm run bench -- soak` (report/soak.ts); absent from runs without it. */
+  soak?: SoakResults | null;
   /** The parts of every floor, measured in the run (absent in older files; null: no scenario with a floor ran). */
   floors?: FloorComponents | null;
   /** Issue 18's bars judged on this run (absent in older files). */

@@ -44,6 +44,11 @@ export interface BenchOptions {
    */
   baselineEvents: 'none' | 'file' | 'redis';
   cpuProf: boolean;
+  /**
+   * `soak` (only when named): its seconds (`--duration`, else 300), the connections of each burst,
+   * the seconds between bursts, and the steady load's rate in req/s (bench/README.md, "Soak and bursts").
+   */
+  soak: { durationS: number; burstSize: number; burstEveryS: number; rate: number };
   help: boolean;
 }
 
@@ -51,6 +56,8 @@ export const usage = `Usage: npm run bench -- [scenario… | sign | scale] [opti
 
 With no scenario, runs every current scenario and the sign micro-bench. \`scale\` (only when
 named, ~7 min) measures start-up, per-request cost and store memory as clients and records grow.
+\`soak\` (only when named, 5 min) runs the mixed load on Redis with bursts of new connections and
+fails unless every request is answered and nothing is left in flight.
 
 Options:
   --duration S         measured seconds per contender and round (10; --quick: 3)
@@ -82,6 +89,12 @@ Options:
                        compares two versions of the events' cost in one run
   --cpu-prof           profile the gateway processes (node --cpu-prof) and print the hottest functions
   --no-save            do not write bench/results/<timestamp>.json and .svg
+
+soak:
+  --duration S         seconds of the soak (300 when not given)
+  --burst-size N       new connections per burst, one request each (2000)
+  --burst-every S      seconds between bursts (10)
+  --rate N             the steady load's requests per second in all, over --connections (500)
 `;
 
 class UsageError extends Error {}
@@ -121,6 +134,9 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       help: { type: 'boolean', short: 'h', default: false },
       events: { type: 'string' },
       'baseline-events': { type: 'string' },
+      'burst-size': { type: 'string' },
+      'burst-every': { type: 'string' },
+      rate: { type: 'string' },
     },
   });
   const quick = values.quick === true;
@@ -170,6 +186,12 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     events,
     baselineEvents,
     cpuProf: values['cpu-prof'] === true,
+    soak: {
+      durationS: positiveNumber('duration', values.duration, 300),
+      burstSize: positiveNumber('burst-size', values['burst-size'], 2000, true),
+      burstEveryS: positiveNumber('burst-every', values['burst-every'], 10),
+      rate: positiveNumber('rate', values.rate, 500),
+    },
     help: values.help === true,
   };
 }

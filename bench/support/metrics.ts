@@ -33,3 +33,16 @@ export function meanBatch(before: BatchCounter | null, after: BatchCounter | nul
   if (before === null || after === null || after.count <= before.count) return null;
   return (after.sum - before.sum) / (after.count - before.count);
 }
+
+/** A gauge's value (its unlabelled series) from the gateway's `/metrics` URL, or null when it is not there. */
+export async function readGauge(metricsUrl: string, name: string): Promise<number | null> {
+  try {
+    const response = await fetch(metricsUrl, { signal: AbortSignal.timeout(5000) });
+    if (response.status !== 200) return null;
+    const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(await response.text());
+    const value = match?.[1] === undefined ? Number.NaN : Number(match[1]);
+    return Number.isFinite(value) ? value : null;
+  } catch {
+    return null;
+  }
+}

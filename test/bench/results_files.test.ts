@@ -27,7 +27,7 @@ t.test('every results file bench/README.md cites is in bench/results/, with its 
   for (const stamp of cited) {
     const json = `${benchDir}results/${stamp}.json`;
     t.ok(existsSync(json), `${stamp}.json exists`);
-    // The chart draws the scenarios' rows: a run of `scale` alone has none, and no chart.
+    // The chart draws the scenarios' rows: a run of `scale` or `soak` alone has none, and no chart.
     const charted = !existsSync(json) || (JSON.parse(readFileSync(json, 'utf8')) as BenchResults).scenarios.length > 0;
     if (charted) t.ok(existsSync(`${benchDir}results/${stamp}.svg`), `${stamp}.svg exists`);
   }
@@ -44,6 +44,7 @@ t.test('each committed run is the newest on its machine for one of its scenarios
     ...results.scenarios.map((s) => s.name),
     ...(results.sign === null ? [] : ['sign']),
     ...(results.scale === undefined || results.scale === null ? [] : ['scale']),
+    ...(results.soak === undefined || results.soak === null ? [] : ['soak']),
   ];
   for (const { file, results } of runs) {
     const machine = JSON.stringify(results.machine);
