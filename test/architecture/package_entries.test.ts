@@ -59,8 +59,12 @@ t.test('tessera/validator and tessera resolve to the built entries and export th
   const probe = JSON.parse(stdout) as Probe;
   t.match(probe.validatorEntry, /\/dist\/validator\.js$/);
   t.match(probe.rootEntry, /\/dist\/index\.js$/);
-  t.same(probe.validatorExports, ['GrantValidationResult', 'TokenRequestErrors'], 'the validator entry holds the validator API only');
-  const rootExports = ['GrantValidationResult', 'TesseraBuilder', 'TokenRequestErrors', 'createTessera'];
+  t.same(
+    probe.validatorExports,
+    ['GrantValidationResult', 'TokenRequestErrors', 'authenticationMethods'],
+    'the validator entry holds the validator API only',
+  );
+  const rootExports = ['GrantValidationResult', 'TesseraBuilder', 'TokenRequestErrors', 'authenticationMethods', 'createTessera'];
   t.same(probe.rootExports, rootExports, 'the root keeps the validator API beside the embedding API');
   t.same(probe.rootExportsInWorker, rootExports, 'the root loads in a worker thread too, for validators that import it');
 });
