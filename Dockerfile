@@ -20,8 +20,10 @@ ENV NODE_ENV=production \
     TESSERA_HOST=0.0.0.0 \
     TESSERA_PORT=5000
 WORKDIR /app
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
+COPY package.json package-lock.json uws_binaries.sha256 ./
+# The HTTP engine's native binaries must be the pinned ones, or the build fails here
+# (docs/operations.md, "The HTTP engine").
+RUN npm ci --omit=dev --ignore-scripts && sha256sum --check --strict --quiet uws_binaries.sha256 && npm cache clean --force
 COPY --from=build /app/dist dist
 # TypeScript validators run without a build step (tsx is a production dependency); a config
 # points validatorsDir at /app/validators, inside the package, so 'tessera/validator' resolves.

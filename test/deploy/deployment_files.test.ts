@@ -53,6 +53,14 @@ t.test('Dockerfile', async (t) => {
     t.equal(one(runtimeStage, 'FROM'), 'node:20-slim');
   });
 
+  t.test("the runtime stage checks the HTTP engine's binaries against the pinned list", async (t) => {
+    t.ok(all(runtimeStage, 'COPY').some((args) => args.split(/\s+/).includes('uws_binaries.sha256')));
+    t.ok(
+      all(runtimeStage, 'RUN').some((run) => /npm ci --omit=dev .*&& sha256sum --check --strict --quiet uws_binaries\.sha256\b/.test(run)),
+      'after npm ci, sha256sum --check fails the build on a binary not pinned',
+    );
+  });
+
   t.test('the runtime stage installs production dependencies only and takes dist/ from the build stage', async (t) => {
     t.ok(
       all(runtimeStage, 'RUN').some((run) => /\bnpm ci --omit=dev\b/.test(run)),
