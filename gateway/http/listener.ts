@@ -19,8 +19,6 @@ export interface ListenerOptions {
    * "Several processes").
    */
   readonly exclusive: boolean;
-  /** The config fields the address comes from, for the error when the port cannot be taken. */
-  readonly configFields?: string | undefined;
   readonly tls?: TlsFiles | undefined;
   /** Registers the routes on an app (once per app: a TLS reload opens a new one). */
   readonly mount: (app: uWS.TemplatedApp) => void;
@@ -58,7 +56,7 @@ export class Listener {
     const socket = await listenOnce(app, options.host, options.port, options.exclusive);
     if (socket === false) {
       app.close();
-      throw new Error(await cannotListen(options.host, options.port, options.configFields ?? 'listen.host, listen.port'));
+      throw new Error(await cannotListen(options.host, options.port, 'listen.host, listen.port'));
     }
     const listener = new Listener(options, socket, uWS.us_socket_local_port(socket as unknown as uWS.us_socket), pair);
     listener.apps.push(app);

@@ -5,8 +5,10 @@
 // sharing its port is test/gateway/cli/supervisor.test.ts.
 import t, { type Test } from 'tap';
 import { writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { validateConfig } from '../../../gateway/config/load.js';
+import { Listener } from '../../../gateway/http/listener.js';
 import { startGateway } from '../../../gateway/server.js';
 import { startCli } from '../../helpers/cli_process.js';
 import { freePort } from '../../helpers/free_port.js';
@@ -84,4 +86,20 @@ t.test('a second gateway on the management port in use fails naming it', async (
   });
   const metrics = await fetch(`${first.managementUrl}/metrics`);
   t.equal(metrics.status, 200, "the first gateway's /metrics still answers");
+});
+
+t.test('the listener names why it cannot take an address', async (t) => {
+  const open = (host: string, port: number) => Listener.open({ host, port, exclusive: true, mount: () => {} });
+  // Held by any process's socket, not only a gateway's.
+  const holder = createServer();
+  await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => holder.close());
+  const held = (holder.address() as { port: number }).port;
+  await t.rejects(open('127.0.0.1', held), {
+    message: `cannot listen on 127.0.0.1:${held} (listen.host, listen.port): the port is in use by another process`,
+  });
+  // 192.0.2.1 is TEST-NET-1 (RFC 5737): never an address of this host.
+  await t.rejects(open('192.0.2.1', held), {
+    message: `cannot listen on 192.0.2.1:${held} (listen.host, listen.port): the address is not one of this host's`,
+  });
 });
