@@ -47,10 +47,12 @@ const imageEnv = Object.fromEntries(
 const port = Number(one(runtimeStage, 'EXPOSE'));
 
 t.test('Dockerfile', async (t) => {
-  t.test('two stages on node:20-slim: a build stage, then the runtime', async (t) => {
+  t.test('two stages on node:22-slim, the Node line engines names: a build stage, then the runtime', async (t) => {
     t.equal(stages.length, 2);
-    t.equal(one(buildStage, 'FROM'), 'node:20-slim AS build');
-    t.equal(one(runtimeStage, 'FROM'), 'node:20-slim');
+    t.equal(one(buildStage, 'FROM'), 'node:22-slim AS build');
+    t.equal(one(runtimeStage, 'FROM'), 'node:22-slim');
+    // docs/operations.md, "Running": Node 22 LTS is the supported runtime.
+    t.equal(JSON.parse(read('package.json')).engines.node, '^22.15.0');
   });
 
   t.test("the runtime stage checks the HTTP engine's binaries against the pinned list", async (t) => {
