@@ -3,8 +3,9 @@
 #   docker run -p 5000:5000 -v "$PWD/deploy/config:/etc/tessera:ro" tessera
 # The config is mounted at /etc/tessera/tessera.json; keys and TLS files beside it or from secrets.
 
+# Node 22 LTS, the supported runtime (docs/operations.md, "Running"); Node 20 is past its end of life.
 # Build stage: every dependency, the TypeScript compiled to dist/.
-FROM node:20-slim AS build
+FROM node:22-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts: `prepare` would build before the sources are copied.
@@ -15,13 +16,15 @@ COPY workers workers
 RUN npm run build
 
 # Runtime stage: production dependencies only, the compiled code, the shipped validators.
-FROM node:20-slim
+FROM node:22-slim
 ENV NODE_ENV=production \
     TESSERA_HOST=0.0.0.0 \
     TESSERA_PORT=5000
 WORKDIR /app
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
+COPY package.json package-lock.json uws_binaries.sha256 ./
+# The HTTP engine's native binaries must be the pinned ones, or the build fails here
+# (docs/operations.md, "The HTTP engine").
+RUN npm ci --omit=dev --ignore-scripts && sha256sum --check --strict --quiet uws_binaries.sha256 && npm cache clean --force
 COPY --from=build /app/dist dist
 # TypeScript validators run without a build step (tsx is a production dependency); a config
 # points validatorsDir at /app/validators, inside the package, so 'tessera/validator' resolves.

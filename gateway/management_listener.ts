@@ -3,7 +3,7 @@ import * as uWS from 'uWebSockets.js';
 import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import { Exchange } from './http/exchange.js';
 import { withStrictFraming } from './http/framing.js';
-import { listenOnce } from './http/listener.js';
+import { cannotListen, listenOnce } from './http/listener.js';
 import type { GatewayMetrics } from './metrics.js';
 
 /** The management listener: where it listens, and the bearer token `/metrics` may require. */
@@ -22,8 +22,9 @@ export interface ManagementListener {
 /**
  * `/metrics` (and `/healthz`) on a listener of their own, by default on 127.0.0.1: the public
  * port, which faces clients, then shows nothing of the gateway's internals (docs/operations.md,
- * "Metrics"; Keycloak's management interface does the same). On SO_REUSEPORT like the public
- * listener of a Redis gateway; give each process on one host its own port.
+ * "Metrics"; Keycloak's management interface does the same). Taken exclusively, always: a port
+ * shared with another gateway would answer a scrape with either one's metrics. The processes of
+ * `--processes N` each listen on a port of their own (management.port + index).
  */
 export async function startManagementListener(metrics: GatewayMetrics, options: ManagementOptions): Promise<ManagementListener> {
   const app = uWS.App();
@@ -35,8 +36,11 @@ export async function startManagementListener(metrics: GatewayMetrics, options: 
   framed.any('/*', (res, req) => {
     new Exchange(res, req.getMethod()).sendStatic(404, 'application/json', '{"error":"not_found"}', 'no-store');
   });
-  const socket = await listenOnce(app, options.host, options.port, false);
-  if (socket === false) throw new Error(`cannot listen on ${options.host}:${options.port} (management.host, management.port)`);
+  const socket = await listenOnce(app, options.host, options.port, true);
+  if (socket === false) {
+    app.close();
+    throw new Error(await cannotListen(options.host, options.port, 'management.host, management.port'));
+  }
   const port = uWS.us_socket_local_port(socket as unknown as uWS.us_socket);
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
   return {

@@ -324,12 +324,12 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
         config.management.port === 0 || processSlot === undefined ? config.management.port : config.management.port + processSlot.index;
       management = await startManagementListener(metrics, { ...config.management, port: managementPort });
     }
-    // The memory store is one process's state: a second gateway sharing the port (SO_REUSEPORT,
-    // uWS's default) would split clients between two stores, so the port is taken exclusively.
+    // Only the processes of one `--processes N` share the port (SO_REUSEPORT, uWS's default); any
+    // other gateway on it would silently take half the connections (docs/operations.md, "Several gateways").
     listener = await Listener.open({
       host: config.listen.host,
       port: config.listen.port,
-      exclusive: config.store.type === 'memory',
+      exclusive: processSlot === undefined,
       tls: config.tls,
       mount: (app) => routes.mount(app),
     });

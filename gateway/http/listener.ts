@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { createSecureContext } from 'node:tls';
 import * as uWS from 'uWebSockets.js';
 
@@ -12,8 +13,10 @@ export interface ListenerOptions {
   readonly host: string;
   readonly port: number;
   /**
-   * Takes the port for this process alone: with the memory store a second gateway sharing the port
-   * would split clients between two stores.
+   * Takes the port for this process alone (no SO_REUSEPORT): a second gateway started on a port in
+   * use fails instead of silently taking half the connections (with its own config, keys or store).
+   * Only the processes of one `tessera start --processes N` share a port (docs/operations.md,
+   * "Several processes").
    */
   readonly exclusive: boolean;
   readonly tls?: TlsFiles | undefined;
@@ -53,7 +56,7 @@ export class Listener {
     const socket = await listenOnce(app, options.host, options.port, options.exclusive);
     if (socket === false) {
       app.close();
-      throw new Error(portInUse(options));
+      throw new Error(await cannotListen(options.host, options.port, 'listen.host, listen.port'));
     }
     const listener = new Listener(options, socket, uWS.us_socket_local_port(socket as unknown as uWS.us_socket), pair);
     listener.apps.push(app);
@@ -150,12 +153,31 @@ export function listenOnce(app: uWS.TemplatedApp, host: string, port: number, ex
   });
 }
 
-function portInUse({ host, port, exclusive }: ListenerOptions): string {
-  if (!exclusive) return `cannot listen on ${host}:${port}`;
-  return (
-    `cannot listen on ${host}:${port}: the port is in use. With the memory store a gateway needs the port to ` +
-    'itself (its state lives in this one process); run one gateway per memory store, or share Redis'
-  );
+/**
+ * Why `host:port` cannot be taken, for the start-up error. uWS says only that it failed, so the
+ * reason comes from binding the same address once more with Node's own socket (EADDRINUSE, EACCES
+ * for a port below 1024, EADDRNOTAVAIL for an address this host does not have).
+ */
+export async function cannotListen(host: string, port: number, configFields: string): Promise<string> {
+  const where = `cannot listen on ${host.includes(':') ? `[${host}]` : host}:${port} (${configFields})`;
+  const code = await bindError(host, port);
+  if (code === 'EADDRINUSE')
+    return (
+      `${where}: the port is in use by another process. A gateway takes its port to itself; only the ` +
+      'processes of one "tessera start --processes N" share a port (docs/operations.md, "Several processes")'
+    );
+  if (code === 'EACCES') return `${where}: permission denied (a port below 1024 needs privileges)`;
+  if (code === 'EADDRNOTAVAIL') return `${where}: the address is not one of this host's`;
+  return code === undefined ? `${where}: the port could not be taken` : `${where}: ${code}`;
+}
+
+/** The error code of a bind to `host:port`, or `undefined` when the bind works (the port was freed since). */
+function bindError(host: string, port: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+    server.listen({ host, port, exclusive: true }, () => server.close(() => resolve(undefined)));
+  });
 }
 
 function delay(ms: number): Promise<void> {

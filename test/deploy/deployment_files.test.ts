@@ -50,10 +50,20 @@ const imageEnv = Object.fromEntries(
 const port = Number(one(runtimeStage, 'EXPOSE'));
 
 t.test('Dockerfile', async (t) => {
-  t.test('two stages on node:20-slim: a build stage, then the runtime', async (t) => {
+  t.test('two stages on node:22-slim, the Node line engines names: a build stage, then the runtime', async (t) => {
     t.equal(stages.length, 2);
-    t.equal(one(buildStage, 'FROM'), 'node:20-slim AS build');
-    t.equal(one(runtimeStage, 'FROM'), 'node:20-slim');
+    t.equal(one(buildStage, 'FROM'), 'node:22-slim AS build');
+    t.equal(one(runtimeStage, 'FROM'), 'node:22-slim');
+    // docs/operations.md, "Running": Node 22 LTS is the supported runtime.
+    t.equal(JSON.parse(read('package.json')).engines.node, '^22.15.0');
+  });
+
+  t.test("the runtime stage checks the HTTP engine's binaries against the pinned list", async (t) => {
+    t.ok(all(runtimeStage, 'COPY').some((args) => args.split(/\s+/).includes('uws_binaries.sha256')));
+    t.ok(
+      all(runtimeStage, 'RUN').some((run) => /npm ci --omit=dev .*&& sha256sum --check --strict --quiet uws_binaries\.sha256\b/.test(run)),
+      'after npm ci, sha256sum --check fails the build on a binary not pinned',
+    );
   });
 
   t.test('the runtime stage installs production dependencies only and takes dist/ from the build stage', async (t) => {

@@ -34,7 +34,10 @@ t.test('every variable a command uses is set by an earlier command', async (t) =
 });
 
 t.test('run in order against the demo config, they get tokens and introspect one', async (t) => {
-  const config = await loadConfigFile(path.join(root, 'config/demo.json'), { env: { TESSERA_PORT: '0' } });
+  const demo = await loadConfigFile(path.join(root, 'config/demo.json'), { env: { TESSERA_PORT: '0' } });
+  // A free management port: the demo's 9464 may be another gateway's, and a gateway takes its ports
+  // to itself (docs/operations.md, "Several gateways").
+  const config = { ...demo, management: { ...demo.management, port: 0 } };
   const devKeyDir = mkdtempSync(path.join(tmpdir(), 'tessera-readme-'));
   t.teardown(() => rmSync(devKeyDir, { recursive: true, force: true }));
   const gw = await startGateway({ config, devKeyDir, watchValidators: false, logger: (await import('pino')).pino({ level: 'silent' }) });

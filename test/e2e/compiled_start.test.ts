@@ -20,6 +20,9 @@ t.test('the compiled gateway serves the demo config, the shipped TypeScript vali
   const demo = JSON.parse(readFileSync(path.join(repoRoot, 'config/demo.json'), 'utf8')) as Record<string, unknown>;
   demo.issuer = `http://127.0.0.1:${port}`;
   demo.listen = { host: '127.0.0.1', port };
+  // A free management port: the demo's 9464 may be another gateway's, and a gateway takes its ports
+  // to itself (docs/operations.md, "Several gateways").
+  demo.management = { host: '127.0.0.1', port: 0 };
   demo.validatorsDir = path.join(repoRoot, 'validators');
   demo.logLevel = 'warn';
   writeFileSync(path.join(dir, 'demo.json'), JSON.stringify(demo));

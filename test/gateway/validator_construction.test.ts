@@ -58,6 +58,8 @@ t.test('a validator is constructed once on the main thread and once in each work
     'tessera.json': JSON.stringify({
       issuer: 'http://127.0.0.1:5000',
       listen: { host: '127.0.0.1', port: 0 },
+      // Not the default 9464: a gateway takes its management port to itself.
+      management: { host: '127.0.0.1', port: 0 },
       workers: { threads },
       logLevel: 'silent',
       signing: { algorithm: 'ES256', keys: [{ file: 'signing.jwk.json' }] },

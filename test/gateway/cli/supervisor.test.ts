@@ -5,7 +5,9 @@
 import t from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { validateConfig } from '../../../gateway/config/load.js';
 import { generateSigningKey } from '../../../gateway/key_loader.js';
+import { startGateway } from '../../../gateway/server.js';
 import { AuthorizeFlow, callbackUri, codeFlowClient, pkcePair } from '../../helpers/authorize_flow.js';
 import { startCli, type CliProcess } from '../../helpers/cli_process.js';
 import { freePort, freePortRun } from '../../helpers/free_port.js';
@@ -131,6 +133,18 @@ t.test('two processes on one port, sharing Redis', async (t) => {
     t.ok(first.total > 0 && second.total > 0, `both processes served requests (${first.total} and ${second.total})`);
     t.same(first.labels, ['0']);
     t.same(second.labels, ['1']);
+  });
+
+  t.test('a gateway that is not one of the processes cannot join their port', async (t) => {
+    // Without SO_REUSEPORT it cannot bind beside them, nor can they beside it: no silent sharing
+    // (docs/operations.md, "Several gateways").
+    const lone = structuredClone(raw);
+    lone.management = { host: '127.0.0.1', port: 0 };
+    const config = validateConfig(lone, { configDir: dir, env: {} });
+    await t.rejects(startGateway({ config, devKeyDir: t.testdir(), watchValidators: false }), {
+      message: `cannot listen on 127.0.0.1:${port} (listen.host, listen.port): the port is in use by another process`,
+    });
+    t.equal((await fetch(`${url}/healthz`)).status, 200, 'the processes still serve');
   });
 
   t.test('of 50 refreshes of one token across both processes, exactly one wins and the replay revokes the family', async (t) => {
