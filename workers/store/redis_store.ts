@@ -1,5 +1,6 @@
 /**
- * The shared store for any number of gateway processes (docs/storage.md), on Redis or Redis Cluster.
+ * The shared store for any number of gateway processes (docs/storage.md), on Redis, a Redis
+ * master group behind Sentinel, or Redis Cluster.
  *
  * ## Key layout
  *
@@ -77,7 +78,43 @@ export interface RedisClusterStoreOptions extends RedisStoreCommonOptions {
   nodes: readonly string[];
 }
 
-export type RedisStoreOptions = RedisStandaloneOptions | RedisClusterStoreOptions;
+/**
+ * A master group watched by Redis Sentinel (docs/operations.md, "Redis Sentinel"): the client asks
+ * the Sentinels for the current master and follows it through failovers.
+ */
+export interface RedisSentinelStoreOptions extends RedisStoreCommonOptions {
+  /** The Sentinels, `host:port` each; any one that answers is enough. */
+  sentinels: readonly string[];
+  /** The master group's name (`sentinel monitor <name> …`). */
+  name: string;
+  /** Password (and ACL user) of the Redis master and replicas. */
+  password?: string;
+  username?: string;
+  /** Password (and ACL user) of the Sentinels, when they require one. */
+  sentinelPassword?: string;
+  sentinelUsername?: string;
+  /** TLS to the Sentinels and to the Redis servers. */
+  tls?: boolean;
+}
+
+export type RedisStoreOptions = RedisStandaloneOptions | RedisClusterStoreOptions | RedisSentinelStoreOptions;
+
+/** `host:port` (a bracketed IPv6 host allowed) as ioredis wants a Sentinel's address. */
+export function parseSentinelAddress(address: string): { host: string; port: number } {
+  const match = /^(?:\[([^\]]+)\]|([^:\s]+)):(\d{1,5})$/.exec(address);
+  const port = Number(match?.[3]);
+  if (match === null || port < 1 || port > 65535) throw new Error(`not a host:port Sentinel address: ${address}`);
+  return { host: match[1] ?? match[2] ?? '', port };
+}
+
+/**
+ * After a failover the old master may still hold our connection for a moment, now as a replica:
+ * a write there answers READONLY. Reconnecting asks the Sentinels for the new master; the failed
+ * command is not resent (1, not 2), as with every other failure ("Failure" above).
+ */
+function reconnectOnReadonly(err: Error): 1 | false {
+  return err.message.startsWith('READONLY') ? 1 : false;
+}
 
 const liveHeader = 0;
 const consumedHeader = 1;
@@ -250,7 +287,7 @@ function toConsumeResult<T>(reply: unknown): ConsumeResult<T> {
 }
 
 /**
- * {@link Store} on Redis (one server) or Redis Cluster (`nodes`).
+ * {@link Store} on Redis (one server), a Sentinel-watched master (`sentinels`) or Redis Cluster (`nodes`).
  *
  * @example
  * ```ts
@@ -308,6 +345,28 @@ export class RedisStore implements Store {
         },
       };
       this.#client = new Cluster([...options.nodes], clusterOptions);
+    } else if ('sentinels' in options) {
+      this.#isCluster = false;
+      const tls = options.tls === true ? {} : undefined;
+      this.#client = new Redis({
+        ...connectionOptions,
+        sentinels: options.sentinels.map(parseSentinelAddress),
+        name: options.name,
+        role: 'master',
+        ...(options.password === undefined ? {} : { password: options.password }),
+        ...(options.username === undefined ? {} : { username: options.username }),
+        ...(options.sentinelPassword === undefined ? {} : { sentinelPassword: options.sentinelPassword }),
+        ...(options.sentinelUsername === undefined ? {} : { sentinelUsername: options.sentinelUsername }),
+        ...(tls === undefined ? {} : { tls, sentinelTLS: tls, enableTLSForSentinelMode: true }),
+        // A Sentinel that does not answer must not hold up the search for one that does.
+        sentinelCommandTimeout: this.#commandTimeoutMs,
+        // Keep asking the Sentinels for as long as the store is open (null would give up).
+        sentinelRetryStrategy: retryStrategy,
+        // Subscribe to +switch-master so a failover moves the connection at once, not at the
+        // first command that fails on the demoted master.
+        failoverDetector: true,
+        reconnectOnError: reconnectOnReadonly,
+      });
     } else {
       this.#isCluster = false;
       this.#client = new Redis(options.url, connectionOptions);
