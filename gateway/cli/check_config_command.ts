@@ -94,6 +94,9 @@ function describeStore(store: LoadedConfig['store']): string {
         ...(store.password === undefined ? [] : ['Redis password']),
         ...(store.sentinelPassword === undefined ? [] : ['Sentinel password']),
         ...(store.tls ? ['TLS'] : []),
+        ...(store.waitForReplicas > 0
+          ? [`each write waits for ${store.waitForReplicas} replica${store.waitForReplicas === 1 ? '' : 's'}`]
+          : []),
       ];
       return `redis-sentinel master "${store.name}" via ${store.sentinels.join(' ')} (key prefix "${store.keyPrefix}"${auth.map((a) => `, ${a}`).join('')})`;
     }

@@ -256,6 +256,15 @@ const storeSchema = z
       sentinelPassword: z.string().optional().describe('Password of the Sentinels, when they require one.'),
       sentinelUsername: nonEmpty.optional().describe('ACL user on the Sentinels.'),
       tls: z.boolean().default(false).describe('TLS to the Sentinels and to the Redis servers.'),
+      waitForReplicas: z
+        .number()
+        .int()
+        .min(0)
+        .max(16)
+        .default(0)
+        .describe(
+          'Replicas that must acknowledge each write (Redis WAIT) before it counts; 0 = do not wait. Costs a round trip per write.',
+        ),
       keyPrefix: z.string().default('tessera:'),
       commandTimeoutMs: z.number().int().positive().default(500),
     }),

@@ -31,7 +31,7 @@ export interface RedisSentinelSetup {
   failover(): Promise<string | null>;
   /** SIGKILLs the server that is master now; resolves its port. */
   killMaster(): Promise<number>;
-  /** Resolves the new master's port once every Sentinel names one other than `oldPort` and it accepts writes. */
+  /** Resolves the new master's port once the first Sentinel names one other than `oldPort` and it accepts writes. */
   waitForNewMaster(oldPort: number, timeoutMs: number): Promise<number>;
   /** Kills every process and removes the config folder. */
   stop(): Promise<void>;
@@ -97,10 +97,13 @@ export async function startRedisSentinel(options: { name?: string; replicas?: nu
 
   try {
     // `--dir`: a replica writes the RDB its master sends it; keep it out of the working directory.
-    const master = await startRedisServer({ args: ['--dir', dir] });
+    // `repl-diskless-sync-delay 0`: a replica re-pointed by a failover syncs at once, not after
+    // the default 5 s (docs/operations.md, "What a failover costs").
+    const serverArgs = ['--dir', dir, '--repl-diskless-sync-delay', '0'];
+    const master = await startRedisServer({ args: serverArgs });
     servers.push(master);
     for (let i = 0; i < (options.replicas ?? 1); i += 1) {
-      servers.push(await startRedisServer({ args: ['--dir', dir, '--replicaof', '127.0.0.1', String(master.port)] }));
+      servers.push(await startRedisServer({ args: [...serverArgs, '--replicaof', '127.0.0.1', String(master.port)] }));
     }
     for (let i = 0; i < 3; i += 1) {
       const port = await freePort();
@@ -125,6 +128,11 @@ export async function startRedisSentinel(options: { name?: string; replicas?: nu
       sentinelPorts.push(port);
     }
     const replicas = String(servers.length - 1);
+    // Synced, not just connected: a replica still waiting for its first RDB acknowledges nothing.
+    await waitFor('the replicas did not finish their first sync', 15_000, async () => {
+      const info = (await sendRedisCommand(master.port, 'INFO replication', 500)) ?? '';
+      return (info.match(/state=online/g) ?? []).length === servers.length - 1;
+    });
     await waitFor('the Sentinels did not all see the replicas and each other', 15_000, async () => {
       for (const port of sentinelPorts) {
         if ((await sentinelMasterField(port, name, 'num-slaves')) !== replicas) return false;
@@ -155,10 +163,10 @@ export async function startRedisSentinel(options: { name?: string; replicas?: nu
     },
     async waitForNewMaster(oldPort, timeoutMs) {
       let elected = -1;
+      // The first Sentinel is the one told to fail over, and the one a client asks first.
       await waitFor(`no new master other than ${oldPort} was elected`, timeoutMs, async () => {
-        const ports = await Promise.all(sentinelPorts.map((port) => sentinelMasterPort(port, name)));
-        const [port] = ports;
-        if (port === null || port === undefined || port === oldPort || ports.some((p) => p !== port)) return false;
+        const port = await masterPort();
+        if (port === null || port === oldPort) return false;
         // Promoted: it answers a write (a replica answers READONLY).
         const reply = await sendRedisCommand(port, 'SET tessera-sentinel-probe 1 PX 1000', 500);
         if (!reply?.startsWith('+OK')) return false;

@@ -131,6 +131,7 @@ export type StoreConfig =
       readonly sentinelPassword?: string | undefined;
       readonly sentinelUsername?: string | undefined;
       readonly tls: boolean;
+      readonly waitForReplicas: number;
       readonly keyPrefix: string;
       readonly commandTimeoutMs: number;
     };

@@ -62,6 +62,7 @@ export function createStore(config: StoreConfig, options: CreateStoreOptions = {
         ...(config.sentinelPassword === undefined ? {} : { sentinelPassword: config.sentinelPassword }),
         ...(config.sentinelUsername === undefined ? {} : { sentinelUsername: config.sentinelUsername }),
         tls: config.tls,
+        waitForReplicas: config.waitForReplicas,
         keyPrefix: config.keyPrefix,
         commandTimeoutMs: config.commandTimeoutMs,
         ...(options.onError === undefined ? {} : { onError: options.onError }),

@@ -30,6 +30,15 @@
  * from a family and increment each run as one Lua script (`defineCommand`, sent as EVALSHA); plain writes, reads and
  * deletes of standalone keys are single commands. Nothing reads then writes from the client.
  *
+ * ## Replication
+ *
+ * Redis replicates asynchronously: a write the master acknowledged may not have reached the
+ * replica that a failover promotes, and is then lost (a rotation the client saw, a consumed code).
+ * With `waitForReplicas` (Sentinel only) every write is followed by `WAIT n` on the same
+ * connection; fewer acknowledgements within the call's deadline, or a connection replaced in
+ * between, fail the call like an outage (the write may still stand, as after a timeout).
+ * docs/operations.md, "What a failover costs".
+ *
  * ## Failure
  *
  * Every backend failure rejects with {@link StoreUnavailableError} within about
@@ -95,6 +104,11 @@ export interface RedisSentinelStoreOptions extends RedisStoreCommonOptions {
   sentinelUsername?: string;
   /** TLS to the Sentinels and to the Redis servers. */
   tls?: boolean;
+  /**
+   * Replicas that must acknowledge each write (`WAIT`) before the call succeeds; 0 (default) = do
+   * not wait. See "Replication" above.
+   */
+  waitForReplicas?: number;
 }
 
 export type RedisStoreOptions = RedisStandaloneOptions | RedisClusterStoreOptions | RedisSentinelStoreOptions;
@@ -301,6 +315,9 @@ export class RedisStore implements Store {
   readonly #commandTimeoutMs: number;
   readonly #observe: ((command: string, seconds: number, failed: boolean) => void) | undefined;
   readonly #isCluster: boolean;
+  readonly #waitForReplicas: number;
+  /** Counts `ready` events: a `WAIT` on another connection than the write's proves nothing. */
+  #connectionGeneration = 0;
   #pendingReady: Promise<void> | null = null;
   #closed = false;
 
@@ -308,6 +325,7 @@ export class RedisStore implements Store {
     this.#prefix = options.keyPrefix ?? 'tessera:';
     this.#commandTimeoutMs = options.commandTimeoutMs ?? 500;
     this.#observe = options.observe;
+    this.#waitForReplicas = 'sentinels' in options ? (options.waitForReplicas ?? 0) : 0;
     const maxDelay = options.maxReconnectDelayMs ?? 2000;
     // Keep reconnecting for as long as the store is open, backing off to `maxDelay`.
     const retryStrategy = (times: number): number => Math.min(50 * 2 ** Math.min(times, 10), maxDelay);
@@ -374,6 +392,9 @@ export class RedisStore implements Store {
     const onError = options.onError ?? (() => {});
     // Without a listener ioredis prints every connection error; failures reach callers anyway.
     this.#client.on('error', (err: Error) => onError(err));
+    this.#client.on('ready', () => {
+      this.#connectionGeneration += 1;
+    });
     this.#client.connect().catch(() => {
       // The retry strategy keeps trying; calls meanwhile fail with StoreUnavailableError.
     });
@@ -384,11 +405,11 @@ export class RedisStore implements Store {
     const recordKey = this.#recordKey(key);
     const bytes = packRecordWithHeader(value, headerBytes);
     if (key.family === undefined) {
-      await this.#run('set', (c) => c.set(recordKey, bytes, 'PX', ttl));
+      await this.#write('set', (c) => c.set(recordKey, bytes, 'PX', ttl));
       return;
     }
     const family = key.family;
-    const reply = await this.#run('set', (c) =>
+    const reply = await this.#write('set', (c) =>
       this.#script(c, 'tesseraWrite', [recordKey, this.#membersKey(family), this.#revokedKey(family)], [bytes, ttl, '0']),
     );
     if (readScriptReply(reply).status === 0) throw new FamilyRevokedError(family);
@@ -406,14 +427,14 @@ export class RedisStore implements Store {
     const family = key.family;
     const removed =
       family === undefined
-        ? await this.#run('delete', (c) => c.del(recordKey))
-        : await this.#run('delete', (c) => this.#script(c, 'tesseraDeleteMember', [recordKey, this.#membersKey(family)], []));
+        ? await this.#write('delete', (c) => c.del(recordKey))
+        : await this.#write('delete', (c) => this.#script(c, 'tesseraDeleteMember', [recordKey, this.#membersKey(family)], []));
     return Number(removed) > 0;
   }
 
   async consume<T>(key: StoreKey): Promise<ConsumeResult<T>> {
     const recordKey = this.#recordKey(key);
-    const reply = await this.#run('consume', (c) => this.#script(c, 'tesseraConsume', [recordKey], []));
+    const reply = await this.#write('consume', (c) => this.#script(c, 'tesseraConsume', [recordKey], []));
     return toConsumeResult<T>(reply);
   }
 
@@ -438,7 +459,7 @@ export class RedisStore implements Store {
       keys.push(this.#recordKey(c.key), this.#membersKey(c.key.family as string));
       args.push(packRecordWithHeader(c.value, headerBytes), toTtlMs(c.ttlMs));
     }
-    const reply = await this.#run('rotate', (c) => this.#script(c, 'tesseraRotate', keys, args));
+    const reply = await this.#write('rotate', (c) => this.#script(c, 'tesseraRotate', keys, args));
     return toConsumeResult<T>(reply);
   }
 
@@ -451,14 +472,14 @@ export class RedisStore implements Store {
       keys.push(this.#recordKey(record.key), this.#membersKey(record.key.family as string));
       args.push(packRecordWithHeader(record.value, headerBytes), toTtlMs(record.ttlMs));
     }
-    const reply = await this.#run('writeWhileLive', (c) => this.#script(c, 'tesseraWriteWhileLive', keys, args));
+    const reply = await this.#write('writeWhileLive', (c) => this.#script(c, 'tesseraWriteWhileLive', keys, args));
     return readScriptReply(reply).status === 1;
   }
 
   async revokeFamily(family: string, ttlMs: number): Promise<number> {
     assertFamilyName(family);
     const ttl = toTtlMs(ttlMs);
-    const removed = await this.#run('revokeFamily', (c) =>
+    const removed = await this.#write('revokeFamily', (c) =>
       this.#script(c, 'tesseraRevoke', [this.#membersKey(family), this.#revokedKey(family)], [ttl]),
     );
     return Number(removed);
@@ -488,7 +509,7 @@ export class RedisStore implements Store {
     const keys = [this.#recordKey(key)];
     if (key.family !== undefined) keys.push(this.#membersKey(key.family), this.#revokedKey(key.family));
     const bytes = packRecordWithHeader(value, headerBytes);
-    const reply = readScriptReply(await this.#run('putIfAbsent', (c) => this.#script(c, 'tesseraWrite', keys, [bytes, ttl, '1'])));
+    const reply = readScriptReply(await this.#write('putIfAbsent', (c) => this.#script(c, 'tesseraWrite', keys, [bytes, ttl, '1'])));
     if (reply.status === 0) throw new FamilyRevokedError(key.family ?? '');
     // Every caller gets a decoded copy of what is stored, the writer included.
     return unpackBody<T>(reply.status === 2 && reply.bytes !== undefined ? reply.bytes : bytes);
@@ -497,7 +518,7 @@ export class RedisStore implements Store {
   async increment(name: string, windowMs: number, by = 1): Promise<CounterResult> {
     const window = toTtlMs(windowMs);
     const counterKey = this.#counterKey(name);
-    const reply = await this.#run('increment', (c) => this.#script(c, 'tesseraIncrement', [counterKey], [window, by]));
+    const reply = await this.#write('increment', (c) => this.#script(c, 'tesseraIncrement', [counterKey], [window, by]));
     if (!Array.isArray(reply) || typeof reply[0] !== 'number' || typeof reply[1] !== 'number') {
       throw new Error('unexpected increment reply from redis');
     }
@@ -506,7 +527,7 @@ export class RedisStore implements Store {
 
   async resetCounter(name: string): Promise<void> {
     const counterKey = this.#counterKey(name);
-    await this.#run('resetCounter', (c) => c.del(counterKey));
+    await this.#write('resetCounter', (c) => c.del(counterKey));
   }
 
   async ping(): Promise<void> {
@@ -517,7 +538,7 @@ export class RedisStore implements Store {
     // A write, bounded by the command timeout like every call: `CLIENT PAUSE … WRITE` holds it
     // until the timeout, a failed Cluster refuses it with CLUSTERDOWN, `maxmemory` with OOM.
     const key = `${this.#prefix}readyz`;
-    await this.#run('checkReady', (c) => c.set(key, '1', 'PX', 10_000));
+    await this.#write('checkReady', (c) => c.set(key, '1', 'PX', 10_000));
   }
 
   async close(): Promise<void> {
@@ -553,6 +574,25 @@ export class RedisStore implements Store {
   #script(client: Client, name: ScriptName, keys: string[], args: ScriptArg[]): Promise<unknown> {
     const command = (client as unknown as ScriptCommands)[`${name}Buffer`];
     return command.call(client, keys.length, ...keys, ...args);
+  }
+
+  /**
+   * {@link #run} for a call that writes: with `waitForReplicas`, the write is followed by `WAIT` and
+   * succeeds only once enough replicas hold it ("Replication" above). Sent after the write's reply,
+   * not pipelined with it: ioredis resends a script as EVAL after NOSCRIPT (a new master's empty
+   * script cache), which would put the write behind the WAIT.
+   */
+  #write<R>(op: string, send: (client: Client) => Promise<R>): Promise<R> {
+    const replicas = this.#waitForReplicas;
+    if (replicas === 0) return this.#run(op, send);
+    return this.#run(op, async (client) => {
+      const generation = this.#connectionGeneration;
+      const result = await send(client);
+      const acknowledged = await (client as Redis).wait(replicas, this.#commandTimeoutMs);
+      if (generation !== this.#connectionGeneration) throw new StoreUnavailableError(`${op}: the connection changed before WAIT`);
+      if (acknowledged < replicas) throw new StoreUnavailableError(`${op}: ${acknowledged} of ${replicas} replicas acknowledged the write`);
+      return result;
+    });
   }
 
   /**

@@ -39,6 +39,7 @@ t.test('a redis-sentinel store takes its defaults', async (t) => {
   t.same(load(baseConfig(sentinelStore)).store, {
     ...sentinelStore,
     tls: false,
+    waitForReplicas: 0,
     keyPrefix: 'tessera:',
     commandTimeoutMs: 500,
   });
@@ -59,11 +60,13 @@ t.test('every problem of a redis-sentinel store names its dotted path', async (t
 });
 
 t.test('check-config describes the store and says which passwords are set, never what they are', async (t) => {
-  const config = load(baseConfig({ ...sentinelStore, password: 'hunter2', sentinelPassword: 'sentinel-secret', tls: true }));
+  const config = load(
+    baseConfig({ ...sentinelStore, password: 'hunter2', sentinelPassword: 'sentinel-secret', tls: true, waitForReplicas: 1 }),
+  );
   const text = explainConfig(config, 'tessera.json');
   t.match(
     text,
-    /store +redis-sentinel master "mymaster" via s1:26379 10\.0\.0\.2:26379 \[::1\]:26380 \(key prefix "tessera:", Redis password, Sentinel password, TLS\)/,
+    /store +redis-sentinel master "mymaster" via s1:26379 10\.0\.0\.2:26379 \[::1\]:26380 \(key prefix "tessera:", Redis password, Sentinel password, TLS, each write waits for 1 replica\)/,
   );
   t.notMatch(text, /hunter2|sentinel-secret/);
 });
@@ -78,6 +81,7 @@ t.test('TESSERA_REDIS_SENTINELS and TESSERA_REDIS_SENTINEL_NAME switch the store
     sentinels: ['s1:26379', 's2:26379'],
     name: 'mymaster',
     tls: false,
+    waitForReplicas: 0,
     keyPrefix: 'auth:',
     commandTimeoutMs: 500,
   });
@@ -91,6 +95,7 @@ t.test('TESSERA_REDIS_SENTINELS keeps the name, passwords and TLS of a Sentinel 
     sentinels: ['other:26379'],
     password: 'p',
     tls: true,
+    waitForReplicas: 0,
     keyPrefix: 'tessera:',
     commandTimeoutMs: 500,
   });
@@ -98,6 +103,7 @@ t.test('TESSERA_REDIS_SENTINELS keeps the name, passwords and TLS of a Sentinel 
     ...sentinelStore,
     name: 'renamed',
     tls: false,
+    waitForReplicas: 0,
     keyPrefix: 'tessera:',
     commandTimeoutMs: 500,
   });
