@@ -12,8 +12,13 @@ if (setup === null) {
   const sentinels = setup;
   let prefixCount = 0;
   const newPrefix = (): string => `sentinel${process.pid}-${(prefixCount += 1)}:`;
-  const openStore = (commandTimeoutMs = 500): RedisStore =>
-    new RedisStore({ sentinels: sentinels.sentinels, name: sentinels.name, keyPrefix: newPrefix(), commandTimeoutMs });
+  const storeOptions = (commandTimeoutMs: number) => ({
+    sentinels: sentinels.sentinels,
+    name: sentinels.name,
+    keyPrefix: newPrefix(),
+    commandTimeoutMs,
+  });
+  const openStore = (commandTimeoutMs = 500): RedisStore => new RedisStore(storeOptions(commandTimeoutMs));
 
   t.test('the store conformance suite, on the master the Sentinels name', async (t) => {
     runStoreConformance(t, () => openStore());
@@ -30,6 +35,31 @@ if (setup === null) {
     t.same(parseSentinelAddress('[::1]:26379'), { host: '::1', port: 26379 });
     t.throws(() => parseSentinelAddress('sentinel-1'));
     t.throws(() => parseSentinelAddress('redis://sentinel-1:26379'));
+  });
+
+  t.test('waitForReplicas: a write no replica acknowledged fails as unavailable', async (t) => {
+    const replica = sentinels.servers[1];
+    if (replica === undefined) throw new Error('the setup has a replica');
+    const waiting = new RedisStore({ ...storeOptions(300), waitForReplicas: 1 });
+    const plain = openStore(300);
+    t.teardown(() => Promise.all([waiting.close(), plain.close()]));
+    const key = { kind: 'code' as const, id: newId() };
+    await waiting.set(key, { n: 1 }, 60_000);
+    t.same(await waiting.consume(key), { status: 'consumed', value: { n: 1 } }, 'writes pass while the replica acknowledges');
+    // A frozen replica acknowledges nothing, as one the failover left behind the old master.
+    replica.pause();
+    try {
+      await t.rejects(
+        waiting.set({ kind: 'code', id: newId() }, { n: 2 }, 60_000),
+        StoreUnavailableError,
+        'set waits for the replica, then fails',
+      );
+      await t.rejects(waiting.checkReady(), StoreUnavailableError, 'so does the /readyz write');
+      await plain.set({ kind: 'code', id: newId() }, { n: 3 }, 60_000);
+      t.pass('without waitForReplicas the same write succeeds');
+    } finally {
+      replica.resume();
+    }
   });
 
   // Last: it moves the master for good.
