@@ -152,6 +152,18 @@ function describeStore(store: LoadedConfig['store']): string {
       return `redis ${redactUrl(store.url)} (key prefix "${store.keyPrefix}")`;
     case 'redis-cluster':
       return `redis-cluster ${store.nodes.map(redactUrl).join(' ')} (key prefix "${store.keyPrefix}")`;
+    case 'redis-sentinel': {
+      // Which passwords are set, never what they are.
+      const auth = [
+        ...(store.password === undefined ? [] : ['Redis password']),
+        ...(store.sentinelPassword === undefined ? [] : ['Sentinel password']),
+        ...(store.tls ? ['TLS'] : []),
+        ...(store.waitForReplicas > 0
+          ? [`each write waits for ${store.waitForReplicas} replica${store.waitForReplicas === 1 ? '' : 's'}`]
+          : []),
+      ];
+      return `redis-sentinel master "${store.name}" via ${store.sentinels.join(' ')} (key prefix "${store.keyPrefix}"${auth.map((a) => `, ${a}`).join('')})`;
+    }
   }
 }
 

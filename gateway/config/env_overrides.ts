@@ -7,7 +7,15 @@ import { isPlainObject } from './plain_object.js';
 import { configSchema } from './schema.js';
 
 /** The environment variables that override the config file, in the order they are documented. */
-export const envOverrideNames = ['TESSERA_PORT', 'TESSERA_HOST', 'TESSERA_REDIS_URL', 'TESSERA_WORKERS', 'TESSERA_LOG_LEVEL'] as const;
+export const envOverrideNames = [
+  'TESSERA_PORT',
+  'TESSERA_HOST',
+  'TESSERA_REDIS_URL',
+  'TESSERA_REDIS_SENTINELS',
+  'TESSERA_REDIS_SENTINEL_NAME',
+  'TESSERA_WORKERS',
+  'TESSERA_LOG_LEVEL',
+] as const;
 export type EnvOverrideName = (typeof envOverrideNames)[number];
 
 export interface EnvOverrideResult {
@@ -17,6 +25,8 @@ export interface EnvOverrideResult {
 }
 
 const logLevels = configSchema.shape.logLevel.unwrap().options;
+/** As the schema's Sentinel address, so that a bad entry is reported under the variable's name. */
+const sentinelAddress = /^(?:\[[0-9A-Fa-f:.]+\]|[^\s:[\]]+):\d{1,5}$/;
 
 /**
  * Applies `TESSERA_*` overrides to the raw document before validation, so overridden values go
@@ -79,6 +89,43 @@ export function applyEnvOverrides(raw: unknown, env: NodeJS.ProcessEnv): EnvOver
       }
       document.store = { type: 'redis', url: redisUrl, ...kept };
       applied.push('TESSERA_REDIS_URL');
+    }
+  }
+
+  // Sentinel (docs/operations.md, "Redis Sentinel"): the list switches the store; the group
+  // name comes with it, or from a redis-sentinel store in the file.
+  const sentinels = read('TESSERA_REDIS_SENTINELS');
+  const sentinelName = read('TESSERA_REDIS_SENTINEL_NAME');
+  if (sentinels !== undefined || sentinelName !== undefined) {
+    const store = section('store');
+    const fileSentinel = store !== undefined && store.type === 'redis-sentinel';
+    const addresses = sentinels?.split(',').map((address) => address.trim());
+    if (sentinels !== undefined && redisUrl !== undefined) {
+      reject('TESSERA_REDIS_SENTINELS', 'cannot be combined with TESSERA_REDIS_URL: set one store');
+    } else if (addresses !== undefined && !addresses.every((address) => sentinelAddress.test(address))) {
+      reject('TESSERA_REDIS_SENTINELS', 'must be a comma-separated list of host:port (e.g. "s1:26379,s2:26379")');
+    } else if (sentinels === undefined && !fileSentinel) {
+      reject('TESSERA_REDIS_SENTINEL_NAME', 'needs TESSERA_REDIS_SENTINELS or a "redis-sentinel" store in the file');
+    } else if (sentinels !== undefined && sentinelName === undefined && !fileSentinel) {
+      reject(
+        'TESSERA_REDIS_SENTINELS',
+        'needs TESSERA_REDIS_SENTINEL_NAME (the master group) unless the file has a "redis-sentinel" store',
+      );
+    } else if (store) {
+      // Keep what the file gave a Sentinel store (passwords, TLS), and a Redis store's tuning.
+      const kept: Record<string, unknown> = fileSentinel ? { ...store } : {};
+      if (!fileSentinel && (store.type === 'redis' || store.type === 'redis-cluster')) {
+        if (store.keyPrefix !== undefined) kept.keyPrefix = store.keyPrefix;
+        if (store.commandTimeoutMs !== undefined) kept.commandTimeoutMs = store.commandTimeoutMs;
+      }
+      document.store = {
+        ...kept,
+        type: 'redis-sentinel',
+        ...(addresses === undefined ? {} : { sentinels: addresses }),
+        ...(sentinelName === undefined ? {} : { name: sentinelName }),
+      };
+      if (sentinels !== undefined) applied.push('TESSERA_REDIS_SENTINELS');
+      if (sentinelName !== undefined) applied.push('TESSERA_REDIS_SENTINEL_NAME');
     }
   }
 

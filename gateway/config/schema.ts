@@ -229,6 +229,13 @@ const demoCredentialSchema = z.strictObject({
   note: z.string().optional(),
 });
 
+/** A Sentinel's address, `host:port` (an IPv6 host in brackets). */
+const sentinelAddressSchema = z
+  .string()
+  .regex(/^(?:\[[0-9A-Fa-f:.]+\]|[^\s:[\]]+):(?:6553[0-5]|655[0-2]\d|65[0-4]\d\d|6[0-4]\d{3}|[1-5]\d{4}|[1-9]\d{0,3})$/, {
+    error: 'must be host:port (e.g. "sentinel-1:26379")',
+  });
+
 const storeSchema = z
   .discriminatedUnion('type', [
     z.strictObject({
@@ -249,6 +256,30 @@ const storeSchema = z
     z.strictObject({
       type: z.literal('redis-cluster'),
       nodes: z.array(z.string().regex(/^rediss?:\/\//, { error: 'must be a redis:// or rediss:// URL' })).min(1),
+      keyPrefix: z.string().default('tessera:'),
+      commandTimeoutMs: z.number().int().positive().default(500),
+    }),
+    z.strictObject({
+      type: z.literal('redis-sentinel'),
+      sentinels: z
+        .array(sentinelAddressSchema)
+        .min(1)
+        .describe('The Sentinels as "host:port"; list them all: any one that answers names the master.'),
+      name: nonEmpty.describe('The master group the Sentinels monitor ("sentinel monitor <name> …").'),
+      password: z.string().optional().describe('Password of the Redis master and replicas (requirepass or the ACL user).'),
+      username: nonEmpty.optional().describe('ACL user on the Redis master and replicas.'),
+      sentinelPassword: z.string().optional().describe('Password of the Sentinels, when they require one.'),
+      sentinelUsername: nonEmpty.optional().describe('ACL user on the Sentinels.'),
+      tls: z.boolean().default(false).describe('TLS to the Sentinels and to the Redis servers.'),
+      waitForReplicas: z
+        .number()
+        .int()
+        .min(0)
+        .max(16)
+        .default(0)
+        .describe(
+          'Replicas that must acknowledge each write (Redis WAIT) before it counts; 0 = do not wait. Costs a round trip per write.',
+        ),
       keyPrefix: z.string().default('tessera:'),
       commandTimeoutMs: z.number().int().positive().default(500),
     }),

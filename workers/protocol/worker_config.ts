@@ -128,7 +128,20 @@ export interface UserConfig {
 export type StoreConfig =
   | { readonly type: 'memory'; readonly maxRecords: number }
   | { readonly type: 'redis'; readonly url: string; readonly keyPrefix: string; readonly commandTimeoutMs: number }
-  | { readonly type: 'redis-cluster'; readonly nodes: readonly string[]; readonly keyPrefix: string; readonly commandTimeoutMs: number };
+  | { readonly type: 'redis-cluster'; readonly nodes: readonly string[]; readonly keyPrefix: string; readonly commandTimeoutMs: number }
+  | {
+      readonly type: 'redis-sentinel';
+      readonly sentinels: readonly string[];
+      readonly name: string;
+      readonly password?: string | undefined;
+      readonly username?: string | undefined;
+      readonly sentinelPassword?: string | undefined;
+      readonly sentinelUsername?: string | undefined;
+      readonly tls: boolean;
+      readonly waitForReplicas: number;
+      readonly keyPrefix: string;
+      readonly commandTimeoutMs: number;
+    };
 
 /** One failure throttle of `throttling`. */
 export interface ThrottleConfig {

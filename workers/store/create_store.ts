@@ -23,7 +23,8 @@ export interface CreateStoreOptions {
  * - `memory`: a {@link MemoryStore} on the main thread; in a worker thread the bridge to the main
  *   thread's one ({@link connectMemoryStoreHost}, served by the gateway's `MemoryStoreHost`). A
  *   private MemoryStore per worker would let each thread redeem the same code once.
- * - `redis` / `redis-cluster`: a {@link RedisStore} (one connection per thread that calls this).
+ * - `redis` / `redis-cluster` / `redis-sentinel`: a {@link RedisStore} (one connection per thread
+ *   that calls this; on Sentinel, to whichever server the Sentinels name master).
  *
  * @example
  * ```ts
@@ -47,6 +48,21 @@ export function createStore(config: StoreConfig, options: CreateStoreOptions = {
     case 'redis-cluster':
       return new RedisStore({
         nodes: config.nodes,
+        keyPrefix: config.keyPrefix,
+        commandTimeoutMs: config.commandTimeoutMs,
+        ...(options.onError === undefined ? {} : { onError: options.onError }),
+        ...(options.observe === undefined ? {} : { observe: options.observe }),
+      });
+    case 'redis-sentinel':
+      return new RedisStore({
+        sentinels: config.sentinels,
+        name: config.name,
+        ...(config.password === undefined ? {} : { password: config.password }),
+        ...(config.username === undefined ? {} : { username: config.username }),
+        ...(config.sentinelPassword === undefined ? {} : { sentinelPassword: config.sentinelPassword }),
+        ...(config.sentinelUsername === undefined ? {} : { sentinelUsername: config.sentinelUsername }),
+        tls: config.tls,
+        waitForReplicas: config.waitForReplicas,
         keyPrefix: config.keyPrefix,
         commandTimeoutMs: config.commandTimeoutMs,
         ...(options.onError === undefined ? {} : { onError: options.onError }),

@@ -1,5 +1,6 @@
 /**
- * The shared store for any number of gateway processes (docs/storage.md), on Redis or Redis Cluster.
+ * The shared store for any number of gateway processes (docs/storage.md), on Redis, a Redis
+ * master group behind Sentinel, or Redis Cluster.
  *
  * ## Key layout
  *
@@ -30,6 +31,15 @@
  * consume, rotate, rotateChain, chainLookup, writeWhileLive, revokeFamily, putIfAbsent, a write into a family, a delete
  * from a family and increment each run as one Lua script (`defineCommand`, sent as EVALSHA); plain writes, reads and
  * deletes of standalone keys are single commands. Nothing reads then writes from the client.
+ *
+ * ## Replication
+ *
+ * Redis replicates asynchronously: a write the master acknowledged may not have reached the
+ * replica that a failover promotes, and is then lost (a rotation the client saw, a consumed code).
+ * With `waitForReplicas` (Sentinel only) every write is followed by `WAIT n` on the same
+ * connection; fewer acknowledgements within the call's deadline, or a connection replaced in
+ * between, fail the call like an outage (the write may still stand, as after a timeout).
+ * docs/operations.md, "What a failover costs".
  *
  * ## Failure
  *
@@ -91,7 +101,48 @@ export interface RedisClusterStoreOptions extends RedisStoreCommonOptions {
   nodes: readonly string[];
 }
 
-export type RedisStoreOptions = RedisStandaloneOptions | RedisClusterStoreOptions;
+/**
+ * A master group watched by Redis Sentinel (docs/operations.md, "Redis Sentinel"): the client asks
+ * the Sentinels for the current master and follows it through failovers.
+ */
+export interface RedisSentinelStoreOptions extends RedisStoreCommonOptions {
+  /** The Sentinels, `host:port` each; any one that answers is enough. */
+  sentinels: readonly string[];
+  /** The master group's name (`sentinel monitor <name> …`). */
+  name: string;
+  /** Password (and ACL user) of the Redis master and replicas. */
+  password?: string;
+  username?: string;
+  /** Password (and ACL user) of the Sentinels, when they require one. */
+  sentinelPassword?: string;
+  sentinelUsername?: string;
+  /** TLS to the Sentinels and to the Redis servers. */
+  tls?: boolean;
+  /**
+   * Replicas that must acknowledge each write (`WAIT`) before the call succeeds; 0 (default) = do
+   * not wait. See "Replication" above.
+   */
+  waitForReplicas?: number;
+}
+
+export type RedisStoreOptions = RedisStandaloneOptions | RedisClusterStoreOptions | RedisSentinelStoreOptions;
+
+/** `host:port` (a bracketed IPv6 host allowed) as ioredis wants a Sentinel's address. */
+export function parseSentinelAddress(address: string): { host: string; port: number } {
+  const match = /^(?:\[([^\]]+)\]|([^:\s]+)):(\d{1,5})$/.exec(address);
+  const port = Number(match?.[3]);
+  if (match === null || port < 1 || port > 65535) throw new Error(`not a host:port Sentinel address: ${address}`);
+  return { host: match[1] ?? match[2] ?? '', port };
+}
+
+/**
+ * After a failover the old master may still hold our connection for a moment, now as a replica:
+ * a write there answers READONLY. Reconnecting asks the Sentinels for the new master; the failed
+ * command is not resent (1, not 2), as with every other failure ("Failure" above).
+ */
+function reconnectOnReadonly(err: Error): 1 | false {
+  return err.message.startsWith('READONLY') ? 1 : false;
+}
 
 const liveHeader = 0;
 const consumedHeader = 1;
@@ -357,7 +408,7 @@ function toConsumeResult<T>(reply: unknown): ConsumeResult<T> {
 }
 
 /**
- * {@link Store} on Redis (one server) or Redis Cluster (`nodes`).
+ * {@link Store} on Redis (one server), a Sentinel-watched master (`sentinels`) or Redis Cluster (`nodes`).
  *
  * @example
  * ```ts
@@ -371,6 +422,9 @@ export class RedisStore implements Store {
   readonly #commandTimeoutMs: number;
   readonly #observe: ((command: string, seconds: number, failed: boolean) => void) | undefined;
   readonly #isCluster: boolean;
+  readonly #waitForReplicas: number;
+  /** Counts `ready` events: a `WAIT` on another connection than the write's proves nothing. */
+  #connectionGeneration = 0;
   #pendingReady: Promise<void> | null = null;
   #closed = false;
   /**
@@ -385,6 +439,7 @@ export class RedisStore implements Store {
     this.#prefix = options.keyPrefix ?? 'tessera:';
     this.#commandTimeoutMs = options.commandTimeoutMs ?? 500;
     this.#observe = options.observe;
+    this.#waitForReplicas = 'sentinels' in options ? (options.waitForReplicas ?? 0) : 0;
     const maxDelay = options.maxReconnectDelayMs ?? 2000;
     // Keep reconnecting for as long as the store is open, backing off to `maxDelay`.
     const retryStrategy = (times: number): number => Math.min(50 * 2 ** Math.min(times, 10), maxDelay);
@@ -422,6 +477,28 @@ export class RedisStore implements Store {
         },
       };
       this.#client = new Cluster([...options.nodes], clusterOptions);
+    } else if ('sentinels' in options) {
+      this.#isCluster = false;
+      const tls = options.tls === true ? {} : undefined;
+      this.#client = new Redis({
+        ...connectionOptions,
+        sentinels: options.sentinels.map(parseSentinelAddress),
+        name: options.name,
+        role: 'master',
+        ...(options.password === undefined ? {} : { password: options.password }),
+        ...(options.username === undefined ? {} : { username: options.username }),
+        ...(options.sentinelPassword === undefined ? {} : { sentinelPassword: options.sentinelPassword }),
+        ...(options.sentinelUsername === undefined ? {} : { sentinelUsername: options.sentinelUsername }),
+        ...(tls === undefined ? {} : { tls, sentinelTLS: tls, enableTLSForSentinelMode: true }),
+        // A Sentinel that does not answer must not hold up the search for one that does.
+        sentinelCommandTimeout: this.#commandTimeoutMs,
+        // Keep asking the Sentinels for as long as the store is open (null would give up).
+        sentinelRetryStrategy: retryStrategy,
+        // Subscribe to +switch-master so a failover moves the connection at once, not at the
+        // first command that fails on the demoted master.
+        failoverDetector: true,
+        reconnectOnError: reconnectOnReadonly,
+      });
     } else {
       this.#isCluster = false;
       this.#client = new Redis(options.url, connectionOptions);
@@ -429,6 +506,9 @@ export class RedisStore implements Store {
     const onError = options.onError ?? (() => {});
     // Without a listener ioredis prints every connection error; failures reach callers anyway.
     this.#client.on('error', (err: Error) => onError(err));
+    this.#client.on('ready', () => {
+      this.#connectionGeneration += 1;
+    });
     this.#client.connect().catch(() => {
       // The retry strategy keeps trying; calls meanwhile fail with StoreUnavailableError.
     });
@@ -443,11 +523,11 @@ export class RedisStore implements Store {
     const recordKey = this.#recordKey(key);
     const bytes = packRecordWithHeader(value, headerBytes);
     if (key.family === undefined) {
-      await this.#run('set', (c) => c.set(recordKey, bytes, 'PX', ttl));
+      await this.#write('set', (c) => c.set(recordKey, bytes, 'PX', ttl));
       return;
     }
     const family = key.family;
-    const reply = await this.#run('set', (c) =>
+    const reply = await this.#write('set', (c) =>
       this.#script(c, 'tesseraWrite', [recordKey, this.#membersKey(family), this.#revokedKey(family)], [bytes, ttl, '0']),
     );
     if (readScriptReply(reply).status === 0) throw new FamilyRevokedError(family);
@@ -465,14 +545,14 @@ export class RedisStore implements Store {
     const family = key.family;
     const removed =
       family === undefined
-        ? await this.#run('delete', (c) => c.del(recordKey))
-        : await this.#run('delete', (c) => this.#script(c, 'tesseraDeleteMember', [recordKey, this.#membersKey(family)], []));
+        ? await this.#write('delete', (c) => c.del(recordKey))
+        : await this.#write('delete', (c) => this.#script(c, 'tesseraDeleteMember', [recordKey, this.#membersKey(family)], []));
     return Number(removed) > 0;
   }
 
   async consume<T>(key: StoreKey): Promise<ConsumeResult<T>> {
     const recordKey = this.#recordKey(key);
-    const reply = await this.#run('consume', (c) => this.#script(c, 'tesseraConsume', [recordKey], []));
+    const reply = await this.#write('consume', (c) => this.#script(c, 'tesseraConsume', [recordKey], []));
     return toConsumeResult<T>(reply);
   }
 
@@ -497,7 +577,7 @@ export class RedisStore implements Store {
       keys.push(this.#recordKey(c.key), this.#membersKey(c.key.family as string));
       args.push(packRecordWithHeader(c.value, headerBytes), toTtlMs(c.ttlMs));
     }
-    const reply = await this.#run('rotate', (c) => this.#script(c, 'tesseraRotate', keys, args));
+    const reply = await this.#write('rotate', (c) => this.#script(c, 'tesseraRotate', keys, args));
     return toConsumeResult<T>(reply);
   }
 
@@ -580,14 +660,14 @@ export class RedisStore implements Store {
       keys.push(this.#recordKey(record.key), this.#membersKey(record.key.family as string));
       args.push(packRecordWithHeader(record.value, headerBytes), toTtlMs(record.ttlMs));
     }
-    const reply = await this.#run('writeWhileLive', (c) => this.#script(c, 'tesseraWriteWhileLive', keys, args));
+    const reply = await this.#write('writeWhileLive', (c) => this.#script(c, 'tesseraWriteWhileLive', keys, args));
     return readScriptReply(reply).status === 1;
   }
 
   async revokeFamily(family: string, ttlMs: number): Promise<number> {
     assertFamilyName(family);
     const ttl = toTtlMs(ttlMs);
-    const removed = await this.#run('revokeFamily', (c) =>
+    const removed = await this.#write('revokeFamily', (c) =>
       this.#script(c, 'tesseraRevoke', [this.#membersKey(family), this.#revokedKey(family)], [ttl]),
     );
     return Number(removed);
@@ -617,7 +697,7 @@ export class RedisStore implements Store {
     const keys = [this.#recordKey(key)];
     if (key.family !== undefined) keys.push(this.#membersKey(key.family), this.#revokedKey(key.family));
     const bytes = packRecordWithHeader(value, headerBytes);
-    const reply = readScriptReply(await this.#run('putIfAbsent', (c) => this.#script(c, 'tesseraWrite', keys, [bytes, ttl, '1'])));
+    const reply = readScriptReply(await this.#write('putIfAbsent', (c) => this.#script(c, 'tesseraWrite', keys, [bytes, ttl, '1'])));
     if (reply.status === 0) throw new FamilyRevokedError(key.family ?? '');
     // Every caller gets a decoded copy of what is stored, the writer included.
     return unpackBody<T>(reply.status === 2 && reply.bytes !== undefined ? reply.bytes : bytes);
@@ -626,7 +706,7 @@ export class RedisStore implements Store {
   async increment(name: string, windowMs: number, by = 1): Promise<CounterResult> {
     const window = toTtlMs(windowMs);
     const counterKey = this.#counterKey(name);
-    const reply = await this.#run('increment', (c) => this.#script(c, 'tesseraIncrement', [counterKey], [window, by]));
+    const reply = await this.#write('increment', (c) => this.#script(c, 'tesseraIncrement', [counterKey], [window, by]));
     if (!Array.isArray(reply) || typeof reply[0] !== 'number' || typeof reply[1] !== 'number') {
       throw new Error('unexpected increment reply from redis');
     }
@@ -635,7 +715,7 @@ export class RedisStore implements Store {
 
   async resetCounter(name: string): Promise<void> {
     const counterKey = this.#counterKey(name);
-    await this.#run('resetCounter', (c) => c.del(counterKey));
+    await this.#write('resetCounter', (c) => c.del(counterKey));
   }
 
   async ping(): Promise<void> {
@@ -646,7 +726,7 @@ export class RedisStore implements Store {
     // A write, bounded by the command timeout like every call: `CLIENT PAUSE … WRITE` holds it
     // until the timeout, a failed Cluster refuses it with CLUSTERDOWN, `maxmemory` with OOM.
     const key = `${this.#prefix}readyz`;
-    await this.#run('checkReady', (c) => c.set(key, '1', 'PX', 10_000));
+    await this.#write('checkReady', (c) => c.set(key, '1', 'PX', 10_000));
   }
 
   async close(): Promise<void> {
@@ -720,6 +800,25 @@ export class RedisStore implements Store {
   #script(client: Client, name: ScriptName, keys: string[], args: ScriptArg[]): Promise<unknown> {
     const command = (client as unknown as ScriptCommands)[`${name}Buffer`];
     return command.call(client, keys.length, ...keys, ...args);
+  }
+
+  /**
+   * {@link #run} for a call that writes: with `waitForReplicas`, the write is followed by `WAIT` and
+   * succeeds only once enough replicas hold it ("Replication" above). Sent after the write's reply,
+   * not pipelined with it: ioredis resends a script as EVAL after NOSCRIPT (a new master's empty
+   * script cache), which would put the write behind the WAIT.
+   */
+  #write<R>(op: string, send: (client: Client) => Promise<R>): Promise<R> {
+    const replicas = this.#waitForReplicas;
+    if (replicas === 0) return this.#run(op, send);
+    return this.#run(op, async (client) => {
+      const generation = this.#connectionGeneration;
+      const result = await send(client);
+      const acknowledged = await (client as Redis).wait(replicas, this.#commandTimeoutMs);
+      if (generation !== this.#connectionGeneration) throw new StoreUnavailableError(`${op}: the connection changed before WAIT`);
+      if (acknowledged < replicas) throw new StoreUnavailableError(`${op}: ${acknowledged} of ${replicas} replicas acknowledged the write`);
+      return result;
+    });
   }
 
   /**

@@ -154,9 +154,9 @@ t.test('schema rules', async (t) => {
     t.same(problemsOf(withChange((c) => (c.workers = { threads: 0 }))), ['workers.threads: must be at least 1']);
   });
 
-  t.test('the store type must be memory, redis or redis-cluster', async (t) => {
+  t.test('the store type must be memory, redis, redis-cluster or redis-sentinel', async (t) => {
     t.same(problemsOf(withChange((c) => (c.store = { type: 'postgres' }))), [
-      'store.type: must be one of "memory", "redis", "redis-cluster"',
+      'store.type: must be one of "memory", "redis", "redis-cluster", "redis-sentinel"',
     ]);
   });
 
