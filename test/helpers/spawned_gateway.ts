@@ -29,6 +29,8 @@ export interface SpawnedGateway {
   output(): string;
   /** Sends SIGTERM and resolves the exit code once the process has stopped. */
   terminate(): Promise<number | null>;
+  /** Sends a signal (SIGHUP: reload) to the process. */
+  signal(name: NodeJS.Signals): void;
   /** Waits until a log line matches, or fails after `timeoutMs`. */
   waitForLog(what: string, predicate: (line: LogLine) => boolean, timeoutMs?: number): Promise<LogLine>;
 }
@@ -108,6 +110,9 @@ export async function startSpawnedGateway(
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       child.kill('SIGTERM');
       return exited;
+    },
+    signal(name) {
+      child.kill(name);
     },
     async waitForLog(what, predicate, timeoutMs = 10_000) {
       const end = Date.now() + timeoutMs;
