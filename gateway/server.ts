@@ -29,6 +29,7 @@ import { startManagementListener, type ManagementListener } from './management_l
 import { GatewayMetrics } from './metrics.js';
 import { Listener } from './http/listener.js';
 import { recordRoutes, RouteTable } from './http/route_table.js';
+import { ServingState } from './http/serving_state.js';
 import { TrustedProxies } from './http/trusted_proxies.js';
 import { StoreOutageLog } from './store_outage_log.js';
 import { registerRoutes } from './routes.js';
@@ -239,7 +240,8 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     const storeOutage = new StoreOutageLog(logger);
 
     let discoveryBody = '';
-    let draining = false;
+    // Requests in flight and the drain (docs/operations.md, "Signals and shutdown").
+    const serving = new ServingState();
     const reload = new ValidatorReload(
       {
         sources,
@@ -283,13 +285,13 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
             publicMetricsToken: routeConfig.management.onPublicPort ? routeConfig.management.token : undefined,
             grantTypes: () => reload.grantTypes,
             discoveryBody: () => discoveryBody,
-            draining: () => draining,
+            draining: () => serving.draining,
             logger,
           }),
         new TrustedProxies(routeConfig.trustedProxies, routeConfig.forwardedHeader),
       );
     };
-    const routes = new RouteTable(buildRoutes(config, throttle));
+    const routes = new RouteTable(buildRoutes(config, throttle), serving);
     // Config reloads and validator reloads both start pools: one at a time.
     let reloading: Promise<unknown> = Promise.resolve();
     const serially = <T>(step: () => Promise<T>): Promise<T> => {
@@ -331,7 +333,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       logger,
       current: () => config,
       unavailable: () =>
-        draining
+        serving.draining
           ? 'the gateway is stopping'
           : options.reloadConfig === undefined
             ? 'the gateway was not started from a config file: there is nothing to read again'
@@ -401,17 +403,28 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       },
       stop(stopOptions) {
         stopping ??= (async () => {
-          draining = true;
+          // From now on every answer closes its connection: keep-alive clients open their next
+          // one, which the balancer sends elsewhere once /readyz has failed.
+          serving.draining = true;
           const drainSeconds = stopOptions?.drainSeconds ?? 0;
           if (drainSeconds > 0) {
-            logger.info({ drainSeconds }, 'draining: /readyz answers 503, requests are still served');
+            logger.info({ drainSeconds }, 'draining: /readyz answers 503, requests are still served, each answer closes its connection');
             await delay(drainSeconds * 1000);
           }
           stopWatching();
           keys.stop();
           reload.cancel();
           running.stopListening();
-          await Promise.race([dispatcher.drain(), delay(config.shutdown.requestTimeoutSeconds * 1000)]);
+          // Every request that arrived is answered (bounded); then the connections still open,
+          // idle ones, close with the app.
+          const answered = Promise.all([serving.idle(), dispatcher.drain()]);
+          await Promise.race([answered, delay(config.shutdown.requestTimeoutSeconds * 1000)]);
+          if (serving.inFlight > 0) {
+            logger.warn(
+              { inFlight: serving.inFlight, requestTimeoutSeconds: config.shutdown.requestTimeoutSeconds },
+              'stopping with requests unanswered after shutdown.requestTimeoutSeconds',
+            );
+          }
           running.close();
           runningManagement?.close();
           storeOutage.close();
