@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { statSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
@@ -17,7 +18,7 @@ import type { LoadedConfig } from './config/load.js';
 import { reloadConfig, type ReloadableGateway, type ReloadResult } from './config_reload.js';
 import { buildDiscoveryDocument } from './discovery.js';
 import { KeyRing, type KeyReloadResult } from './keys/key_ring.js';
-import { loadPageSecret } from './keys/page_secret.js';
+import { openPageSecret, type PageSecretLoad } from './keys/page_secret.js';
 import { deriveDPoPNonceKey } from './keys/dpop_nonce_key.js';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace';
 import { createEndpointObservers } from './endpoint_outcomes.js';
@@ -159,6 +160,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   let metrics: GatewayMetrics | undefined;
   let events: AuditEvents | undefined;
   let management: ManagementListener | undefined;
+  let pageSecretLoad: PageSecretLoad | undefined;
   const tracing = openTracing(config, process.env, options.spanProcessor);
   try {
     const devKeyDir = options.devKeyDir ?? path.resolve('.tessera');
@@ -176,7 +178,13 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       },
     });
     const keys = keyRing;
-    const pageSecret = await loadPageSecret(config, store, devKeyDir);
+    // On Redis it may come later: the gateway starts without the store (docs/operations.md,
+    // "Starting without the store").
+    pageSecretLoad = await openPageSecret(config, store, devKeyDir, { logger });
+    let pageSecret = pageSecretLoad.secret;
+    // The workers' DPoP nonce key until then: no nonce is handed out or checked meanwhile (the
+    // token endpoint refuses a client that needs one), so it only fills the place.
+    const placeholderSecret = randomBytes(32).toString('base64url');
 
     const grantModules = (options.grantModules ?? []).map(toModuleUrl);
     const internalGrantTypes = await grantTypesOfModules(grantModules);
@@ -196,7 +204,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
         recordFacts: auditEvents.enabled,
         recordTiming: tracing !== undefined,
         storeStats: storeStatsBuffers,
-        dpopNonceKey: deriveDPoPNonceKey(pageSecret),
+        dpopNonceKey: deriveDPoPNonceKey(pageSecret ?? placeholderSecret),
       });
     const startPool = (modules: readonly ValidatorModule[]): Promise<Piscina> => startPoolWith(config, modules);
     const validators = await loadValidatorModules(sources, reservedGrantTypes);
@@ -299,6 +307,30 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       reloading = run.catch(() => {});
       return run;
     };
+    // The page secret once the store answers: a pool whose workers have the DPoP nonce key, and
+    // routes that serve the pages, switched in as on a config reload.
+    const adoptPageSecret = async (secret: string): Promise<void> => {
+      if (serving.draining) return;
+      pageSecret = secret;
+      const next = await startPool(reload.modules);
+      if (serving.draining) {
+        await next.destroy();
+        return;
+      }
+      routes.replace(buildRoutes(config, throttle));
+      logger.info('the store answers: page secret loaded, the pages and DPoP nonces are served');
+      await dispatcher.replacePool(next);
+    };
+    if (pageSecret === undefined) {
+      const keepTrying = (secret: string): void => {
+        serially(() => adoptPageSecret(secret)).catch((err: unknown) => {
+          logger.error({ err }, 'could not start the worker threads with the page secret; trying again in a second');
+          pageSecret = undefined;
+          setTimeout(() => keepTrying(secret), 1000).unref();
+        });
+      };
+      void pageSecretLoad.loaded.then(keepTrying);
+    }
     if (options.watchValidators !== false) {
       stopWatching = watchValidators(
         config.validatorsDir,
@@ -413,6 +445,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
           }
           stopWatching();
           keys.stop();
+          pageSecretLoad?.stop();
           reload.cancel();
           running.stopListening();
           // Every request that arrived is answered (bounded); then the connections still open,
@@ -440,6 +473,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     };
   } catch (err) {
     stopWatching();
+    pageSecretLoad?.stop();
     listener?.close();
     keyRing?.stop();
     management?.close();

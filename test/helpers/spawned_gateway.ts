@@ -42,7 +42,13 @@ export interface SpawnedGateway {
  */
 export async function startSpawnedGateway(
   t: Test,
-  options: { validators: readonly string[]; patch?: (raw: Record<string, unknown>) => void; env?: Record<string, string> },
+  options: {
+    validators: readonly string[];
+    patch?: (raw: Record<string, unknown>) => void;
+    env?: Record<string, string>;
+    /** Return once `/readyz` answers at all, 503 included (a gateway started without its store). */
+    untilListening?: boolean;
+  },
 ): Promise<SpawnedGateway> {
   const dir = t.testdir();
   mkdirSync(join(dir, 'validators'));
@@ -89,7 +95,7 @@ export async function startSpawnedGateway(
       },
       () => 0,
     );
-    if (ready === 200) break;
+    if (ready === 200 || (options.untilListening === true && ready !== 0)) break;
     if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the gateway did not become ready: ${output}`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
