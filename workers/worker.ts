@@ -149,6 +149,7 @@ const dpopProofServices = {
 };
 const tokenRequestProofs = new TokenRequestProofs(boot.config.issuer, boot.config.dpop, dpopProofServices);
 
+let idTokens: IdTokenBuilder | undefined;
 const services: GrantServices = {
   issuer: boot.config.issuer,
   clients: registerClients(boot.config.clients),
@@ -157,7 +158,11 @@ const services: GrantServices = {
   get signer() {
     return keyRing.signer;
   },
-  idTokens: new IdTokenBuilder(boot.config, boot.config.issuer, keyRing.signer.alg),
+  // Built on first use: a worker may start before the store-kept keys are loaded (no signer yet).
+  get idTokens() {
+    idTokens ??= new IdTokenBuilder(boot.config, boot.config.issuer, keyRing.signer.alg);
+    return idTokens;
+  },
   store,
   now: Date.now,
   logger,

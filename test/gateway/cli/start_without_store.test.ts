@@ -103,3 +103,52 @@ t.test('starts with Redis unreachable, serves what needs no store, recovers when
   t.equal((await tokenRequest(gateway.tokenUrl, 'm2m', { grant_type: 'client_credentials', scope: 'api1' })).status, 200);
   t.equal(await gateway.terminate(), 0, 'and stops cleanly');
 });
+
+t.test('store-kept signing keys: starts without them, answers 503, signs once the store gives them', async (t) => {
+  const redisPort = await freePort();
+  const gateway = await startSpawnedGateway(t, {
+    validators: [],
+    untilListening: true,
+    patch: (raw) => {
+      raw.store = { type: 'redis', url: `redis://127.0.0.1:${redisPort}` };
+      // No key files: the keys are kept in the store.
+      raw.signing = { algorithm: 'ES256' };
+    },
+  });
+  t.teardown(async () => {
+    await gateway.terminate();
+  });
+  const readyz = await call(`${gateway.url}/readyz`);
+  t.equal(readyz.status, 503);
+  t.match(readyz.body, /no signing keys/);
+  const unsigned = await tokenRequest(gateway.tokenUrl, 'm2m', { grant_type: 'client_credentials', scope: 'api1' });
+  t.equal(unsigned.status, 503, `no key to sign with yet: 503 (${unsigned.body})`);
+  t.ok(Number(unsigned.retryAfter) > 0, 'with Retry-After');
+
+  const redis = await startRedisServer({ port: redisPort });
+  t.teardown(() => redis.stop());
+  if (!redis.managed) {
+    t.comment(redis.warning ?? 'no redis-server');
+    return;
+  }
+  const until = Date.now() + 120_000;
+  let ready = readyz;
+  while (ready.status !== 200 && Date.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    ready = await call(`${gateway.url}/readyz`);
+  }
+  t.equal(ready.status, 200, `/readyz turns 200 once the store answers: ${ready.body}`);
+  const signed = await tokenRequest(gateway.tokenUrl, 'm2m', { grant_type: 'client_credentials', scope: 'api1' });
+  t.equal(signed.status, 200, 'signed with the key the store now holds');
+  const jwks = JSON.parse((await call(`${gateway.url}/.well-known/openid-configuration/jwks`)).body) as { keys: { kid: string }[] };
+  const kid = JSON.parse(
+    Buffer.from((JSON.parse(signed.body) as { access_token: string }).access_token.split('.')[0] as string, 'base64url').toString(),
+  ) as {
+    kid: string;
+  };
+  t.ok(
+    jwks.keys.some((key) => key.kid === kid.kid),
+    'its key is published',
+  );
+  t.equal(await gateway.terminate(), 0);
+});
