@@ -54,10 +54,11 @@ export function buildDiscoveryDocument(config: LoadedConfig, grantTypes: readonl
     // when left out, so both are stated.
     request_parameter_supported: false,
     request_uri_parameter_supported: false,
-    claims_supported: new IdTokenBuilder(config, issuer, keys[0]?.alg ?? 'ES256').supportedClaims(),
+    claims_supported: new IdTokenBuilder(config, issuer, keys[0]?.alg ?? config.signing.algorithm).supportedClaims(),
     prompt_values_supported: ['none', 'login', 'consent'],
     subject_types_supported: ['public'],
-    id_token_signing_alg_values_supported: [...new Set(keys.map((k) => k.alg))],
+    // Every key has the configured algorithm; before store-kept keys are loaded there is none to read it from.
+    id_token_signing_alg_values_supported: keys.length > 0 ? [...new Set(keys.map((k) => k.alg))] : [config.signing.algorithm],
     code_challenge_methods_supported: ['S256'],
     dpop_signing_alg_values_supported: dpopSigningAlgorithms,
   };

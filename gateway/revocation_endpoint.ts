@@ -22,14 +22,14 @@ export interface RevocationEndpointDeps extends ClientAuthenticationDeps {
   dispatcher: WorkerDispatcher;
   cors?: CorsPolicy | undefined;
   /** The DPoP nonce to hand a client that must use one (RFC 9449 §8), `undefined` for the others. */
-  dpopNonceFor?: ((client: RegisteredClient) => string | undefined) | undefined;
+  dpopNonceFor?: ((client: RegisteredClient) => string | undefined | null) | undefined;
 }
 
 /** What the revocation endpoint's steps share, built once at start. */
 interface RevocationRoute extends FormRoute {
   readonly clientAuthentication: ClientAuthentication;
   readonly dispatcher: WorkerDispatcher;
-  readonly dpopNonceFor: (client: RegisteredClient) => string | undefined;
+  readonly dpopNonceFor: (client: RegisteredClient) => string | undefined | null;
 }
 
 /** `POST /connect/revocation` (RFC 7009), client-authenticated like the token endpoint. */
@@ -66,7 +66,13 @@ function answerAuthenticatedRevocationRequest(route: RevocationRoute, request: F
  */
 function checkDPoPHeader(route: RevocationRoute, { exchange, dpop }: FormRequest, client: RegisteredClient): boolean {
   if (dpop === '') return true;
-  exchange.dpopNonce = route.dpopNonceFor(client);
+  const nonce = route.dpopNonceFor(client);
+  if (nonce === null) {
+    // The nonces' key (the page secret) is not loaded yet: no nonce to check the proof against.
+    exchange.sendError(OAuthErrors.temporarilyUnavailable, { retryAfter: 1 });
+    return false;
+  }
+  exchange.dpopNonce = nonce;
   if (dpop !== null) return true;
   exchange.sendError(OAuthErrors.dpopHeaderRepeated);
   return false;

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { RegisteredClient } from '../workers/protocol/client_model.js';
@@ -19,6 +20,7 @@ import type { GatewayMetrics } from './metrics.js';
 import { registerAuthorizeEndpoint } from './pages/authorize_endpoint.js';
 import { registerDeviceEndpoint } from './pages/device_endpoint.js';
 import { registerEndSessionEndpoint } from './pages/end_session_endpoint.js';
+import { pagesUnavailable } from './pages/pages_unavailable.js';
 import { PageSecrets } from './pages/session.js';
 import { createRevocationEndpoint } from './revocation_endpoint.js';
 import { createTokenEndpoint } from './token_endpoint.js';
@@ -33,8 +35,12 @@ export interface RouteDeps {
   readonly config: LoadedConfig;
   /** The signing keys: the JWKS follows a rotation or a reload. */
   readonly keys: KeyRing;
-  /** The pages' own secret (gateway/keys/page_secret.ts), unaffected by key rotation. */
-  readonly pageSecret: string;
+  /**
+   * The pages' own secret (gateway/keys/page_secret.ts), unaffected by key rotation; `undefined`
+   * while it has not come from the store: the pages and DPoP nonces answer 503 until the routes are
+   * built again with it (docs/operations.md, "Starting without the store").
+   */
+  readonly pageSecret: string | undefined;
   readonly store: Store;
   readonly clients: ReadonlyMap<string, RegisteredClient>;
   /** One authenticator and one throttle for every endpoint that authenticates clients. */
@@ -114,9 +120,12 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
       begin: observers.begin.deviceAuthorization,
     }),
   );
-  const secrets = pageSecretsOf(config, deps.pageSecret);
-  registerAuthorizeEndpoint(app, { config, clients, scopes, secrets, dispatcher, store, events });
-  registerDeviceEndpoint(app, {
+  // Without the secret the same routes are registered, answering 503; the handlers built here
+  // with a secret of their own are never called.
+  const pages = deps.pageSecret === undefined ? pagesUnavailable(app) : app;
+  const secrets = pageSecretsOf(config, deps.pageSecret ?? randomBytes(32).toString('base64url'));
+  registerAuthorizeEndpoint(pages, { config, clients, scopes, secrets, dispatcher, store, events });
+  registerDeviceEndpoint(pages, {
     config,
     clients,
     secrets,
@@ -126,7 +135,7 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
     logger: deps.logger,
     onThrottled: () => metrics.countThrottleHit('user_code'),
   });
-  registerEndSessionEndpoint(app, { issuer: config.issuer, clients, secrets, keys: () => keys.set.keys });
+  registerEndSessionEndpoint(pages, { issuer: config.issuer, clients, secrets, keys: () => keys.set.keys });
 
   // Resource servers cache both; a new key is published at least this long before it signs
   // (signing.rotation.propagation, docs/operations.md "Signing keys and rotation").
@@ -145,7 +154,15 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   );
   app.any(
     '/readyz',
-    getOnly((ex) => answerReadiness(ex, { store, dispatcher, keyCount: () => keys.set.keys.length, draining: deps.draining })),
+    getOnly((ex) =>
+      answerReadiness(ex, {
+        store,
+        dispatcher,
+        keyCount: () => keys.set.keys.length,
+        draining: deps.draining,
+        pageSecret: deps.pageSecret !== undefined,
+      }),
+    ),
   );
   // By default /metrics is on the management listener only (gateway/management_listener.ts).
   if (deps.publicMetricsToken !== undefined) registerMetricsRoute(app, metrics, deps.publicMetricsToken);
@@ -154,8 +171,12 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   });
 }
 
-/** The DPoP nonce a client that must use one gets on each token answer (RFC 9449 §8); the workers check it. */
-function dpopNonceProvider(config: LoadedConfig, pageSecret: string): (client: RegisteredClient) => string | undefined {
+/**
+ * The DPoP nonce a client that must use one gets on each token answer (RFC 9449 §8); the workers
+ * check it. `null` for such a client while the page secret, the nonces' key, is not loaded.
+ */
+function dpopNonceProvider(config: LoadedConfig, pageSecret: string | undefined): (client: RegisteredClient) => string | undefined | null {
+  if (pageSecret === undefined) return (client) => (requiresDPoPNonce(client, config.dpop) ? null : undefined);
   const nonces = new DPoPNonces(deriveDPoPNonceKey(pageSecret), config.dpop.nonceLifetimeSeconds);
   return (client) => (requiresDPoPNonce(client, config.dpop) ? nonces.current(Date.now()) : undefined);
 }
@@ -174,6 +195,8 @@ interface Readiness {
   readonly dispatcher: WorkerDispatcher;
   readonly keyCount: () => number;
   readonly draining: () => boolean;
+  /** Whether the page secret is loaded (it comes from the store). */
+  readonly pageSecret: boolean;
 }
 
 /**
@@ -190,10 +213,11 @@ function answerReadiness(exchange: Exchange, readiness: Readiness): void {
   );
 }
 
-async function checkReady({ store, dispatcher, keyCount, draining }: Readiness): Promise<string[]> {
+async function checkReady({ store, dispatcher, keyCount, draining, pageSecret }: Readiness): Promise<string[]> {
   const problems: string[] = [];
   if (draining()) problems.push('draining');
   if (keyCount() === 0) problems.push('no signing keys');
+  if (!pageSecret) problems.push('no page secret');
   if (dispatcher.currentPool.threads.length === 0) problems.push('no worker threads');
   try {
     await store.checkReady();

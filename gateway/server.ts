@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { statSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
@@ -17,7 +18,7 @@ import type { LoadedConfig } from './config/load.js';
 import { reloadConfig, type ReloadableGateway, type ReloadResult } from './config_reload.js';
 import { buildDiscoveryDocument } from './discovery.js';
 import { KeyRing, type KeyReloadResult } from './keys/key_ring.js';
-import { loadPageSecret } from './keys/page_secret.js';
+import { openPageSecret, type PageSecretLoad } from './keys/page_secret.js';
 import { openKeyEncryption } from './keys/key_encryption.js';
 import { deriveDPoPNonceKey } from './keys/dpop_nonce_key.js';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace';
@@ -30,6 +31,7 @@ import { startManagementListener, type ManagementListener } from './management_l
 import { GatewayMetrics } from './metrics.js';
 import { Listener } from './http/listener.js';
 import { recordRoutes, RouteTable } from './http/route_table.js';
+import { ServingState } from './http/serving_state.js';
 import { TrustedProxies } from './http/trusted_proxies.js';
 import { StoreOutageLog } from './store_outage_log.js';
 import { registerRoutes } from './routes.js';
@@ -161,6 +163,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   let metrics: GatewayMetrics | undefined;
   let events: AuditEvents | undefined;
   let management: ManagementListener | undefined;
+  let pageSecretLoad: PageSecretLoad | undefined;
   const tracing = openTracing(config, process.env, options.spanProcessor);
   try {
     const devKeyDir = options.devKeyDir ?? path.resolve('.tessera');
@@ -180,7 +183,13 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       },
     });
     const keys = keyRing;
-    const pageSecret = await loadPageSecret(config, store, devKeyDir, keyEncryption);
+    // On Redis it may come later: the gateway starts without the store (docs/operations.md,
+    // "Starting without the store").
+    pageSecretLoad = await openPageSecret(config, store, devKeyDir, { logger, encryption: keyEncryption });
+    let pageSecret = pageSecretLoad.secret;
+    // The workers' DPoP nonce key until then: no nonce is handed out or checked meanwhile (the
+    // token endpoint refuses a client that needs one), so it only fills the place.
+    const placeholderSecret = randomBytes(32).toString('base64url');
 
     const grantModules = (options.grantModules ?? []).map(toModuleUrl);
     const internalGrantTypes = await grantTypesOfModules(grantModules);
@@ -202,7 +211,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
         recordFacts: auditEvents.enabled,
         recordTiming: tracing !== undefined,
         storeStats: storeStatsBuffers,
-        dpopNonceKey: deriveDPoPNonceKey(pageSecret),
+        dpopNonceKey: deriveDPoPNonceKey(pageSecret ?? placeholderSecret),
         suspectThreads,
       });
     const startPool = (modules: readonly ValidatorModule[]): Promise<Piscina> => startPoolWith(config, modules);
@@ -249,7 +258,8 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     const storeOutage = new StoreOutageLog(logger);
 
     let discoveryBody = '';
-    let draining = false;
+    // Requests in flight and the drain (docs/operations.md, "Signals and shutdown").
+    const serving = new ServingState();
     const reload = new ValidatorReload(
       {
         sources,
@@ -293,13 +303,13 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
             publicMetricsToken: routeConfig.management.onPublicPort ? routeConfig.management.token : undefined,
             grantTypes: () => reload.grantTypes,
             discoveryBody: () => discoveryBody,
-            draining: () => draining,
+            draining: () => serving.draining,
             logger,
           }),
         new TrustedProxies(routeConfig.trustedProxies, routeConfig.forwardedHeader),
       );
     };
-    const routes = new RouteTable(buildRoutes(config, throttle));
+    const routes = new RouteTable(buildRoutes(config, throttle), serving);
     // Config reloads and validator reloads both start pools: one at a time.
     let reloading: Promise<unknown> = Promise.resolve();
     const serially = <T>(step: () => Promise<T>): Promise<T> => {
@@ -307,6 +317,30 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       reloading = run.catch(() => {});
       return run;
     };
+    // The page secret once the store answers: a pool whose workers have the DPoP nonce key, and
+    // routes that serve the pages, switched in as on a config reload.
+    const adoptPageSecret = async (secret: string): Promise<void> => {
+      if (serving.draining) return;
+      pageSecret = secret;
+      const next = await startPool(reload.modules);
+      if (serving.draining) {
+        await next.destroy();
+        return;
+      }
+      routes.replace(buildRoutes(config, throttle));
+      logger.info('the store answers: page secret loaded, the pages and DPoP nonces are served');
+      await dispatcher.replacePool(next);
+    };
+    if (pageSecret === undefined) {
+      const keepTrying = (secret: string): void => {
+        serially(() => adoptPageSecret(secret)).catch((err: unknown) => {
+          logger.error({ err }, 'could not start the worker threads with the page secret; trying again in a second');
+          pageSecret = undefined;
+          setTimeout(() => keepTrying(secret), 1000).unref();
+        });
+      };
+      void pageSecretLoad.loaded.then(keepTrying);
+    }
     if (options.watchValidators !== false) {
       stopWatching = watchValidators(
         config.validatorsDir,
@@ -341,7 +375,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       logger,
       current: () => config,
       unavailable: () =>
-        draining
+        serving.draining
           ? 'the gateway is stopping'
           : options.reloadConfig === undefined
             ? 'the gateway was not started from a config file: there is nothing to read again'
@@ -411,17 +445,29 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
       },
       stop(stopOptions) {
         stopping ??= (async () => {
-          draining = true;
+          // From now on every answer closes its connection: keep-alive clients open their next
+          // one, which the balancer sends elsewhere once /readyz has failed.
+          serving.draining = true;
           const drainSeconds = stopOptions?.drainSeconds ?? 0;
           if (drainSeconds > 0) {
-            logger.info({ drainSeconds }, 'draining: /readyz answers 503, requests are still served');
+            logger.info({ drainSeconds }, 'draining: /readyz answers 503, requests are still served, each answer closes its connection');
             await delay(drainSeconds * 1000);
           }
           stopWatching();
           keys.stop();
+          pageSecretLoad?.stop();
           reload.cancel();
           running.stopListening();
-          await Promise.race([dispatcher.drain(), delay(config.shutdown.requestTimeoutSeconds * 1000)]);
+          // Every request that arrived is answered (bounded); then the connections still open,
+          // idle ones, close with the app.
+          const answered = Promise.all([serving.idle(), dispatcher.drain()]);
+          await Promise.race([answered, delay(config.shutdown.requestTimeoutSeconds * 1000)]);
+          if (serving.inFlight > 0) {
+            logger.warn(
+              { inFlight: serving.inFlight, requestTimeoutSeconds: config.shutdown.requestTimeoutSeconds },
+              'stopping with requests unanswered after shutdown.requestTimeoutSeconds',
+            );
+          }
           running.close();
           runningManagement?.close();
           storeOutage.close();
@@ -437,6 +483,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     };
   } catch (err) {
     stopWatching();
+    pageSecretLoad?.stop();
     listener?.close();
     keyRing?.stop();
     management?.close();

@@ -24,8 +24,12 @@ export interface TokenEndpointDeps extends ClientAuthenticationDeps {
   /** Starts each request's trace span (tracing on). */
   begin?: FormRoute['begin'];
   cors?: CorsPolicy | undefined;
-  /** The DPoP nonce to hand a client that must use one (RFC 9449 §8), `undefined` for the others. */
-  dpopNonceFor?: ((client: RegisteredClient) => string | undefined) | undefined;
+  /**
+   * The DPoP nonce to hand a client that must use one (RFC 9449 §8), `undefined` for the others;
+   * `null` while the nonces' key has not come from the store (docs/operations.md, "Starting without
+   * the store").
+   */
+  dpopNonceFor?: ((client: RegisteredClient) => string | undefined | null) | undefined;
 }
 
 /** What the token endpoint's steps share, built once at start. */
@@ -33,7 +37,7 @@ interface TokenRoute extends FormRoute {
   readonly clientAuthentication: ClientAuthentication;
   readonly grantTypes: () => ReadonlySet<string>;
   readonly dispatcher: WorkerDispatcher;
-  readonly dpopNonceFor: (client: RegisteredClient) => string | undefined;
+  readonly dpopNonceFor: (client: RegisteredClient) => string | undefined | null;
 }
 
 /**
@@ -97,7 +101,13 @@ function checkGrantTypeAllowed(request: FormRequest, client: RegisteredClient, g
  */
 function checkDPoPHeader(route: TokenRoute, { exchange, dpop }: FormRequest, client: RegisteredClient): boolean {
   if (dpop === '' && !client.config.requireDPoP) return true;
-  exchange.dpopNonce = route.dpopNonceFor(client);
+  const nonce = route.dpopNonceFor(client);
+  if (nonce === null) {
+    // No nonce to hand out, and none a worker could check: the client tries again shortly.
+    exchange.sendError(OAuthErrors.temporarilyUnavailable, { retryAfter: 1 });
+    return false;
+  }
+  exchange.dpopNonce = nonce;
   if (dpop === null) exchange.sendError(OAuthErrors.dpopHeaderRepeated);
   else if (dpop === '') exchange.sendError(OAuthErrors.dpopProofRequired);
   else return true;

@@ -71,6 +71,20 @@ export interface DispatcherOptions {
   logger: Logger;
 }
 
+/** What one pool holds of the dispatcher's batches ({@link WorkerDispatcher.replacePool}). */
+interface PoolBatches {
+  count: number;
+  /** Called when `count` comes back to 0 (set while a replacement waits). */
+  settled: (() => void) | undefined;
+}
+
+/**
+ * How long a replaced pool may keep its batches: longer than any batch that is not stuck (store
+ * calls are bounded by `commandTimeoutMs`, validators by `validatorTimeoutMs`); Piscina's own
+ * `closeTimeout` default.
+ */
+const replacedPoolGraceMs = 30_000;
+
 /** A batch sent to the pool, until its result is delivered or its requests are sent elsewhere. */
 interface WatchedBatch {
   readonly lane: LaneState;
@@ -205,6 +219,8 @@ export class WorkerDispatcher {
   private readonly watched = new Set<WatchedBatch>();
   private heldRefusals = 0;
   private watchdog: NodeJS.Timeout | undefined;
+  /** Batches sent to each pool and not settled yet; a replaced pool ends when its count is 0. */
+  private readonly poolBatches = new Map<BatchPool, PoolBatches>();
 
   constructor(
     private pool: BatchPool,
@@ -240,13 +256,55 @@ export class WorkerDispatcher {
   }
 
   /**
-   * Sends later batches to `next` and closes the previous pool once its running batches are done,
-   * so a reload fails no request in flight.
+   * Sends later batches to `next` and ends the previous pool once every batch it holds has settled,
+   * so a reload fails no request in flight (docs/operations.md, "Reload").
+   *
+   * Not Piscina's `close()` alone: in piscina 5.3 it registers its "worker done" check once per
+   * thread plus once more, and counts calls rather than distinct threads, so the first thread to
+   * finish its last task counts threads + 1 times and `close()` goes on to `destroy()` while the
+   * other threads still hold batches. `destroy()` terminates them: a batch that had finished on
+   * its thread but whose answer had not arrived yet failed as a task error (500), the others as a
+   * terminated thread's (503 or sent again). Its `closeTimeout` (30 s) ends in `destroy()` too.
+   * The dispatcher knows what it sent to each pool and waits for that instead.
    */
   async replacePool(next: BatchPool): Promise<void> {
     const previous = this.pool;
     this.pool = next;
-    await previous.close();
+    const out = this.poolBatches.get(previous);
+    if (out !== undefined && out.count > 0) {
+      // Bounded: a batch stuck on one of the old threads must not keep the old pool forever;
+      // whatever it still holds then goes through recoverFromThreadFault.
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, replacedPoolGraceMs);
+        timer.unref();
+        out.settled = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+    this.poolBatches.delete(previous);
+    // Nothing runs on it any longer: its threads end at once.
+    await previous.destroy();
+  }
+
+  /** Runs a batch on the current pool, counted against that pool for {@link replacePool}. */
+  private runOnPool(task: BatchTask, transferList: ArrayBuffer[]): Promise<Uint8Array> {
+    const pool = this.pool;
+    let out = this.poolBatches.get(pool);
+    if (out === undefined) {
+      out = { count: 0, settled: undefined };
+      this.poolBatches.set(pool, out);
+    }
+    const counted = out;
+    counted.count++;
+    const done = (): void => {
+      counted.count--;
+      if (counted.count === 0) counted.settled?.();
+    };
+    const running = pool.run(task, { transferList }) as Promise<Uint8Array>;
+    running.then(done, done);
+    return running;
   }
 
   get currentPool(): BatchPool {
@@ -394,7 +452,7 @@ export class WorkerDispatcher {
       withdrawn: false,
     };
     this.watch(batch);
-    this.pool.run(task, { transferList: [task.batch.buffer as ArrayBuffer] }).then(
+    this.runOnPool(task, [task.batch.buffer as ArrayBuffer]).then(
       (packed) => {
         if (batch.withdrawn) return;
         this.unwatch(batch);
@@ -563,7 +621,9 @@ export class WorkerDispatcher {
     );
     // Piscina replaces a thread that exits and fails the tasks it held, which then go through
     // recoverFromThreadFault as a stuck thread's (503, or sent to another thread).
-    void this.pool.threads.find((worker) => worker.threadId === thread)?.terminate();
+    // The thread may be a replaced pool's, still finishing its batches (replacePool).
+    const pools = new Set([this.pool, ...this.poolBatches.keys()]);
+    for (const pool of pools) void pool.threads.find((worker) => worker.threadId === thread)?.terminate();
   }
 
   /** A batch is done with: `answered` of its requests were answered, the rest went back to the lane. */

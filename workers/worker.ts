@@ -151,6 +151,7 @@ const dpopProofServices = {
 const tokenRequestProofs = new TokenRequestProofs(boot.config.issuer, boot.config.dpop, dpopProofServices);
 const revocationProofs = new TokenRequestProofs(boot.config.issuer, boot.config.dpop, dpopProofServices, '/connect/revocation');
 
+let idTokens: IdTokenBuilder | undefined;
 const services: GrantServices = {
   issuer: boot.config.issuer,
   clients: registerClients(boot.config.clients),
@@ -159,7 +160,11 @@ const services: GrantServices = {
   get signer() {
     return keyRing.signer;
   },
-  idTokens: new IdTokenBuilder(boot.config, boot.config.issuer, keyRing.signer.alg),
+  // Built on first use: a worker may start before the store-kept keys are loaded (no signer yet).
+  get idTokens() {
+    idTokens ??= new IdTokenBuilder(boot.config, boot.config.issuer, keyRing.signer.alg);
+    return idTokens;
+  },
   store,
   now: Date.now,
   logger,

@@ -1,6 +1,7 @@
 import type { Span } from '@opentelemetry/api';
 import type { HttpResponse } from 'uWebSockets.js';
 import type { OAuthErrorEntry } from '../../workers/protocol/oauth_errors.js';
+import { servingNow, type ServingState } from './serving_state.js';
 import { clientAddressOf } from './trusted_proxies.js';
 import type { TaskFacts } from '../../workers/protocol/task_facts.js';
 
@@ -76,6 +77,8 @@ export class Exchange {
   private address: string | undefined = undefined;
   /** RFC 9110 §9.3.2: a HEAD answer has the headers GET would have, and no content. */
   private readonly head: boolean;
+  /** The gateway serving it: counts it in flight, and says when answers close their connection. */
+  private readonly serving: ServingState | undefined;
 
   /** Built synchronously in the route handler; `method` is what the handler read from `req`. */
   constructor(
@@ -83,9 +86,12 @@ export class Exchange {
     method: string,
   ) {
     this.head = method === 'head';
+    this.serving = servingNow();
+    this.serving?.begin();
     // Must be attached before any asynchronous step (uWS contract).
     res.onAborted(() => {
       this.aborted = true;
+      if (!this.done) this.serving?.end();
     });
   }
 
@@ -107,8 +113,7 @@ export class Exchange {
 
   /** JSON answer with the token endpoint's no-cache headers (RFC 6749 §5.1). */
   sendJson(status: number, body: string, extras?: ResponseExtras): void {
-    if (this.aborted || this.done) return;
-    this.done = true;
+    if (!this.answering()) return;
     this.observer?.(this, status, body);
     const res = this.res;
     res.cork(() => {
@@ -142,8 +147,7 @@ export class Exchange {
     html: string,
     options: { location?: string; cookies?: readonly string[]; retryAfter?: number | undefined } = {},
   ): void {
-    if (this.aborted || this.done) return;
-    this.done = true;
+    if (!this.answering()) return;
     const res = this.res;
     res.cork(() => {
       res.writeStatus(statusLine(status));
@@ -166,8 +170,7 @@ export class Exchange {
 
   /** A prebuilt body with its own headers (discovery, JWKS, metrics). */
   sendStatic(status: number, contentType: string, body: string | Uint8Array, cacheControl: string): void {
-    if (this.aborted || this.done) return;
-    this.done = true;
+    if (!this.answering()) return;
     const res = this.res;
     res.cork(() => {
       res.writeStatus(statusLine(status));
@@ -184,8 +187,7 @@ export class Exchange {
    * ones are `Authorization` (Basic, Bearer) and `DPoP`; the answer may be cached ten minutes.
    */
   sendPreflight(status: 204 | 403, allowOrigin: string | undefined, methods: string): void {
-    if (this.aborted || this.done) return;
-    this.done = true;
+    if (!this.answering()) return;
     const res = this.res;
     res.cork(() => {
       res.writeStatus(statusLine(status));
@@ -196,8 +198,25 @@ export class Exchange {
         res.writeHeader('Access-Control-Allow-Headers', 'Authorization, Content-Type, DPoP');
         res.writeHeader('Access-Control-Max-Age', '600');
       }
-      res.endWithoutBody(0);
+      res.endWithoutBody(0, this.closing);
     });
+  }
+
+  /** Marks the one answer as given; false when one was given already or the client went away. */
+  private answering(): boolean {
+    if (this.aborted || this.done) return false;
+    this.done = true;
+    // Within the cork that writes it: the stop's wait ends on a later turn, after the write.
+    this.serving?.end();
+    return true;
+  }
+
+  /**
+   * While the gateway drains every answer closes its connection, so that keep-alive clients take
+   * their next request elsewhere (docs/operations.md, "Signals and shutdown").
+   */
+  private get closing(): boolean {
+    return this.serving?.draining === true;
   }
 
   private writeCors(): void {
@@ -226,9 +245,10 @@ export class Exchange {
   }
 
   private endWith(body: string | Uint8Array, closeConnection: boolean): void {
+    const close = closeConnection || this.closing;
     // An answer that closes the connection goes whole, even to HEAD: nothing is read after it.
-    if (!this.head || closeConnection) {
-      this.res.end(body, closeConnection);
+    if (!this.head || close) {
+      this.res.end(body, close);
       return;
     }
     // uWS's end() would send the body, and endWithoutBody(length) leaves the response pending in

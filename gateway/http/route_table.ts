@@ -1,4 +1,5 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import { serveWith, type ServingState } from './serving_state.js';
 import { captureForwarding, type TrustedProxies } from './trusted_proxies.js';
 
 type RouteHandler = (res: HttpResponse, req: HttpRequest) => void | Promise<void>;
@@ -36,7 +37,11 @@ export function recordRoutes(register: (app: TemplatedApp) => void, proxies: Tru
 
 /** The routes in service; mounted once per listening app (a TLS reload opens a new app). */
 export class RouteTable {
-  constructor(private current: RouteSet) {}
+  constructor(
+    private current: RouteSet,
+    /** The gateway's requests in flight and its drain, which every exchange reports to. */
+    private readonly serving: ServingState,
+  ) {}
 
   /** Registers every route of the current set on `app`, each calling whatever set is current. */
   mount(app: TemplatedApp): void {
@@ -48,7 +53,7 @@ export class RouteTable {
       app[method](key.slice(space + 1), (res, req) => {
         const set = this.current;
         captureForwarding(res, req, set.proxies);
-        return (set.handlers[i] as RouteHandler)(res, req);
+        return serveWith(this.serving, set.handlers[i] as RouteHandler, res, req);
       });
     }
   }

@@ -6,7 +6,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import type { Store } from '../../workers/store/store.js';
+import type { Logger } from 'pino';
+import { isStoreUnavailable, type Store } from '../../workers/store/store.js';
 import type { LoadedConfig } from '../config/load.js';
 import { readOrMakeOnce } from './shared_file.js';
 import { KeyEncryption } from './key_encryption.js';
@@ -49,4 +50,64 @@ export async function loadPageSecret(
       return secret;
     },
   );
+}
+
+/** The page secret as far as it is known: loaded, or still awaited from the store. */
+export interface PageSecretLoad {
+  /** The secret when it was loaded at start; `undefined` while the store has not answered. */
+  readonly secret: string | undefined;
+  /** Resolves with the secret once loaded (at once when it was at start). */
+  readonly loaded: Promise<string>;
+  /** Stops trying (the gateway stops). */
+  stop(): void;
+}
+
+/**
+ * Loads the page secret; on Redis, when the store cannot answer at start, the gateway starts
+ * without it and this keeps trying every `retryMs` until the store answers (docs/operations.md,
+ * "Starting without the store"): a Redis restart must not keep gateways from starting. Any other
+ * failure (an unreadable `.tessera/page-secret`) fails the start as before.
+ */
+export async function openPageSecret(
+  config: Pick<LoadedConfig, 'store'>,
+  store: Store,
+  devKeyDir: string,
+  options: { readonly logger: Logger; readonly retryMs?: number; readonly encryption?: KeyEncryption },
+): Promise<PageSecretLoad> {
+  const encryption = options.encryption ?? KeyEncryption.none;
+  try {
+    const secret = await loadPageSecret(config, store, devKeyDir, encryption);
+    return { secret, loaded: Promise.resolve(secret), stop: () => {} };
+  } catch (err) {
+    if (!isStoreUnavailable(err)) throw err;
+  }
+  options.logger.warn(
+    'the store does not answer: starting without the page secret; the login, consent, device and sign-out pages and DPoP nonces answer 503 until it does',
+  );
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const loaded = new Promise<string>((resolve) => {
+    const attempt = (): void => {
+      timer = undefined;
+      if (stopped) return;
+      loadPageSecret(config, store, devKeyDir, encryption).then(resolve, (err: unknown) => {
+        if (stopped) return;
+        // The store answered but the secret cannot be opened (a KEK that is not the one it was
+        // sealed under): said at every try, since the pages stay closed until it is fixed.
+        if (!isStoreUnavailable(err)) options.logger.error({ err }, 'the page secret in the store cannot be read');
+        timer = setTimeout(attempt, options.retryMs ?? 1000);
+        timer.unref();
+      });
+    };
+    timer = setTimeout(attempt, options.retryMs ?? 1000);
+    timer.unref();
+  });
+  return {
+    secret: undefined,
+    loaded,
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
 }

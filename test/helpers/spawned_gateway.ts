@@ -29,6 +29,8 @@ export interface SpawnedGateway {
   output(): string;
   /** Sends SIGTERM and resolves the exit code once the process has stopped. */
   terminate(): Promise<number | null>;
+  /** Sends a signal (SIGHUP: reload) to the process. */
+  signal(name: NodeJS.Signals): void;
   /** Waits until a log line matches, or fails after `timeoutMs`. */
   waitForLog(what: string, predicate: (line: LogLine) => boolean, timeoutMs?: number): Promise<LogLine>;
 }
@@ -40,7 +42,13 @@ export interface SpawnedGateway {
  */
 export async function startSpawnedGateway(
   t: Test,
-  options: { validators: readonly string[]; patch?: (raw: Record<string, unknown>) => void; env?: Record<string, string> },
+  options: {
+    validators: readonly string[];
+    patch?: (raw: Record<string, unknown>) => void;
+    env?: Record<string, string>;
+    /** Return once `/readyz` answers at all, 503 included (a gateway started without its store). */
+    untilListening?: boolean;
+  },
 ): Promise<SpawnedGateway> {
   const dir = t.testdir();
   mkdirSync(join(dir, 'validators'));
@@ -87,7 +95,7 @@ export async function startSpawnedGateway(
       },
       () => 0,
     );
-    if (ready === 200) break;
+    if (ready === 200 || (options.untilListening === true && ready !== 0)) break;
     if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the gateway did not become ready: ${output}`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
@@ -108,6 +116,9 @@ export async function startSpawnedGateway(
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       child.kill('SIGTERM');
       return exited;
+    },
+    signal(name) {
+      child.kill(name);
     },
     async waitForLog(what, predicate, timeoutMs = 10_000) {
       const end = Date.now() + timeoutMs;

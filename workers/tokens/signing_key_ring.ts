@@ -1,6 +1,7 @@
 import { signingKeyAt, type PublishedKeySet } from '../protocol/key_set.js';
 import type { KeySetCell } from '../protocol/key_set_cell.js';
 import type { SigningKeyMaterial } from '../protocol/signing_key.js';
+import { StoreUnavailableError } from '../store/store.js';
 import { JwtSigner } from './jwt_signer.js';
 
 /**
@@ -9,7 +10,8 @@ import { JwtSigner } from './jwt_signer.js';
  * per batch: one atomic load, and one clock comparison against the next activation.
  */
 export class SigningKeyRing {
-  private version = -1;
+  // Version 0, before the gateway's first write, is the empty set (workers/protocol/key_set_cell.ts).
+  private version = 0;
   private set: PublishedKeySet = { keys: [], activations: [] };
   private readonly signers = new Map<string, JwtSigner>();
   private current: JwtSigner | undefined;
@@ -21,12 +23,16 @@ export class SigningKeyRing {
     private readonly onPublished: (keys: readonly SigningKeyMaterial[]) => void,
   ) {
     this.refresh(Date.now());
-    if (this.current === undefined) throw new Error('worker started without a signing key');
   }
 
-  /** The signer for now, as of the last {@link refresh}. */
+  /**
+   * The signer for now, as of the last {@link refresh}. None yet when the gateway started before
+   * the store could give it its store-kept keys (docs/operations.md, "Starting without the
+   * store"): what would sign answers 503, like any request the store cannot serve.
+   */
   get signer(): JwtSigner {
-    return this.current as JwtSigner;
+    if (this.current === undefined) throw new StoreUnavailableError('no signing key loaded from the store yet');
+    return this.current;
   }
 
   /** Takes a new key set from the gateway, and the next key when its activation has come. */
@@ -42,6 +48,8 @@ export class SigningKeyRing {
       this.onPublished(changed.set.keys);
     }
     if (now < this.until) return;
+    // An empty set: the gateway has not loaded its keys yet; it publishes them when it has.
+    if (this.set.activations.length === 0) return;
     const { kid, until } = signingKeyAt(this.set, now);
     this.until = until;
     let signer = this.signers.get(kid);

@@ -53,8 +53,15 @@ t.test('a new set from the gateway is taken on the next refresh; a kept key is n
   t.equal(ring.signer.kid, c.kid, 'a reload that drops the signing key switches at once');
 });
 
-t.test('a worker cannot start without a key', async (t) => {
-  const cell = KeySetCell.create();
-  cell.write({ keys: [], activations: [] });
-  t.throws(() => new SigningKeyRing(cell, () => {}), /cannot sign/);
+t.test('a worker started before the store gave the keys: no signer (a store outage, 503) until the gateway publishes them', async (t) => {
+  const writtenEmpty = KeySetCell.create();
+  writtenEmpty.write({ keys: [], activations: [] });
+  // Never written (the gateway started without the store), or written empty.
+  for (const cell of [KeySetCell.create(), writtenEmpty]) {
+    const ring = new SigningKeyRing(cell, () => {});
+    t.throws(() => ring.signer, { code: 'store_unavailable' }, 'no signer: answered as a store outage');
+    cell.write({ keys: [a as SigningKeyMaterial], activations: [{ kid: (a as SigningKeyMaterial).kid, activatesAt: 0 }] });
+    ring.refresh(Date.now());
+    t.equal(ring.signer.kid, (a as SigningKeyMaterial).kid, 'signs once the set arrives');
+  }
 });
