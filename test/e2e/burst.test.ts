@@ -45,7 +45,8 @@ t.teardown(() => redis.stop());
 if (redis.warning) t.comment(redis.warning);
 const [memoryGateway, redisGateway] = await Promise.all([
   startTestGateway(t, { patch: patchFor({ type: 'memory' }) }),
-  startTestGateway(t, { patch: patchFor({ type: 'redis', url: redis.url }) }),
+  // What is tested is the dispatcher, not Redis's latency on a loaded machine: a generous command timeout.
+  startTestGateway(t, { patch: patchFor({ type: 'redis', url: redis.url, commandTimeoutMs: 5000 }) }),
 ]);
 
 const clientCredentials = () =>
@@ -110,10 +111,11 @@ t.test('password (password lane): 2,000 at once', async (t) => {
 t.test('refresh_token on Redis (store lane): 2,000 at once, each its own family', async (t) => {
   // 2,200 refresh tokens, from sign-ins of 200 at a time (the password lane holds 256 waiting).
   const tokens: string[] = [];
-  while (tokens.length < 2200) {
-    const minted = await assertServedInFull(t, redisGateway, Array.from({ length: 200 }, password), 'sign-ins');
+  for (let round = 0; tokens.length < 2200 && round < 30; round++) {
+    const minted = await burst(redisGateway.port, Array.from({ length: 200 }, password), withinMs);
     for (const body of minted.bodies) if (body !== undefined) tokens.push((JSON.parse(body) as { refresh_token: string }).refresh_token);
   }
+  t.ok(tokens.length >= 2200, `${tokens.length} refresh tokens to spend`);
   const outcome = await burst(redisGateway.port, tokens.slice(0, 2000).map(refresh), withinMs);
   assertServedOrRefused(t, outcome, 'refresh');
   await assertDrained(t, redisGateway, 'refresh');
