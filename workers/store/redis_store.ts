@@ -161,6 +161,23 @@ const clockSampleKeptMs = 5000;
  * RESP2 and RESP3 (a Lua `false` would be a null in one and a boolean in the other).
  * Optional KEYS: a family's members set and revocation marker are passed only for family keys.
  */
+
+/**
+ * Lua that writes a script's companion records, passed as (key, members key) pairs from
+ * KEYS[firstKey] and (bytes, ttl) pairs from ARGV[firstArg]: each with its TTL, listed in its
+ * members set, which lives as long as its longest member. One fragment for the scripts that share it.
+ */
+function writeCompanions(firstKey: number, firstArg: number): string {
+  return `local k, a = ${firstKey}, ${firstArg}
+while KEYS[k] do
+  local companionTtl = tonumber(ARGV[a + 1])
+  redis.call('SET', KEYS[k], ARGV[a], 'PX', companionTtl)
+  redis.call('SADD', KEYS[k + 1], KEYS[k])
+  if redis.call('PTTL', KEYS[k + 1]) < companionTtl then redis.call('PEXPIRE', KEYS[k + 1], companionTtl) end
+  k, a = k + 2, a + 2
+end`;
+}
+
 const scripts = {
   // KEYS: record [, members, revoked]. ARGV: bytes, ttl, '1' = only when absent.
   // Reply: {0} family revoked | {1} written | {2, current} a live record was already there.
@@ -198,14 +215,7 @@ if KEYS[3] then
   redis.call('SADD', KEYS[3], KEYS[2])
   if redis.call('PTTL', KEYS[3]) < ttl then redis.call('PEXPIRE', KEYS[3], ttl) end
 end
-local k, a = 5, 3
-while KEYS[k] do
-  local companionTtl = tonumber(ARGV[a + 1])
-  redis.call('SET', KEYS[k], ARGV[a], 'PX', companionTtl)
-  redis.call('SADD', KEYS[k + 1], KEYS[k])
-  if redis.call('PTTL', KEYS[k + 1]) < companionTtl then redis.call('PEXPIRE', KEYS[k + 1], companionTtl) end
-  k, a = k + 2, a + 2
-end
+${writeCompanions(5, 3)}
 redis.call('SETRANGE', KEYS[1], 0, string.char(${consumedHeader}))
 return {1, current}`,
   // A refresh-token chain's rotation (docs/storage.md, "Refresh-token chains"). KEYS: old, new,
@@ -241,14 +251,7 @@ redis.call('SET', KEYS[2], ARGV[1], 'PX', ttl)
 redis.call('SADD', KEYS[3], KEYS[2], KEYS[5], KEYS[6])
 local membersTtl = math.max(ttl, chainTtl)
 if redis.call('PTTL', KEYS[3]) < membersTtl then redis.call('PEXPIRE', KEYS[3], membersTtl) end
-local k, a = 7, 14
-while KEYS[k] do
-  local companionTtl = tonumber(ARGV[a + 1])
-  redis.call('SET', KEYS[k], ARGV[a], 'PX', companionTtl)
-  redis.call('SADD', KEYS[k + 1], KEYS[k])
-  if redis.call('PTTL', KEYS[k + 1]) < companionTtl then redis.call('PEXPIRE', KEYS[k + 1], companionTtl) end
-  k, a = k + 2, a + 2
-end
+${writeCompanions(7, 14)}
 for i = 10, 13 do redis.call('SETBIT', KEYS[6], tonumber(ARGV[i]), 1) end
 redis.call('HSET', KEYS[5], 'c', count + 1, 'w', windowEnd, 'p', ARGV[8], 's', ARGV[9], 't', now, 'r', ARGV[3],
   'v', string.char(${consumedHeader}) .. string.sub(current, 2))
