@@ -1,16 +1,13 @@
 import { createServer, type Server } from 'node:net';
 
-/** A port that was free a moment ago: for servers whose URL must be known before they start. */
+/**
+ * A port that was free a moment ago: for servers whose URL must be known before they start. Drawn
+ * below the ephemeral range like {@link freePortRun}: a port from `listen(0)` could be taken by an
+ * outgoing connection's local port before the server listens, and a gateway's exclusive listener
+ * then refuses it (CI, 2026-11-28: "cannot listen on 127.0.0.1:40081").
+ */
 export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
+  return freePortRun(1);
 }
 
 /**
