@@ -11,7 +11,7 @@ import { startSpawnedGateway, type LogLine, type SpawnedGateway } from '../helpe
 import { sha256Secret } from '../helpers/test_gateway.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/validators/${name}.ts`, import.meta.url));
-const timeoutMs = 1000;
+const timeoutMs = 2500;
 // Generous: the machine is shared; what is measured is "by the time limit", not "fast".
 const margin = 4000;
 
