@@ -401,37 +401,44 @@ export class WorkerDispatcher {
 
   private flush(lane: LaneState): void {
     lane.scheduled = false;
-    this.dropGone(lane);
     const free = this.maxBatchesInFlight() - lane.batchesInFlight;
-    const n = Math.min(lane.items.length, lane.maxRunning - lane.running, free * this.maxBatch);
-    if (free <= 0 || n <= 0) return;
+    const taken = Math.min(lane.items.length, lane.maxRunning - lane.running, free * this.maxBatch);
+    if (free <= 0 || taken <= 0) return;
+    const { sinks, items } = this.take(lane, taken);
+    const n = items.length;
+    if (n === 0) {
+      // Every one of them had gone away: the next ones may go.
+      this.schedule(lane);
+      return;
+    }
     // As many batches as free slots allow, at least one per thread when there is enough work; in
     // a bounded lane none smaller than its share of a thread (`minBatch`). What does not fit stays
     // queued for the next batch that comes back.
     const batches = Math.min(free, Math.max(Math.ceil(n / this.maxBatch), Math.min(this.options.threads, Math.ceil(n / lane.minBatch))));
     const size = Math.ceil(n / batches);
-    const sinks = lane.sinks.splice(0, n);
-    const items = lane.items.splice(0, n);
     for (let start = 0; start < n; start += size) {
       this.runBatch(lane, sinks.slice(start, start + size), items.slice(start, start + size));
     }
   }
 
-  /** Requests whose clients went away while they waited: counted down, never run. */
-  private dropGone(lane: LaneState): void {
-    if (!lane.sinks.some(gone)) return;
-    const sinks: Sink[] = [];
-    const items: TaskItem[] = [];
-    for (let i = 0; i < lane.sinks.length; i++) {
-      const sink = lane.sinks[i] as Sink;
-      if (gone(sink)) continue;
-      sinks.push(sink);
-      items.push(lane.items[i] as TaskItem);
+  /**
+   * The first `count` requests of the lane, less those whose clients went away while they waited:
+   * those are counted down and never run. Only what is taken is looked at.
+   */
+  private take(lane: LaneState, count: number): { sinks: Sink[]; items: TaskItem[] } {
+    const sinks = lane.sinks.splice(0, count);
+    const items = lane.items.splice(0, count);
+    if (!sinks.some(gone)) return { sinks, items };
+    const liveSinks: Sink[] = [];
+    const liveItems: TaskItem[] = [];
+    for (let i = 0; i < sinks.length; i++) {
+      if (gone(sinks[i] as Sink)) continue;
+      liveSinks.push(sinks[i] as Sink);
+      liveItems.push(items[i] as TaskItem);
     }
-    this.inFlight -= lane.sinks.length - sinks.length;
-    lane.sinks = sinks;
-    lane.items = items;
+    this.inFlight -= sinks.length - liveSinks.length;
     this.notifyDrained();
+    return { sinks: liveSinks, items: liveItems };
   }
 
   private runBatch(lane: LaneState, sinks: Sink[], items: TaskItem[]): void {
