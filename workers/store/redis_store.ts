@@ -60,6 +60,7 @@ import {
   assertChain,
   assertRotatable,
   companionList,
+  retiredFilterBits,
   retiredFilterPositions,
   slotFamily,
   toTtlMs,
@@ -252,6 +253,9 @@ redis.call('SADD', KEYS[3], KEYS[2], KEYS[5], KEYS[6])
 local membersTtl = math.max(ttl, chainTtl)
 if redis.call('PTTL', KEYS[3]) < membersTtl then redis.call('PEXPIRE', KEYS[3], membersTtl) end
 ${writeCompanions(7, 14)}
+-- The filter is written whole at its first use: SETBIT alone grows the string as its bits come,
+-- with Redis's doubling allocation, so the family's bytes would depend on the order of its ids.
+if redis.call('EXISTS', KEYS[6]) == 0 then redis.call('SET', KEYS[6], string.rep(string.char(0), ${retiredFilterBits / 8})) end
 for i = 10, 13 do redis.call('SETBIT', KEYS[6], tonumber(ARGV[i]), 1) end
 redis.call('HSET', KEYS[5], 'c', count + 1, 'w', windowEnd, 'p', ARGV[8], 's', ARGV[9], 't', now, 'r', ARGV[3],
   'v', string.char(${consumedHeader}) .. string.sub(current, 2))
