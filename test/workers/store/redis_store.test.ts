@@ -70,7 +70,8 @@ async function timeRejection(call: () => Promise<unknown>): Promise<{ err: unkno
 }
 
 t.test('conformance', async (t) => {
-  runStoreConformance(t, () => new RedisStore({ url: redis.url, keyPrefix: newPrefix(), commandTimeoutMs: 500 }));
+  // 2 s: the suite tests behaviour, and a loaded CI machine has taken over 500 ms for a first command.
+  runStoreConformance(t, () => new RedisStore({ url: redis.url, keyPrefix: newPrefix(), commandTimeoutMs: 2000 }));
 });
 
 t.test('keys follow the documented layout, never contain a raw handle, and all carry a TTL', async (t) => {
