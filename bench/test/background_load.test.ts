@@ -5,14 +5,14 @@
  * comparison, which must pair like with like when each checkout runs both ways.
  */
 import t from 'tap';
-import type { LoadResult } from '../../bench/load/load_generator.js';
-import { baselineComparisons } from '../../bench/report/baseline.js';
-import type { BackgroundRound, ContenderResult, RoundResult, Summary } from '../../bench/report/results.js';
-import { formatScenario, formatUnderLoad } from '../../bench/report/table.js';
-import { underLoadComparisons } from '../../bench/report/under_load.js';
-import { backgroundKinds, backgroundRound, shedKindName } from '../../bench/runner/background.js';
-import { clientCredentialsSigninFlood } from '../../bench/scenarios/client_credentials_signin_flood.js';
-import type { BackgroundLoad } from '../../bench/scenarios/scenario.js';
+import type { LoadResult } from '../load/load_generator.js';
+import { baselineComparisons } from '../report/baseline.js';
+import type { BackgroundRound, ContenderResult, RoundResult, Summary } from '../report/results.js';
+import { formatScenario, formatUnderLoad } from '../report/table.js';
+import { underLoadComparisons } from '../report/under_load.js';
+import { backgroundKinds, backgroundRound, shedKindName } from '../runner/background.js';
+import { clientCredentialsSigninFlood } from '../scenarios/client_credentials_signin_flood.js';
+import type { BackgroundLoad } from '../scenarios/scenario.js';
 import { roundResult, summary } from './summary_fixture.js';
 
 const flood = clientCredentialsSigninFlood.background as BackgroundLoad;

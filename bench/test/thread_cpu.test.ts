@@ -1,9 +1,9 @@
 import { Worker } from 'node:worker_threads';
 import t from 'tap';
-import { statTicks } from '../../bench/support/proc_stats.js';
-import { formatScenario } from '../../bench/report/table.js';
-import { threadFigures } from '../../bench/runner/measure.js';
-import { splitTicks, threadCpuSeconds } from '../../bench/support/thread_cpu.js';
+import { statTicks } from '../support/proc_stats.js';
+import { formatScenario } from '../report/table.js';
+import { threadFigures } from '../runner/measure.js';
+import { splitTicks, threadCpuSeconds } from '../support/thread_cpu.js';
 import { contenderResult, roundResult, summary } from './summary_fixture.js';
 
 t.test('statTicks reads utime + stime after a command name with spaces and parentheses', async (t) => {

@@ -9,9 +9,9 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import { createAutocannon } from '../../bench/load/autocannon.js';
-import type { LoadGenerator } from '../../bench/load/load_generator.js';
-import { createWrk, findWrk } from '../../bench/load/wrk.js';
+import { createAutocannon } from '../load/autocannon.js';
+import type { LoadGenerator } from '../load/load_generator.js';
+import { createWrk, findWrk } from '../load/wrk.js';
 
 const names = ['alpha', 'bravo', 'charlie'];
 

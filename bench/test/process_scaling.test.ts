@@ -4,15 +4,15 @@
  * table (bench/report/process_scaling.ts).
  */
 import t from 'tap';
-import type { LoadGenerator } from '../../bench/load/load_generator.js';
-import { processScalingComparisons } from '../../bench/report/process_scaling.js';
-import type { ContenderResult } from '../../bench/report/results.js';
-import { formatScenario } from '../../bench/report/table.js';
-import { contendersOf } from '../../bench/runner/contenders.js';
-import { RunContext } from '../../bench/runner/context.js';
-import { parseOptions } from '../../bench/runner/options.js';
-import type { Progress } from '../../bench/runner/progress.js';
-import { clientCredentials } from '../../bench/scenarios/client_credentials.js';
+import type { LoadGenerator } from '../load/load_generator.js';
+import { processScalingComparisons } from '../report/process_scaling.js';
+import type { ContenderResult } from '../report/results.js';
+import { formatScenario } from '../report/table.js';
+import { contendersOf } from '../runner/contenders.js';
+import { RunContext } from '../runner/context.js';
+import { parseOptions } from '../runner/options.js';
+import type { Progress } from '../runner/progress.js';
+import { clientCredentials } from '../scenarios/client_credentials.js';
 import { roundResult, summary } from './summary_fixture.js';
 
 function contextOf(argv: string[]): RunContext {

@@ -6,9 +6,9 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import type { BenchResults } from '../../bench/report/results.js';
+import type { BenchResults } from '../report/results.js';
 
-const benchDir = fileURLToPath(new URL('../../bench/', import.meta.url));
+const benchDir = fileURLToPath(new URL('../', import.meta.url));
 const readme = readFileSync(`${benchDir}README.md`, 'utf8');
 
 /** The results files git tracks (a run saved locally is not the repository's until committed). */

@@ -3,12 +3,12 @@
  * the arithmetic, and the line and cells the table prints.
  */
 import t from 'tap';
-import { otherGrants } from '../../bench/report/bars.js';
-import { floorBreakdown, floorCells, floorRows, formatFloor, scenarioFloor } from '../../bench/report/floors.js';
-import type { FloorComponents } from '../../bench/report/results.js';
-import { formatScenario } from '../../bench/report/table.js';
-import { mixFloors, oncePerRequest, storeCommandName, type RequestFloor } from '../../bench/scenarios/floor.js';
-import { scenarios } from '../../bench/scenarios/index.js';
+import { otherGrants } from '../report/bars.js';
+import { floorBreakdown, floorCells, floorRows, formatFloor, scenarioFloor } from '../report/floors.js';
+import type { FloorComponents } from '../report/results.js';
+import { formatScenario } from '../report/table.js';
+import { mixFloors, oncePerRequest, storeCommandName, type RequestFloor } from '../scenarios/floor.js';
+import { scenarios } from '../scenarios/index.js';
 import { contenderResult, summary } from './summary_fixture.js';
 
 const get = { op: 'get', bytes: 214 } as const;

@@ -3,7 +3,7 @@
  * clocks where each call costs what the test says.
  */
 import t from 'tap';
-import { cpuMicroseconds, type MeasureClocks } from '../../bench/support/cpu_microseconds.js';
+import { cpuMicroseconds, type MeasureClocks } from '../support/cpu_microseconds.js';
 
 /** A process whose every call of the work takes `costOf(call)` µs of CPU and as much wall time. */
 function fakeProcess(costOf: (call: number) => number): { clocks: MeasureClocks; work: () => void; calls: () => number } {

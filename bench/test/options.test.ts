@@ -1,6 +1,6 @@
 /** `npm run bench` options (bench/runner/options.ts): the ones a mistake would silently change. */
 import t from 'tap';
-import { parseOptions, UsageError } from '../../bench/runner/options.js';
+import { parseOptions, UsageError } from '../runner/options.js';
 
 t.test('without --baseline-root there is no baseline', async (t) => {
   const options = parseOptions(['client_credentials', '--quick']);

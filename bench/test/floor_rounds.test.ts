@@ -4,19 +4,19 @@
  * floor of that round (bench/report/floors.ts), the median of the rounds' multiples.
  */
 import t from 'tap';
-import { floorCells, floorRowsByRound, formatFloor, hasMultiple, medianComponents, scenarioFloor } from '../../bench/report/floors.js';
-import type { ContenderResult, FloorComponents, FloorComponentsRound, RoundResult } from '../../bench/report/results.js';
-import type { LoadGenerator } from '../../bench/load/load_generator.js';
-import { contendersOf } from '../../bench/runner/contenders.js';
-import { formatFloorComponents } from '../../bench/runner/floors.js';
-import { RunContext } from '../../bench/runner/context.js';
-import { parseOptions } from '../../bench/runner/options.js';
-import type { Progress } from '../../bench/runner/progress.js';
-import { ceiling } from '../../bench/scenarios/ceiling.js';
-import { oncePerRequest, storeCommandName, type RequestFloor } from '../../bench/scenarios/floor.js';
-import { scenarios } from '../../bench/scenarios/index.js';
-import type { ActiveScenario, ServerAccess } from '../../bench/scenarios/scenario.js';
-import { cheapHashUser } from '../../bench/support/bench_config.js';
+import { floorCells, floorRowsByRound, formatFloor, hasMultiple, medianComponents, scenarioFloor } from '../report/floors.js';
+import type { ContenderResult, FloorComponents, FloorComponentsRound, RoundResult } from '../report/results.js';
+import type { LoadGenerator } from '../load/load_generator.js';
+import { contendersOf } from '../runner/contenders.js';
+import { formatFloorComponents } from '../runner/floors.js';
+import { RunContext } from '../runner/context.js';
+import { parseOptions } from '../runner/options.js';
+import type { Progress } from '../runner/progress.js';
+import { ceiling } from '../scenarios/ceiling.js';
+import { oncePerRequest, storeCommandName, type RequestFloor } from '../scenarios/floor.js';
+import { scenarios } from '../scenarios/index.js';
+import type { ActiveScenario, ServerAccess } from '../scenarios/scenario.js';
+import { cheapHashUser } from '../support/bench_config.js';
 import { isPasswordHash, verifyPassword } from '../../workers/crypto/password_hash.js';
 import { contenderResult, roundResult, summary } from './summary_fixture.js';
 

@@ -1,4 +1,4 @@
-import type { BenchResults, ContenderResult, RoundResult, Summary } from '../../bench/report/results.js';
+import type { BenchResults, ContenderResult, RoundResult, Summary } from '../report/results.js';
 
 /** A contender's summary for report tests: `rps` req/s, every other figure unknown unless given. */
 export function summary(rps: number, figures: Partial<Summary> = {}): Summary {

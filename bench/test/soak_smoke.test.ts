@@ -6,13 +6,13 @@
 // bursts of 200 fit its batch slots and passed.
 import { spawnSync } from 'node:child_process';
 import t from 'tap';
-import type { LoadGenerator } from '../../bench/load/load_generator.js';
-import { formatSoak, totalOf } from '../../bench/report/soak.js';
-import { RunContext } from '../../bench/runner/context.js';
-import { parseOptions } from '../../bench/runner/options.js';
-import type { Progress } from '../../bench/runner/progress.js';
-import { resolveTarget } from '../../bench/runner/target.js';
-import { runSoak } from '../../bench/soak/soak_bench.js';
+import type { LoadGenerator } from '../load/load_generator.js';
+import { formatSoak, totalOf } from '../report/soak.js';
+import { RunContext } from '../runner/context.js';
+import { parseOptions } from '../runner/options.js';
+import type { Progress } from '../runner/progress.js';
+import { resolveTarget } from '../runner/target.js';
+import { runSoak } from '../soak/soak_bench.js';
 
 // With dist/ built the file took 19 s on a 2-vCPU VM at load average 27; from the TypeScript
 // sources (CI does not build dist/) the gateway's start alone took 30 s of ~55 s.

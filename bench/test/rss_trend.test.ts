@@ -1,5 +1,5 @@
 import t from 'tap';
-import { flatBoundMiBPerMin, formatRssTrend, rssTrend, type RssSample } from '../../bench/support/rss_trend.js';
+import { flatBoundMiBPerMin, formatRssTrend, rssTrend, type RssSample } from '../support/rss_trend.js';
 
 const mib = 1024 ** 2;
 

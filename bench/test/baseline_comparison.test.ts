@@ -6,10 +6,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { baselineComparisons } from '../../bench/report/baseline.js';
-import { chartSpec } from '../../bench/report/chart.js';
-import type { BenchResults, ContenderResult, RoundResult, ScenarioResult, Summary } from '../../bench/report/results.js';
-import { formatBaselineComparison, formatScenario, formatSettings } from '../../bench/report/table.js';
+import { baselineComparisons } from '../report/baseline.js';
+import { chartSpec } from '../report/chart.js';
+import type { BenchResults, ContenderResult, RoundResult, ScenarioResult, Summary } from '../report/results.js';
+import { formatBaselineComparison, formatScenario, formatSettings } from '../report/table.js';
 import { roundResult, summary } from './summary_fixture.js';
 
 function round(n: number, rps: number, valid = true): RoundResult {
@@ -115,7 +115,7 @@ t.test('the scenario report prints the comparisons, and none when the file has n
   t.notMatch(formatScenario(scenario(contenders)), / vs Tessera baseline/, 'a scenario without `baselines` (older files)');
 });
 
-const resultsDir = fileURLToPath(new URL('../../bench/results/', import.meta.url));
+const resultsDir = fileURLToPath(new URL('../results/', import.meta.url));
 
 t.test('results files from before the baseline still report and chart as before', async (t) => {
   const all = readdirSync(resultsDir).filter((file) => file.endsWith('.json'));

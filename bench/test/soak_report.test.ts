@@ -11,10 +11,10 @@ import {
   soakFailures,
   splitByBursts,
   type SoakResults,
-} from '../../bench/report/soak.js';
-import { classify, emptyCount, type TrafficCount } from '../../bench/soak/classify.js';
-import { requestBytes, takeAnswer } from '../../bench/soak/http_answer.js';
-import { splitBurst } from '../../bench/soak/soak_kinds.js';
+} from '../report/soak.js';
+import { classify, emptyCount, type TrafficCount } from '../soak/classify.js';
+import { requestBytes, takeAnswer } from '../soak/http_answer.js';
+import { splitBurst } from '../soak/soak_kinds.js';
 
 const count = (name: string, fields: Partial<TrafficCount>): TrafficCount => ({ ...emptyCount(name), ...fields });
 

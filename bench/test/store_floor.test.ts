@@ -5,14 +5,14 @@
  */
 import { Redis } from 'ioredis';
 import t from 'tap';
-import { refreshTokenFloor } from '../../bench/scenarios/refresh_token.js';
-import type { StoreCommand } from '../../bench/scenarios/floor.js';
-import { measureStoreCommand } from '../../bench/support/store_command_cost.js';
-import { declaredCommandNames, formatSeenCommands, seeStoreCommands, seenCommandName } from '../../bench/support/store_monitor.js';
+import { refreshTokenFloor } from '../scenarios/refresh_token.js';
+import type { StoreCommand } from '../scenarios/floor.js';
+import { measureStoreCommand } from '../support/store_command_cost.js';
+import { declaredCommandNames, formatSeenCommands, seeStoreCommands, seenCommandName } from '../support/store_monitor.js';
 import { issuedAccessTokenRecord } from '../../workers/tokens/token_revocation.js';
 import { newFamilyId, newRefreshHandle } from '../../workers/tokens/refresh_token_handle.js';
 import { RedisStore, redisStoreScripts } from '../../workers/store/redis_store.js';
-import { startRedisServer } from '../helpers/redis_server.js';
+import { startRedisServer } from '../../test/helpers/redis_server.js';
 
 t.test("a monitored command is named as the floor names it; commands of scripts and of others' keys are not counted", async (t) => {
   t.equal(seenCommandName(['get', 'bench:x:1:jti:abc'], '127.0.0.1:5000'), 'GET');

@@ -1,7 +1,7 @@
 import t from 'tap';
-import type { BenchResults, ContenderResult, ScenarioResult, Summary } from '../../bench/report/results.js';
-import { formatThroughputBound, throughputBound } from '../../bench/report/throughput_bound.js';
-import { bareSignCase } from '../../bench/sign.js';
+import type { BenchResults, ContenderResult, ScenarioResult, Summary } from '../report/results.js';
+import { formatThroughputBound, throughputBound } from '../report/throughput_bound.js';
+import { bareSignCase } from '../sign.js';
 import { benchResults, contenderResult, summary } from './summary_fixture.js';
 
 const contender = (kind: ContenderResult['kind'], store: ContenderResult['store'], s: Summary | null): ContenderResult =>

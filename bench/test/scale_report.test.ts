@@ -3,7 +3,7 @@
  * load over (bench/scale/clients.ts).
  */
 import t from 'tap';
-import { formatScale } from '../../bench/report/scale.js';
+import { formatScale } from '../report/scale.js';
 import {
   bytesPerItem,
   costRatio,
@@ -13,9 +13,9 @@ import {
   type CostRound,
   type CostRow,
   type ScaleResults,
-} from '../../bench/report/scale_results.js';
-import { scaleClient, scaleClientConfigs, spreadAuthorizations } from '../../bench/scale/clients.js';
-import { sha256Secret } from '../../bench/support/bench_config.js';
+} from '../report/scale_results.js';
+import { scaleClient, scaleClientConfigs, spreadAuthorizations } from '../scale/clients.js';
+import { sha256Secret } from '../support/bench_config.js';
 
 function round(n: number, us: number | null, valid = true): CostRound {
   return {

@@ -1,15 +1,7 @@
 /** Issue 18's bars judged on a run's results (bench/report/bars.ts): each can be met, missed, or not judged. */
 import t from 'tap';
-import { formatBars, judgeBars, otherGrants } from '../../bench/report/bars.js';
-import type {
-  BenchResults,
-  FloorRow,
-  RatioResult,
-  ScenarioFloor,
-  ScenarioResult,
-  Summary,
-  ThroughputBound,
-} from '../../bench/report/results.js';
+import { formatBars, judgeBars, otherGrants } from '../report/bars.js';
+import type { BenchResults, FloorRow, RatioResult, ScenarioFloor, ScenarioResult, Summary, ThroughputBound } from '../report/results.js';
 import { benchResults, contenderResult, summary } from './summary_fixture.js';
 
 const contender = contenderResult;

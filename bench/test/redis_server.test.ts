@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { sendRedisCommand, startRedisServer } from '../helpers/redis_server.js';
+import { sendRedisCommand, startRedisServer } from '../../test/helpers/redis_server.js';
 
 t.test('gives the pid of the redis-server it runs, and null once stopped', async (t) => {
   const redis = await startRedisServer();

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { SignJWT, createLocalJWKSet, exportJWK, generateKeyPair } from 'jose';
-import { tokenSignatureProblem } from '../../bench/support/token_signatures.js';
+import { tokenSignatureProblem } from '../support/token_signatures.js';
 
 async function signer(kid: string) {
   const { privateKey, publicKey } = await generateKeyPair('ES256');
