@@ -1,14 +1,20 @@
 /**
  * `--baseline-root`: the comparison of the measured checkout with the baseline, per store
- * (bench/report/baseline.ts), its line below the table (bench/report/table.ts), and results files
- * written before there was a baseline.
+ * (bench/report/baseline.ts), its line below the table (bench/report/table.ts), and the committed
+ * run, made without one.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { baselineComparisons } from '../report/baseline.js';
 import { chartSpec } from '../report/chart.js';
-import type { BenchResults, ContenderResult, RoundResult, ScenarioResult, Summary } from '../report/results.js';
+import {
+  latestResults,
+  type BenchResults,
+  type ContenderResult,
+  type RoundResult,
+  type ScenarioResult,
+  type Summary,
+} from '../report/results.js';
 import { formatBaselineComparison, formatScenario, formatSettings } from '../report/table.js';
 import { roundResult, summary } from './summary_fixture.js';
 
@@ -115,41 +121,19 @@ t.test('the scenario report prints the comparisons, and none when the file has n
   t.notMatch(formatScenario(scenario(contenders)), / vs Tessera baseline/, 'a scenario without `baselines` (older files)');
 });
 
-const resultsDir = fileURLToPath(new URL('../results/', import.meta.url));
-
-t.test('results files from before the baseline still report and chart as before', async (t) => {
-  const all = readdirSync(resultsDir).filter((file) => file.endsWith('.json'));
-  const read = (file: string): BenchResults => JSON.parse(readFileSync(`${resultsDir}${file}`, 'utf8')) as BenchResults;
-  // Files written by runs with --baseline-root are the other test's subject.
-  const files = all.filter((file) => (read(file).settings.baseline ?? null) === null);
-  t.ok(files.length > 0, 'bench/results/ has files from runs without a baseline');
-  for (const file of files) {
-    const results = read(file);
-    t.notMatch(formatSettings(results), /baseline/, `${file}: settings line`);
-    for (const s of results.scenarios) {
-      t.same(s.baselines ?? [], [], `${file} ${s.name}: no comparisons`);
-      t.notMatch(formatScenario(s), / vs Tessera baseline/, `${file} ${s.name}: no comparison line`);
-    }
-    t.notMatch(JSON.stringify(chartSpec(results)), /"baseline"/, `${file}: no baseline in the chart's legend`);
+t.test('the committed run, made without a baseline, reports and charts without one', async (t) => {
+  const results = JSON.parse(readFileSync(latestResults, 'utf8')) as BenchResults;
+  t.equal(results.settings.baseline ?? null, null, 'results/latest.json: a run without --baseline-root');
+  t.notMatch(formatSettings(results), /baseline/, 'settings line');
+  for (const s of results.scenarios) {
+    t.same(s.baselines ?? [], [], `${s.name}: no comparisons`);
+    t.notMatch(formatScenario(s), / vs Tessera baseline/, `${s.name}: no comparison line`);
   }
-});
-
-t.test('a committed run with a baseline reports its comparison', async (t) => {
-  const withBaseline = readdirSync(resultsDir)
-    .filter((file) => file.endsWith('.json'))
-    .map((file) => ({ file, results: JSON.parse(readFileSync(`${resultsDir}${file}`, 'utf8')) as BenchResults }))
-    .filter(({ results }) => (results.settings.baseline ?? null) !== null);
-  for (const { file, results } of withBaseline) {
-    t.match(formatSettings(results), /; baseline/, `${file}: the settings name the baseline`);
-    const compared = results.scenarios.filter((s) => (s.baselines ?? []).length > 0);
-    t.ok(compared.length > 0, `${file}: at least one scenario compared`);
-    for (const s of compared) t.match(formatScenario(s), / vs Tessera baseline/, `${file} ${s.name}: the comparison line`);
-  }
+  t.notMatch(JSON.stringify(chartSpec(results)), /"baseline"/, "no baseline in the chart's legend");
 });
 
 t.test('a run with a baseline says so in its settings and chart legend', async (t) => {
-  const file = readdirSync(resultsDir).find((f) => f.endsWith('.json'));
-  const old = JSON.parse(readFileSync(`${resultsDir}${file}`, 'utf8')) as BenchResults;
+  const old = JSON.parse(readFileSync(latestResults, 'utf8')) as BenchResults;
   const contenders = [...memory, peer];
   const results: BenchResults = {
     ...old,
