@@ -1,7 +1,7 @@
 /**
  * `npm run bench [-- scenario… | sign] [options]`: starts the servers itself, drives them with a
  * real HTTP load generator (wrk, or autocannon when wrk is not installed), checks every response,
- * interleaves contenders, prints a table per scenario and writes bench/results/<timestamp>.json
+ * interleaves contenders, prints a table per scenario and writes <timestamp>.json and .svg outside the repository (report/results.ts, `resultsDirectory`)
  * and .svg. See bench/README.md.
  */
 import { existsSync } from 'node:fs';
@@ -12,7 +12,7 @@ import { createWrk, findWrk } from './load/wrk.js';
 import { formatBars, judgeBars } from './report/bars.js';
 import { renderChart } from './report/chart.js';
 import { formatProfiles, summariseProfiles } from './report/cpu_profile.js';
-import { writeResults, type BenchResults, type ScenarioResult } from './report/results.js';
+import { resultsDirectory, writeResults, type BenchResults, type ScenarioResult } from './report/results.js';
 import { formatScale } from './report/scale.js';
 import { formatScenario, formatSettings } from './report/table.js';
 import { formatThroughputBound, throughputBound } from './report/throughput_bound.js';
@@ -248,7 +248,7 @@ async function main(): Promise<number> {
     } catch (err) {
       console.error(`chart: ${(err as Error).message}`);
     }
-    const written = writeResults(results, svg);
+    const written = writeResults(results, svg, resultsDirectory(options.out));
     console.log(`Results: ${written.json}${written.svg === null ? '' : `\nChart:   ${written.svg}`}`);
   }
   if (ctx.profileDir !== null) {

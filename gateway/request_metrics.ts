@@ -23,7 +23,7 @@ interface RequestFigures {
  *
  * Counted here and formatted at scrape time: prom-client's labelled children rebuild and hash
  * their label key on every `inc` and `observe`, which cost about 7% of the uWS thread's CPU on a
- * client_credentials request (bench/README.md, "The uWS thread's own work"); here a request is two
+ * client_credentials request (docs/decisions/0020-uws-thread-per-request-cuts.md); here a request is two
  * Map lookups and three additions.
  */
 export class RequestMetrics {

@@ -143,8 +143,8 @@ interface LaneState {
    * Fewest requests a batch of this lane is split down to: 1, but for a bounded lane its running
    * bound over the threads. The slots of a bounded lane free up a batch at a time; split one per
    * thread, a freed pair went out as two batches of one, and from then on every batch held one
-   * request, each paying a whole hand-off and its own store round trips (bench/README.md, "The
-   * password lane's batches").
+   * request, each paying a whole hand-off and its own store round trips
+   * (docs/decisions/0023-password-lane-batches.md).
    */
   readonly minBatch: number;
   /** Most requests waiting in this lane before new ones get a 503. */
@@ -190,7 +190,7 @@ function gone(sink: Sink): boolean {
 
 /**
  * Hands token requests to the worker pool in batches: one message per batch instead of one per
- * request is what lifts throughput past a single event loop (bench/README.md has the figures).
+ * request is what lifts throughput past a single event loop (docs/decisions/0001-batches-across-the-thread-boundary.md).
  *
  * Batching adapts to load. Requests that arrive in one event-loop turn are flushed together on
  * `setImmediate`, split evenly over the threads; but while `batchesPerThread` batches per thread
@@ -359,7 +359,7 @@ export class WorkerDispatcher {
    * `503` + `Retry-After` for a request beyond its lane's bounds. A flood that ignores Retry-After
    * sends the next request as soon as the refusal arrives: answered at once, 512 flooding
    * connections made about 30,000 refusals a second, whose parsing, client authentication and
-   * answers took the CPU the other lanes needed (bench/README.md, "sign-in flood"). Held for the
+   * answers took the CPU the other lanes needed (docs/decisions/0009-hold-refusals-under-a-sign-in-flood.md). Held for the
    * lane's `shedDelayMs`, each flooding connection costs one refusal per delay and a timer.
    */
   private refuse(sink: Sink, lane: LaneState, reason: RefusalReason): void {

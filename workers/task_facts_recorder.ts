@@ -6,7 +6,7 @@
  *
  * An explicit record, not an AsyncLocalStorage: on Node 20 the first `run` of one turns on promise
  * hooks for every promise of the thread, which cost each token request several microseconds of
- * worker CPU (bench/README.md, "Audit events on and off"). Only the trace spans' store commands,
+ * worker CPU (docs/decisions/0012-audit-events-cost.md). Only the trace spans' store commands,
  * which the store's observer sees far from any request object, still use one, and only when
  * tracing is on.
  */

@@ -113,7 +113,7 @@ function memoryAgainstRedisBar(results: BenchResults): BarResult {
   // Where a request sends no store command (client_credentials) the two rows run the same code:
   // their difference is the machine's noise, not the store's. Nor is a request whose floor leaves
   // out the real argon2id verify compared: its store commands are about 1.5% of a `password`
-  // request whose rounds move ±12% with the hash (bench/README.md, "The password lane's batches");
+  // request whose rounds move ±12% with the hash (docs/decisions/0023-password-lane-batches.md);
   // the grant is compared on `password_cheap_hash`, as the 1.6x bar judges it.
   const usesStore = (s: ScenarioResult): boolean =>
     (s.floor?.declared.store.length ?? 0) > 0 && s.floor?.declared.excludes !== 'argon2id-verify';

@@ -1,10 +1,11 @@
 /**
- * The results file, `bench/results/<timestamp>.json`, one per run; the newest per machine and
- * scenario are committed (bench/README.md, "Results files"). Its types are the file format: the
- * code that fills each part (sign.ts, report/throughput_bound.ts, runner/) imports them from here.
+ * The results file, `<timestamp>.json`, one per run, written outside the repository
+ * (`resultsDirectory`); the repository keeps one, `bench/results/latest.json`, the newest full run
+ * (bench/README.md, "Results"). Its types are the file format: the code that fills each part
+ * (sign.ts, report/throughput_bound.ts, runner/) imports them from here.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import os from 'node:os';
 import path from 'node:path';
 import type { LatencyMs, LoadResult } from '../load/load_generator.js';
 import type { RequestFloor, StoreCommand } from '../scenarios/floor.js';
@@ -85,7 +86,7 @@ export interface RoundResult {
   background?: BackgroundRound | null;
 }
 
-/** Server CPU per request on each side of the thread boundary (bench/README.md, "Per-thread CPU"). */
+/** Server CPU per request on each side of the thread boundary (bench/README.md, "The columns": by thread). */
 export interface ThreadFigures {
   mainUsPerRequest: number;
   othersUsPerRequest: number;
@@ -461,7 +462,22 @@ export interface BenchResults {
   bars?: BarResult[];
 }
 
-export const resultsDir = new URL('../results/', import.meta.url);
+/** The one run the repository keeps: the newest full `npm run bench`, copied here by hand. */
+export const latestResults = new URL('../results/latest.json', import.meta.url);
+
+/**
+ * Where a run writes its files: `--out DIR`, else `$TESSERA_BENCH_RESULTS`, else
+ * `tessera-bench/results` in the user's cache (`$XDG_CACHE_HOME`, else `~/.cache`). Never the
+ * repository by default: a run's files are the machine's, not the project's, until one is chosen
+ * as `bench/results/latest.json`.
+ */
+export function resultsDirectory(out: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  if (out !== undefined) return path.resolve(out);
+  const chosen = env.TESSERA_BENCH_RESULTS;
+  if (chosen !== undefined && chosen !== '') return path.resolve(chosen);
+  const cache = env.XDG_CACHE_HOME !== undefined && env.XDG_CACHE_HOME !== '' ? env.XDG_CACHE_HOME : path.join(os.homedir(), '.cache');
+  return path.join(cache, 'tessera-bench', 'results');
+}
 
 /** `2026-11-22T03-15-07Z`: sortable, and no colons for file systems that mind. */
 export function fileStamp(date: Date): string {
@@ -471,8 +487,7 @@ export function fileStamp(date: Date): string {
     .replaceAll(':', '-');
 }
 
-export function writeResults(results: BenchResults, svg: string | null): { json: string; svg: string | null } {
-  const dir = fileURLToPath(resultsDir);
+export function writeResults(results: BenchResults, svg: string | null, dir: string): { json: string; svg: string | null } {
   mkdirSync(dir, { recursive: true });
   const stamp = fileStamp(new Date(results.startedAt));
   const json = path.join(dir, `${stamp}.json`);

@@ -33,6 +33,8 @@ export interface BenchOptions {
   /** Free text saved with the results for the baseline (e.g. its commit). */
   baselineLabel: string | undefined;
   save: boolean;
+  /** `--out DIR`: where the results files go instead of the default (report/results.ts, `resultsDirectory`). */
+  out: string | undefined;
   /**
    * Audit events of the gateway under test (not of a baseline): `file` (JSON lines in the run's
    * temporary folder), `redis` (a Redis Stream on the bench Redis), or `none`.
@@ -88,7 +90,9 @@ Options:
                        audit events of the --baseline-root gateway (none): the same sink on both
                        compares two versions of the events' cost in one run
   --cpu-prof           profile the gateway processes (node --cpu-prof) and print the hottest functions
-  --no-save            do not write bench/results/<timestamp>.json and .svg
+  --out DIR            write <timestamp>.json and .svg here; default $TESSERA_BENCH_RESULTS, else
+                       $XDG_CACHE_HOME/tessera-bench/results (~/.cache/…): outside the repository
+  --no-save            do not write the results files
 
 soak:
   --duration S         seconds of the soak (300 when not given)
@@ -127,6 +131,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       threads: { type: 'string' },
       processes: { type: 'string', multiple: true },
       'gateway-root': { type: 'string' },
+      out: { type: 'string' },
       label: { type: 'string' },
       'baseline-root': { type: 'string' },
       'baseline-label': { type: 'string' },
@@ -163,6 +168,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
   // `--baseline-root ""` would resolve to the current directory: a silent A/A run nobody asked for.
   if (baselineRoot !== undefined && baselineRoot.trim() === '') throw new UsageError('--baseline-root needs a directory');
   if (values['baseline-label'] !== undefined && baselineRoot === undefined) throw new UsageError('--baseline-label needs --baseline-root');
+  if (values.out !== undefined && values.out.trim() === '') throw new UsageError('--out needs a directory');
+  if (values.out !== undefined && !save) throw new UsageError('--out and --no-save: one or the other');
   if (values['baseline-events'] !== undefined && baselineRoot === undefined)
     throw new UsageError('--baseline-events needs --baseline-root');
   return {
@@ -183,6 +190,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     baselineRoot,
     baselineLabel: values['baseline-label'],
     save,
+    out: values.out,
     events,
     baselineEvents,
     cpuProf: values['cpu-prof'] === true,

@@ -1,6 +1,6 @@
 /**
- * `npm run bench -- scale`: what Tessera's costs do as the work grows (bench/README.md, "Costs as
- * the work grows"):
+ * `npm run bench -- scale`: what Tessera's costs do as the work grows (figures:
+ * docs/decisions/0017-start-up-and-store-sizing.md):
  *
  * 1. start-up time and RSS of `tessera start` with 10, 10k and 100k configured clients, on the
  *    memory and the Redis store;

@@ -16,7 +16,7 @@ import { processCpuSeconds } from './proc_stats.js';
 /** The floor's keys live in a database of their own, emptied afterwards; the gateways use 0. */
 const floorDatabase = 15;
 const ttlMs = 600_000;
-/** Commands in flight on the connection: about a worker's batch of requests (bench/README.md, batching). */
+/** Commands in flight on the connection: about a worker's batch of requests (docs/decisions/0001-batches-across-the-thread-boundary.md). */
 const defaultInFlight = 16;
 /** Commands of the first loop, which also warms up; the measured loop is sized from it to last about `seconds`. */
 const calibrationCommands = 2_000;

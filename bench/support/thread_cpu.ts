@@ -2,7 +2,7 @@
  * CPU time per thread of a process, from Linux /proc/<pid>/task: the main thread (the gateway's
  * uWS event loop, whose tid is the pid) apart from every other thread (the Piscina workers, and
  * V8's and libuv's helpers). The split says which side of the thread boundary a cost is on
- * (bench/README.md, "Per-thread CPU"); `--cpu-prof` then says what it is.
+ * (bench/README.md, "The columns": by thread); `--cpu-prof` then says what it is.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { clockTicks, procAvailable, statTicks } from './proc_stats.js';

@@ -4,8 +4,8 @@ const rememberMs = 60_000;
 
 /**
  * Headers remembered at most: past it the memory is emptied and starts again, so a stream of
- * distinct valid headers costs a full check each, never unbounded memory (bench/README.md, "Costs
- * as the work grows").
+ * distinct valid headers costs a full check each, never unbounded memory
+ * (docs/decisions/0004-remember-verified-basic-headers.md).
  */
 export const maxRememberedHeaders = 10_000;
 

@@ -3,7 +3,7 @@ import type { AuditEvent } from './audit_event.js';
 /**
  * One audit event as one line of JSON (RFC 8259), written member by member in a fixed order
  * rather than by `JSON.stringify` walking the object: the sinks write one per token request, and
- * this takes about half the time of the generic walk (bench/README.md, "Audit events on and off"). Every text that can come from outside Tessera
+ * this takes about half the time of the generic walk (docs/decisions/0012-audit-events-cost.md). Every text that can come from outside Tessera
  * goes through `JSON.stringify` of the string alone, which escapes quotes, backslashes, control
  * characters and lone surrogates (ECMA-262 well-formed `JSON.stringify`), unless it is printable
  * ASCII without a quote or a backslash, which JSON writes as it is (RFC 8259 §7); `time`, `id`, `name`,

@@ -107,8 +107,8 @@ export class AuditEvents {
 /**
  * The event with its time, id and category, and without the members its input left undefined
  * (docs/operations.md, "Events": members that do not apply are absent). Member by member, not a
- * walk over `Object.entries` (an array per member, measured in bench/README.md, "Audit events on
- * and off").
+ * walk over `Object.entries` (an array per member, measured in
+ * docs/decisions/0012-audit-events-cost.md).
  */
 function completed(input: AuditEventInput, processIndex: number | undefined): AuditEvent {
   const event: Mutable<AuditEvent> = {

@@ -11,7 +11,7 @@ const maxPendingBytes = 8 * 1024 * 1024;
  * buffer ({@link bufferBytes}) is full: one `write` per batch of the emitter's turns instead of
  * one per turn (each costs the gateway thread a few microseconds of libuv request set-up). Each line
  * is encoded into the buffer as it comes, not appended to a string that is flattened and encoded
- * at the write (measured in bench/README.md, "Audit events on and off").
+ * at the write (measured: docs/decisions/0012-audit-events-cost.md).
  */
 const writeEveryMs = 50;
 const bufferBytes = 64 * 1024;

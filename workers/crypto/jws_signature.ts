@@ -1,7 +1,7 @@
 /**
  * Verifying the signature of a JWS a client signed (RFC 7515 §5.2): DPoP proofs and
  * `private_key_jwt` client assertions, on node:crypto rather than jose's WebCrypto path, which costs
- * about twice the CPU per verification (bench/README.md, "DPoP proofs"); these run on every request
+ * about twice the CPU per verification (docs/decisions/0011-dpop-proofs-on-node-crypto.md); these run on every request
  * that carries one. Which algorithms a use allows is its own list; what each algorithm needs of
  * the key and of `crypto.verify` is here, once.
  */

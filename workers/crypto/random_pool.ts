@@ -1,7 +1,7 @@
 /**
  * Random bytes for handles and IVs, drawn from a per-thread pool that `randomFillSync` refills
- * 4 KiB at a time. A `randomBytes` call costs about 2.3 µs whatever its size (bench/README.md,
- * "Refresh on Redis and memory: what the cuts bought"), and a refresh drew two of them; Node's own
+ * 4 KiB at a time. A `randomBytes` call costs about 2.3 µs whatever its size
+ * (docs/decisions/0015-refresh-cuts-random-pool-and-packed-values.md), and a refresh drew two of them; Node's own
  * `randomUUID` keeps a cache of random bytes the same way. The bytes are the same CSPRNG's.
  */
 import { randomBytes, randomFillSync } from 'node:crypto';

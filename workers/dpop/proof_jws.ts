@@ -2,8 +2,8 @@
  * The compact JWS of a DPoP proof, decoded and verified on node:crypto with the public key of its
  * own header (RFC 9449 §4.2, §4.3 checks 2-7). Not jose's `jwtVerify`: with `EmbeddedJWK` it imports
  * the key and verifies through WebCrypto, about twice the CPU of `createPublicKey` and
- * `crypto.verify` per proof on these machines (bench/dpop_proof.ts: ES256 384 µs against 187 µs,
- * EdDSA 212 against 116, on a loaded 2-vCPU box), and every DPoP request pays it.
+ * `crypto.verify` per proof on these machines (ES256 384 µs against 187 µs, EdDSA 212 against 116,
+ * on a loaded 2-vCPU box: docs/decisions/0011-dpop-proofs-on-node-crypto.md), and every DPoP request pays it.
  * jose still signs every proof the tests send, openid-client's included.
  */
 import { createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';

@@ -287,7 +287,7 @@ export class OAuthError extends Error {
   constructor(entry: OAuthErrorEntry, options: { retryAfter?: number; detail?: string; extra?: Readonly<Record<string, unknown>> } = {}) {
     // An OAuth error is an answer to the client, not a fault: nothing logs its stack, and
     // capturing one (the optimized frames and the async chain behind them) was 13% of a worker's
-    // CPU on device polls, 4-5 µs each (bench/README.md, "Answers without stack traces").
+    // CPU on device polls, 4-5 µs each (docs/decisions/0022-oauth-errors-without-stack-traces.md).
     const stackTraceLimit = Error.stackTraceLimit;
     Error.stackTraceLimit = 0;
     super(entry.description ?? entry.error);

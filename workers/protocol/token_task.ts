@@ -119,8 +119,8 @@ export function unpackMessage<T>(bytes: Uint8Array): T {
  * A batch of task items: each item as its JSON text, the batch as msgpack. Packed on the uWS
  * thread, where msgpackr's JavaScript string loop cost 8-12% of the thread's CPU on a
  * client_credentials request: the form's strings come in several of V8's string representations
- * (sliced, internalized, thin), and its property loads turned generic (perf, bench/README.md,
- * "The uWS thread's own work"). V8's JSON is native and reads every representation alike.
+ * (sliced, internalized, thin), and its property loads turned generic (perf,
+ * docs/decisions/0020-uws-thread-per-request-cuts.md). V8's JSON is native and reads every representation alike.
  * Members that are `undefined` are left out, as they were in msgpack.
  */
 export function packTaskItems(items: readonly TaskItem[]): Uint8Array {

@@ -7,7 +7,7 @@
  * and a worker thread reaches them through the thread bridge (`memory_store_client.ts`) with its
  * values packed by the worker. So the main thread, which also runs every HTTP exchange, neither
  * packs nor unpacks, and a record crosses the bridge as one string instead of an object graph
- * to clone (bench/README.md, "Refresh on Redis and memory: what the cuts bought").
+ * to clone (docs/decisions/0015-refresh-cuts-random-pool-and-packed-values.md).
  */
 import { packRecordText, unpackRecordText } from './record_codec.js';
 import { companionList } from './store.js';

@@ -17,8 +17,8 @@ const packr = new Packr({ useRecords: false });
  * the garbage collector never scans into, where a `Uint8Array` is an object and an `ArrayBuffer`
  * with memory outside the heap: moving 1.5M records of 180 bytes from a worker into a main-thread
  * Map and back cost 2.8-3.1 µs each as strings against 7.5-7.7 µs as byte arrays, with the worst
- * event-loop stall 61 ms against 110-147 ms (`bench/bridge_values.ts`, bench/README.md "Refresh
- * on Redis and memory: what the cuts bought").
+ * event-loop stall 61 ms against 110-147 ms (`bench/bridge_values.ts`,
+ * docs/decisions/0015-refresh-cuts-random-pool-and-packed-values.md).
  */
 export function packRecordText(value: unknown): string {
   return packr.pack(value).toString('latin1');

@@ -4,7 +4,8 @@ import { importPrivateKey, type SigningAlgorithm, type SigningKeyMaterial } from
 /**
  * Compact JWS signing on node:crypto. Measured on these machines, `crypto.sign` does about 31k
  * ES256 signatures per second per core against about 9.7k for jose's `SignJWT` (WebCrypto job
- * overhead); jose still verifies every shape we emit in the tests (bench/sign.ts keeps the figure).
+ * overhead; docs/decisions/0002-sign-with-node-crypto.md, `npm run bench -- sign`); jose still verifies every
+ * shape we emit in the tests.
  * The key is imported once and each `typ` gets a prebuilt protected header.
  */
 export class JwtSigner {

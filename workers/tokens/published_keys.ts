@@ -3,7 +3,7 @@
  * token signed with one of them: the compact shape, the protected header, the key its `kid` and
  * `alg` name, the signature, the payload as a JSON object. On node:crypto rather than jose's
  * `jwtVerify` (WebCrypto), which costs about twice the CPU per ES256 verification
- * (bench/README.md, "DPoP proofs"; bench/sign.ts), and introspection, delegation and token
+ * (docs/decisions/0018-verify-access-tokens-with-node-crypto.md), and introspection, delegation and token
  * exchange pay one on every request. The rules and the reason codes are jose's, so that logs and
  * validators see what they saw before; test/workers/tokens/token_validator.test.ts checks every
  * forgery against jose's own verdict.

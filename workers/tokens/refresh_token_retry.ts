@@ -93,7 +93,7 @@ export function openRetryRecord(retired: FamilyHandle, record: RetryRecord, clie
  * SP 800-56C Rev. 2 §4.1, one block: SHA-256(counter ‖ Z ‖ FixedInfo), with the retired handle as
  * the secret Z (256 bits of it) and FixedInfo = label ‖ nonce ‖ client id, the client id last since
  * it is the only part of variable length. One digest, where the version 1 record took two HMACs
- * and an AES-GCM seal (9.5 µs of a worker's CPU per refresh, bench/README.md).
+ * and an AES-GCM seal (9.5 µs of a worker's CPU per refresh, docs/decisions/0021-derive-the-grace-window-successor.md).
  */
 function derivedSuccessor(retired: FamilyHandle, nonce: Uint8Array, clientId: string): FamilyHandle {
   const input = `${firstCounter}${retired.handle}${derivationLabel}${Buffer.from(nonce).toString('base64url')}${clientId}`;
@@ -104,7 +104,7 @@ function derivedSuccessor(retired: FamilyHandle, nonce: Uint8Array, clientId: st
  * The version 1 key: HKDF-SHA-256 (RFC 5869) with the whole handle as input keying material (256
  * bits of secret), no salt and 32 bytes of output, which is one block: PRK = HMAC(zero salt, IKM)
  * (§2.2), OKM = T(1) = HMAC(PRK, info ‖ 0x01) (§2.3). Written as its two HMACs because `hkdfSync`
- * costs twice as much (11.6 against 5.4 µs, bench/README.md): it makes a KeyObject of the input on
+ * costs twice as much (11.6 against 5.4 µs, docs/decisions/0015-refresh-cuts-random-pool-and-packed-values.md): it makes a KeyObject of the input on
  * every call. The bytes are `hkdfSync`'s; a test checks it.
  */
 function retryKeyMaterial(retired: FamilyHandle): Buffer {
