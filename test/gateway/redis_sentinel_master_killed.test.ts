@@ -16,54 +16,49 @@ if (setup === null) {
 } else {
   t.teardown(() => setup.stop());
   const sentinel = setup;
-  // A known failure since the refresh chain records (per-family state, store-clock deadline) met
-  // the Sentinel store in one tree: every family ends in invalid_grant about 0.4 s after the
-  // election (CI, 2026-11-28; each passed on its own branch). Kept running, its counts printed,
-  // until it is fixed: the session note of 2026-11-28 and issue 36.
-  t.test(
-    'the master SIGKILLed under load: no 500, no hang, no refresh family lost',
-    { todo: 'refresh families lost at a failover since the chain records: issue 36' },
-    async (t) => {
-      // A grace window longer than the failover's write outage: a refresh answered 503 may have
-      // rotated, and its retries must still fall in the window (docs/operations.md, "What a failover costs").
-      const addClients = await failoverClients({ refreshTokenReuseGraceSeconds: 20 });
-      const { signing } = await writeSigningKey(t);
-      const gateway = await startTestGateway(t, {
-        patch: (raw) => {
-          addClients(raw);
-          // WAIT for one of two replicas: Sentinel promotes the most up to date, and the other is left
-          // for the new master to WAIT on.
-          raw.store = { type: 'redis-sentinel', sentinels: sentinel.sentinels, name: sentinel.name, waitForReplicas: 1 };
-          raw.workers = { threads: 2 };
-          raw.signing = signing;
-        },
-      });
-      const oldMaster = (await sentinel.masterPort()) as number;
-      await assertFailoverUnderLoad(t, {
-        url: gateway.url,
-        refreshLoops: 16,
-        clientCredentialsLoops: 16,
-        warmUpMs: 1500,
-        trigger: async () => {
-          t.comment(`SIGKILL to the master on port ${await sentinel.killMaster()}`);
-        },
-        waitForElection: async () => {
-          const newMaster = await sentinel.waitForNewMaster(oldMaster, 20_000);
-          t.comment(`master moved from port ${oldMaster} to ${newMaster}`);
-        },
-        recoveryBoundMs: 5000,
-        settledMs: 2000,
-      });
-      // Polled as a load balancer does: an idle connection learns of the failover at its next use.
-      const readyUntil = Date.now() + 5000;
-      let ready = { status: 0, body: '' };
-      while (ready.status !== 200 && Date.now() < readyUntil) {
-        const res = await fetch(`${gateway.url}/readyz`);
-        ready = { status: res.status, body: await res.text() };
-        if (ready.status !== 200) await new Promise((resolve) => setTimeout(resolve, 250));
-      }
-      t.equal(ready.status, 200, `/readyz passes on the new master within 5 s, without a restart (${ready.body})`);
-    },
-  );
+  // Issue 36: when the refresh chain records landed, the chain's rotation skipped `WAIT`, so the
+  // rotations the old master acknowledged after the promotion were answered and then lost, and
+  // every family ended in invalid_grant at its next refresh on the new master.
+  t.test('the master SIGKILLed under load: no 500, no hang, no refresh family lost', async (t) => {
+    // A grace window longer than the failover's write outage: a refresh answered 503 may have
+    // rotated, and its retries must still fall in the window (docs/operations.md, "What a failover costs").
+    const addClients = await failoverClients({ refreshTokenReuseGraceSeconds: 20 });
+    const { signing } = await writeSigningKey(t);
+    const gateway = await startTestGateway(t, {
+      patch: (raw) => {
+        addClients(raw);
+        // WAIT for one of two replicas: Sentinel promotes the most up to date, and the other is left
+        // for the new master to WAIT on.
+        raw.store = { type: 'redis-sentinel', sentinels: sentinel.sentinels, name: sentinel.name, waitForReplicas: 1 };
+        raw.workers = { threads: 2 };
+        raw.signing = signing;
+      },
+    });
+    const oldMaster = (await sentinel.masterPort()) as number;
+    await assertFailoverUnderLoad(t, {
+      url: gateway.url,
+      refreshLoops: 16,
+      clientCredentialsLoops: 16,
+      warmUpMs: 1500,
+      trigger: async () => {
+        t.comment(`SIGKILL to the master on port ${await sentinel.killMaster()}`);
+      },
+      waitForElection: async () => {
+        const newMaster = await sentinel.waitForNewMaster(oldMaster, 20_000);
+        t.comment(`master moved from port ${oldMaster} to ${newMaster}`);
+      },
+      recoveryBoundMs: 5000,
+      settledMs: 2000,
+    });
+    // Polled as a load balancer does: an idle connection learns of the failover at its next use.
+    const readyUntil = Date.now() + 5000;
+    let ready = { status: 0, body: '' };
+    while (ready.status !== 200 && Date.now() < readyUntil) {
+      const res = await fetch(`${gateway.url}/readyz`);
+      ready = { status: res.status, body: await res.text() };
+      if (ready.status !== 200) await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    t.equal(ready.status, 200, `/readyz passes on the new master within 5 s, without a restart (${ready.body})`);
+  });
 }
 t.teardown(() => t.comment(`the file took ${Math.round((Date.now() - started) / 1000)} s`));

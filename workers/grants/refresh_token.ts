@@ -229,9 +229,16 @@ async function retiredToken(
   return tokenResponse(request, accessToken, grant.scopes.scope, successor.handle, idToken);
 }
 
+/**
+ * Whether a rotation that failed was applied after all: its successor is live. Asked with
+ * `writeWhileLive` (no record), not `get`: a store with `waitForReplicas` follows it with `WAIT`,
+ * so a successor the master holds but no replica acknowledged (a failover about to lose it) is not
+ * answered; the client retries, and the grace window or the rotation on the new master carries
+ * its chain (docs/operations.md, "What a failover costs"; issue 36).
+ */
 async function appliedLate(store: Store, successor: StoreKey): Promise<boolean> {
   try {
-    return (await store.get(successor)) !== null;
+    return await store.writeWhileLive([successor]);
   } catch {
     return false;
   }

@@ -36,8 +36,8 @@
  *
  * Redis replicates asynchronously: a write the master acknowledged may not have reached the
  * replica that a failover promotes, and is then lost (a rotation the client saw, a consumed code).
- * With `waitForReplicas` (Sentinel only) every write is followed by `WAIT n` on the same
- * connection; fewer acknowledgements within the call's deadline, or a connection replaced in
+ * With `waitForReplicas` (Sentinel only) every write (the chain's rotation and lookup included)
+ * is followed by `WAIT n` on the same connection; fewer acknowledgements within the call's deadline, or a connection replaced in
  * between, fail the call like an outage (the write may still stand, as after a timeout).
  * docs/operations.md, "What a failover costs".
  *
@@ -519,7 +519,14 @@ export class RedisStore implements Store {
     this.#client.connect().catch(() => {
       // The retry strategy keeps trying; calls meanwhile fail with StoreUnavailableError.
     });
-    this.#client.on('ready', () => void this.#sampleClock());
+    this.#client.on('ready', () => {
+      // A new connection may reach another server (a Sentinel failover's new master), whose clock
+      // is not the old one's: its readings start afresh. Kept, the old master's tightest reading
+      // would stand for up to clockSampleKeptMs, and a new master whose clock runs ahead by more
+      // than the command timeout would have every rotation refused as late (issue 36).
+      this.#clockOffset = undefined;
+      void this.#sampleClock();
+    });
     this.#clockTimer = setInterval(() => void this.#sampleClock(), clockSampleEveryMs);
     // Housekeeping: never keeps a process alive by itself.
     this.#clockTimer.unref();
@@ -624,7 +631,10 @@ export class RedisStore implements Store {
       keys.push(this.#recordKey(c.key), this.#membersKey(c.key.family as string));
       args.push(packRecordWithHeader(c.value, headerBytes), toTtlMs(c.ttlMs));
     }
-    const reply = await this.#run('rotate', (c) => this.#script(c, 'tesseraRotateChain', keys, args));
+    // A write: with `waitForReplicas` the rotation is answered only once a replica holds it. Sent
+    // without the WAIT, a rotation the old master acknowledged after the replica's promotion was
+    // answered and then lost, and the client's next refresh found nothing (issue 36).
+    const reply = await this.#write('rotate', (c) => this.#script(c, 'tesseraRotateChain', keys, args));
     const { status, bytes } = readScriptReply(reply);
     if (status === 3) throw new StoreUnavailableError('rotate reached redis after its caller stopped waiting: nothing done');
     if (status === 4) return { status: 'limited', retryAfterMs: limitedFor(reply) };
@@ -645,7 +655,10 @@ export class RedisStore implements Store {
       successorPrefix,
       ...retiredFilterPositions(oldKey.id),
     ];
-    const reply = await this.#run('chainLookup', (c) => this.#script(c, 'tesseraChainLookup', keys, args));
+    // A write: it counts a retry in the rate limit, and its verdict ends a chain ('missing') or
+    // revokes the family ('replayed'). With `waitForReplicas` that verdict is trusted only from a
+    // master a replica follows, never from a demoted master still serving its stale copy.
+    const reply = await this.#write('chainLookup', (c) => this.#script(c, 'tesseraChainLookup', keys, args));
     const { status, bytes } = readScriptReply(reply);
     if (status === 4) return { status: 'limited', retryAfterMs: limitedFor(reply) };
     if (status === 2 && bytes !== undefined) return { status: 'replayed', value: unpackBody<T>(bytes) };

@@ -571,9 +571,16 @@ t.test('grace window after a lost answer (refreshTokenReuseGraceSeconds, default
       if (down) throw new StoreUnavailableError('get got no answer within 500 ms');
       return realGet(...args);
     }) as MemoryStore['get'];
+    // The grant asks whether the successor is live with writeWhileLive (so a Redis store WAITs).
+    const realWriteWhileLive = h.store.writeWhileLive.bind(h.store);
+    h.store.writeWhileLive = (async (...args: Parameters<MemoryStore['writeWhileLive']>) => {
+      if (down) throw new StoreUnavailableError('writeWhileLive got no answer within 500 ms');
+      return realWriteWhileLive(...args);
+    }) as MemoryStore['writeWhileLive'];
     await t.rejects(h.refresh('rotating', { refresh_token: first }), StoreUnavailableError, 'the client gets 503');
     h.store.rotateChain = realRotate;
     h.store.get = realGet;
+    h.store.writeWhileLive = realWriteWhileLive;
     h.advance(4999);
     const retried = refreshTokenOf(await h.refresh('rotating', { refresh_token: first }));
     const again = refreshTokenOf(await h.refresh('rotating', { refresh_token: first }));
@@ -617,13 +624,47 @@ t.test('a rotation applied after the store stopped answering: 503, and the retry
     if (down) throw new StoreUnavailableError('get got no answer within 500 ms');
     return realGet(...args);
   }) as MemoryStore['get'];
+  const realWriteWhileLive = h.store.writeWhileLive.bind(h.store);
+  h.store.writeWhileLive = (async (...args: Parameters<MemoryStore['writeWhileLive']>) => {
+    if (down) throw new StoreUnavailableError('writeWhileLive got no answer within 500 ms');
+    return realWriteWhileLive(...args);
+  }) as MemoryStore['writeWhileLive'];
   await t.rejects(h.refresh('rotating', { refresh_token: first }), StoreUnavailableError, 'the client gets 503');
   h.store.rotateChain = realRotate;
   h.store.get = realGet;
+  h.store.writeWhileLive = realWriteWhileLive;
   h.advance(2000);
   const retried = await h.refresh('rotating', { refresh_token: first });
   t.type(retried.refresh_token, 'string', 'the retry is answered');
   t.type((await h.refresh('rotating', { refresh_token: refreshTokenOf(retried) })).refresh_token, 'string', 'with the live successor');
+});
+
+// Issue 36: with `waitForReplicas`, a rotation whose WAIT failed stands on the master but no
+// replica holds it; a failover then loses it. Its successor must not be answered because the
+// master still shows it: the check that it was applied goes through writeWhileLive, which a Redis
+// store follows with WAIT (here failing, as on a master whose replica was promoted).
+t.test('a rotation no replica acknowledged is not answered with its successor: 503, and the retry continues the chain', async (t) => {
+  const h = harness(t);
+  const first = refreshTokenOf(await h.issue('rotating'));
+  const realRotate = h.store.rotateChain.bind(h.store);
+  const realWriteWhileLive = h.store.writeWhileLive.bind(h.store);
+  h.store.rotateChain = (async (...args: Parameters<MemoryStore['rotateChain']>) => {
+    await realRotate(...args);
+    throw new StoreUnavailableError('rotate: 0 of 1 replicas acknowledged the write');
+  }) as MemoryStore['rotateChain'];
+  h.store.writeWhileLive = (async () => {
+    throw new StoreUnavailableError('writeWhileLive: 0 of 1 replicas acknowledged the write');
+  }) as MemoryStore['writeWhileLive'];
+  await t.rejects(
+    h.refresh('rotating', { refresh_token: first }),
+    StoreUnavailableError,
+    'the client gets 503, not the unreplicated successor',
+  );
+  h.store.rotateChain = realRotate;
+  h.store.writeWhileLive = realWriteWhileLive;
+  const retried = await h.refresh('rotating', { refresh_token: first });
+  t.type(retried.refresh_token, 'string', 'the retry is answered');
+  t.type((await h.refresh('rotating', { refresh_token: refreshTokenOf(retried) })).refresh_token, 'string', 'and its chain continues');
 });
 
 t.test('a rotation that did not happen answers with the store error and keeps the old token', async (t) => {

@@ -1,8 +1,8 @@
 import t from 'tap';
 import { RedisStore, parseSentinelAddress } from '../../../workers/store/redis_store.js';
-import { StoreUnavailableError } from '../../../workers/store/store.js';
+import { StoreUnavailableError, type StoreKey } from '../../../workers/store/store.js';
 import { startRedisSentinel } from '../../helpers/redis_sentinel.js';
-import { newId, runStoreConformance } from './store_conformance.js';
+import { newFamily, newId, runStoreConformance } from './store_conformance.js';
 
 const setup = await startRedisSentinel();
 if (setup === null) {
@@ -60,6 +60,36 @@ if (setup === null) {
       await t.rejects(waiting.checkReady(), StoreUnavailableError, 'so does the /readyz write');
       await plain.set({ kind: 'code', id: newId() }, { n: 3 }, 60_000);
       t.pass('without waitForReplicas the same write succeeds');
+    } finally {
+      replica.resume();
+    }
+  });
+
+  // Issue 36: the chain's rotation and lookup once skipped the WAIT, so a failover lost rotations
+  // the clients had been answered, and every family ended in invalid_grant.
+  t.test('waitForReplicas: a chain rotation and a chain lookup no replica acknowledged fail as unavailable', async (t) => {
+    const replica = sentinels.servers[1];
+    if (replica === undefined) throw new Error('the setup has a replica');
+    const waiting = new RedisStore({ ...storeOptions(300), waitForReplicas: 1 });
+    t.teardown(() => waiting.close());
+    const family = newFamily();
+    const chainKey = (): StoreKey => ({ kind: 'rt', id: newId(), family });
+    const [a, b, c] = [chainKey(), chainKey(), chainKey()];
+    const chain = { limit: 60, windowMs: 60_000, ttlMs: 60_000 };
+    await waiting.set(a, { gen: 0 }, 60_000);
+    t.same(await waiting.rotateChain(a, b, { gen: 1 }, 60_000, [], chain), { status: 'consumed', value: { gen: 0 } });
+    replica.pause();
+    try {
+      await t.rejects(
+        waiting.rotateChain(b, c, { gen: 2 }, 60_000, [], chain),
+        StoreUnavailableError,
+        'the rotation waits for the replica, then fails: its successor was never acknowledged',
+      );
+      await t.rejects(
+        waiting.chainLookup(a, 5000, chain),
+        StoreUnavailableError,
+        'a lookup, whose verdict may revoke the family, is not trusted from a master no replica follows',
+      );
     } finally {
       replica.resume();
     }
