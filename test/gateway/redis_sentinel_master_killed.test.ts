@@ -47,18 +47,20 @@ if (setup === null) {
         const newMaster = await sentinel.waitForNewMaster(oldMaster, 20_000);
         t.comment(`master moved from port ${oldMaster} to ${newMaster}`);
       },
-      recoveryBoundMs: 5000,
+      // 15 s: a killed master's writes stay refused until the remaining replica has resynced from
+      // the new one, which on a loaded 2-core CI machine once took 9.3 s (docs/operations.md).
+      recoveryBoundMs: 15_000,
       settledMs: 2000,
     });
     // Polled as a load balancer does: an idle connection learns of the failover at its next use.
-    const readyUntil = Date.now() + 5000;
+    const readyUntil = Date.now() + 15_000;
     let ready = { status: 0, body: '' };
     while (ready.status !== 200 && Date.now() < readyUntil) {
       const res = await fetch(`${gateway.url}/readyz`);
       ready = { status: res.status, body: await res.text() };
       if (ready.status !== 200) await new Promise((resolve) => setTimeout(resolve, 250));
     }
-    t.equal(ready.status, 200, `/readyz passes on the new master within 5 s, without a restart (${ready.body})`);
+    t.equal(ready.status, 200, `/readyz passes on the new master within 15 s, without a restart (${ready.body})`);
   });
 }
 t.teardown(() => t.comment(`the file took ${Math.round((Date.now() - started) / 1000)} s`));
