@@ -12,7 +12,6 @@ import {
 } from './client_authentication/step.js';
 import type { CorsPolicy } from './http/cors.js';
 import { readForm, requireParameter, type FormRequest, type FormRoute } from './http/form_request.js';
-import type { Exchange } from './http/exchange.js';
 import type { WorkerDispatcher } from './worker_dispatcher.js';
 
 export interface TokenEndpointDeps extends ClientAuthenticationDeps {
@@ -20,7 +19,7 @@ export interface TokenEndpointDeps extends ClientAuthenticationDeps {
   grantTypes: () => ReadonlySet<string>;
   dispatcher: WorkerDispatcher;
   /** Told about every answer (metrics, access log, audit events). */
-  observe?: (exchange: Exchange, status: number, body: string) => void;
+  observe?: FormRoute['observe'];
   /** Starts each request's trace span (tracing on). */
   begin?: FormRoute['begin'];
   cors?: CorsPolicy | undefined;
