@@ -1,7 +1,7 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { deviceCodeGrantType } from '../workers/protocol/grant_types.js';
-import { userPolicy, type GrantedScopes, type ScopeRules } from '../workers/grants/scope_rules.js';
-import { requestedResources, selectResources } from '../workers/grants/resource_indicators.js';
+import { userPolicy, type ScopeRules } from '../workers/grants/scope_rules.js';
+import { narrowRequestedGrant, type RequestedGrant } from '../workers/grants/scope_narrowing.js';
 import type { RegisteredClient } from '../workers/protocol/client_model.js';
 import { OAuthError, OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import { isStoreUnavailable, type Store, type StoreKey } from '../workers/store/store.js';
@@ -119,10 +119,7 @@ function answerAuthenticatedRequest(route: DeviceAuthorizationRoute, request: Fo
 }
 
 /** What the device authorization grants: scopes, narrowed to the resources it names (RFC 8707 §2). */
-interface DeviceGrant {
-  readonly scopes: GrantedScopes;
-  readonly resources: readonly string[] | undefined;
-}
+type DeviceGrant = RequestedGrant;
 
 /**
  * Each device authorization writes records that live for the code's lifetime, and a public client
@@ -157,9 +154,7 @@ function checkDeviceGrantAllowed(request: FormRequest, client: RegisteredClient)
 /** RFC 8628 §3.1 `scope`, under the rules of a grant that signs a user in, and RFC 8707 `resource`. */
 function checkScope(route: DeviceAuthorizationRoute, request: FormRequest, client: RegisteredClient): DeviceGrant | undefined {
   try {
-    const resources = requestedResources(request.params);
-    const scopes = selectResources(route.scopes, route.scopes.resolve(client, request.params.scope, userPolicy), resources, undefined);
-    return { scopes, resources };
+    return narrowRequestedGrant(route.scopes, client, request.params, userPolicy);
   } catch (err) {
     if (!(err instanceof OAuthError)) throw err;
     request.exchange.sendError(err.entry);

@@ -41,8 +41,8 @@ export const gatewayMayImport: readonly AllowedWorkerModule[] = [
     why: 'the authorize and device pages, device authorization and discovery apply the same scope rules as the grants',
   },
   {
-    module: 'workers/grants/resource_indicators.ts',
-    why: 'the authorize endpoint and device authorization read the resource parameter (RFC 8707) as the grants do',
+    module: 'workers/grants/scope_narrowing.ts',
+    why: 'the authorize endpoint and device authorization read the scope and resource parameters (RFC 8707) as the grants do',
   },
   {
     module: 'workers/grants/acr_values.ts',
