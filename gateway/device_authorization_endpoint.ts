@@ -24,7 +24,7 @@ import {
 } from './client_authentication/step.js';
 import type { Exchange } from './http/exchange.js';
 import { readForm, type FormRequest, type FormRoute } from './http/form_request.js';
-import { RequestRate, type RateLimits } from './request_rate.js';
+import { RequestRate, type RateLimits } from '../workers/store/throttles.js';
 import { deliver, type WorkerDispatcher } from './worker_dispatcher.js';
 
 export const deviceAuthorizationPath = '/connect/deviceauthorization';

@@ -20,7 +20,7 @@ import {
   type TokenTaskResult,
 } from './protocol/token_task.js';
 import { introspect } from './endpoints/introspection.js';
-import { IntrospectionThrottle } from './endpoints/introspection_throttle.js';
+import { IntrospectionThrottle } from './store/throttles.js';
 import { revoke } from './endpoints/revocation.js';
 import { userInfo } from './endpoints/userinfo.js';
 import type { WorkerBootData } from './protocol/worker_boot.js';
@@ -50,7 +50,7 @@ import type {
 } from './protocol/validator_api.js';
 import { UserProfiles } from './grants/user_profiles.js';
 import { ConfigUserPasswordValidator } from './grants/config_user_validator.js';
-import { FailureThrottle } from './grants/failure_throttle.js';
+import { FailureThrottle } from './store/throttles.js';
 import { createPasswordGrant, createResourceOwnerAuthenticator } from './grants/password.js';
 import { hashPassword } from './crypto/password_hash.js';
 import { ensureTypeScriptLoader, isTypeScriptModule } from './typescript_loader.js';

@@ -9,7 +9,7 @@ import type { ClientAuthenticator } from './authenticator.js';
 import { CallerGate } from './caller_gate.js';
 import type { ReadAssertion } from './client_assertion.js';
 import type { ClientKeys } from './client_keys.js';
-import type { ClientAuthThrottle, PendingAttempt } from './throttle.js';
+import type { ClientAuthThrottle, PendingAttempt } from '../../workers/store/throttles.js';
 
 /** What client authentication is built from, at start. */
 export interface ClientAuthenticationDeps {

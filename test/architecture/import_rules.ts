@@ -53,10 +53,6 @@ export const gatewayMayImport: readonly AllowedWorkerModule[] = [
     why: 'the authorize endpoint checks the code challenge that the code grant verifies',
   },
   {
-    module: 'workers/grants/failure_throttle.ts',
-    why: 'client authentication and the device page throttle failures in the store, like the password grant',
-  },
-  {
     module: 'workers/grants/registry.ts',
     why: 'the gateway checks grant modules before the workers load them, and lists the built-in grant types it routes',
   },

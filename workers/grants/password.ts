@@ -9,7 +9,7 @@ import {
 import { parseAcrValues } from './acr_values.js';
 import { grantClaims, isResult, signInProblem, validatedRequest } from './extension_grant.js';
 import { runWithTimeout } from './user_module_calls.js';
-import { type FailureThrottle, type ThrottleState, whenBlockEnds } from './failure_throttle.js';
+import { type FailureThrottle, type ThrottleState, whenBlockEnds } from '../store/throttles.js';
 import type { GrantHandler, GrantRequest, GrantServices } from './grant_handler.js';
 import { narrowRequestedGrant } from './scope_narrowing.js';
 import { userPolicy, type GrantedScopes } from './scope_rules.js';
