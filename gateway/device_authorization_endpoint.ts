@@ -1,7 +1,7 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { deviceCodeGrantType } from '../workers/protocol/grant_types.js';
-import { userPolicy, type GrantedScopes, type ScopeRules } from '../workers/grants/scope_rules.js';
-import { requestedResources, selectResources } from '../workers/grants/resource_indicators.js';
+import { userPolicy, type ScopeRules } from '../workers/grants/scope_rules.js';
+import { narrowRequestedGrant, type RequestedGrant } from '../workers/grants/scope_narrowing.js';
 import type { RegisteredClient } from '../workers/protocol/client_model.js';
 import { OAuthError, OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import { isStoreUnavailable, type Store, type StoreKey } from '../workers/store/store.js';
@@ -14,27 +14,17 @@ import {
   type UserCodeRecord,
 } from '../workers/tokens/device_code_record.js';
 import { newFamilyHandle, newFamilyId } from '../workers/tokens/refresh_token_handle.js';
-import {
-  authenticateClient,
-  createClientAuthentication,
-  type AuthenticatedClient,
-  type ClientAuthentication,
-  settleAssertion,
-  type ClientAuthenticationDeps,
-} from './client_authentication/step.js';
+import { settleAssertion, type AuthenticatedClient } from './client_authentication/step.js';
+import { createApiRoute, serveClientRequest, type ApiEndpointDeps, type ApiRoute } from './http/api_endpoint.js';
 import type { Exchange } from './http/exchange.js';
-import { readForm, type FormRequest, type FormRoute } from './http/form_request.js';
-import { RequestRate, type RateLimits } from './request_rate.js';
+import type { FormRequest } from './http/form_request.js';
+import { RequestRate, type RateLimits } from '../workers/store/throttles.js';
 import { deliver, type WorkerDispatcher } from './worker_dispatcher.js';
 
 export const deviceAuthorizationPath = '/connect/deviceauthorization';
 export const devicePagePath = '/device';
 
-export interface DeviceAuthorizationDeps extends ClientAuthenticationDeps {
-  /** Told about every answer (metrics, access log, audit events). */
-  observe?: FormRoute['observe'];
-  /** Starts each request's trace span (tracing on). */
-  begin?: FormRoute['begin'];
+export interface DeviceAuthorizationDeps extends ApiEndpointDeps {
   scopes: ScopeRules;
   store: Store;
   /** Device authorizations per client and source address (`throttling.deviceAuthorization`). */
@@ -45,8 +35,7 @@ export interface DeviceAuthorizationDeps extends ClientAuthenticationDeps {
 }
 
 /** What the device authorization endpoint's steps share, built once at start. */
-interface DeviceAuthorizationRoute extends FormRoute {
-  readonly clientAuthentication: ClientAuthentication;
+interface DeviceAuthorizationRoute extends ApiRoute {
   readonly scopes: ScopeRules;
   readonly store: Store;
   readonly rate: RequestRate;
@@ -61,29 +50,19 @@ interface DeviceAuthorizationRoute extends FormRoute {
  * code (a family handle, ≥ 256 bits) and a user code the user types on the `/device` page.
  */
 export function createDeviceAuthorizationEndpoint(deps: DeviceAuthorizationDeps): (res: HttpResponse, req: HttpRequest) => void {
-  const route: DeviceAuthorizationRoute = {
-    postOnly: OAuthErrors.deviceAuthorizationPostOnly,
-    observe: deps.observe,
-    begin: deps.begin,
-    clientAuthentication: createClientAuthentication(deps),
+  const route: DeviceAuthorizationRoute = createApiRoute(deps, OAuthErrors.deviceAuthorizationPostOnly, {
     scopes: deps.scopes,
     store: deps.store,
     rate: new RequestRate(deps.store, 'devauth', deps.rate),
     dispatcher: deps.dispatcher,
     now: deps.now ?? Date.now,
     verificationUri: `${deps.issuer}${devicePagePath}`,
-  };
-  return function deviceAuthorizationEndpoint(res, req) {
-    readForm(route, res, req, answerDeviceAuthorizationRequest);
-  };
+  });
+  return serveClientRequest(route, answerDeviceAuthorizationRequest);
 }
 
-/** The device authorization request, step by step, once its form is read (RFC 8628 §3.1). */
-function answerDeviceAuthorizationRequest(route: DeviceAuthorizationRoute, request: FormRequest): void {
-  authenticateClient(route.clientAuthentication, route, request, answerAuthenticatedDeviceRequest);
-}
-
-function answerAuthenticatedDeviceRequest(route: DeviceAuthorizationRoute, request: FormRequest, caller: AuthenticatedClient): void {
+/** The device authorization request of an authenticated client (RFC 8628 §3.1). */
+function answerDeviceAuthorizationRequest(route: DeviceAuthorizationRoute, request: FormRequest, caller: AuthenticatedClient): void {
   if (caller.assertion === undefined) answerAuthenticatedRequest(route, request, caller.client);
   else verifyAssertionThenAnswer(route, request, caller);
 }
@@ -119,10 +98,7 @@ function answerAuthenticatedRequest(route: DeviceAuthorizationRoute, request: Fo
 }
 
 /** What the device authorization grants: scopes, narrowed to the resources it names (RFC 8707 §2). */
-interface DeviceGrant {
-  readonly scopes: GrantedScopes;
-  readonly resources: readonly string[] | undefined;
-}
+type DeviceGrant = RequestedGrant;
 
 /**
  * Each device authorization writes records that live for the code's lifetime, and a public client
@@ -157,9 +133,7 @@ function checkDeviceGrantAllowed(request: FormRequest, client: RegisteredClient)
 /** RFC 8628 §3.1 `scope`, under the rules of a grant that signs a user in, and RFC 8707 `resource`. */
 function checkScope(route: DeviceAuthorizationRoute, request: FormRequest, client: RegisteredClient): DeviceGrant | undefined {
   try {
-    const resources = requestedResources(request.params);
-    const scopes = selectResources(route.scopes, route.scopes.resolve(client, request.params.scope, userPolicy), resources, undefined);
-    return { scopes, resources };
+    return narrowRequestedGrant(route.scopes, client, request.params, userPolicy);
   } catch (err) {
     if (!(err instanceof OAuthError)) throw err;
     request.exchange.sendError(err.entry);

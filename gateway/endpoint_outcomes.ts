@@ -1,19 +1,17 @@
 import type { Logger } from 'pino';
 import type { AuditEventName, AuditEventInput } from './events/audit_event.js';
 import type { AuditEvents } from './events/audit_events.js';
-import type { Exchange } from './http/exchange.js';
+import type { AnswerObserver } from './http/exchange.js';
 import type { GatewayMetrics, MetricsEndpoint, ThrottleName } from './metrics.js';
 import type { StoreOutageLog } from './store_outage_log.js';
 import type { RequestTracing, SpanStarter } from './tracing/request_tracing.js';
 
-type Observer = (exchange: Exchange, status: number, body: string) => void;
-
 /** What each OAuth form endpoint does with its answers: one observer per endpoint, made once. */
 export interface EndpointObservers {
-  readonly token: Observer;
-  readonly introspection: Observer;
-  readonly revocation: Observer;
-  readonly deviceAuthorization: Observer;
+  readonly token: AnswerObserver;
+  readonly introspection: AnswerObserver;
+  readonly revocation: AnswerObserver;
+  readonly deviceAuthorization: AnswerObserver;
   /** Each endpoint's span starter; all `undefined` when tracing is off. */
   readonly begin: Readonly<Record<'token' | 'introspection' | 'revocation' | 'deviceAuthorization', SpanStarter | undefined>>;
 }
@@ -53,8 +51,7 @@ const endpointThrottles: Readonly<Record<MetricsEndpoint, ThrottleName>> = {
  * Turns each answered request into its metrics, its access log line and its audit events
  * (docs/operations.md, "Metrics", "Logs", "Events"), on the gateway thread, just before the answer
  * is written. The address is read only when a log line or an event needs it; nothing here ever
- * sees a secret, a token or a code: the answer body is read for its `error` member only on
- * failures.
+ * sees a secret, a token or a code, nor the answer body: an error's code comes with the answer.
  */
 export function createEndpointObservers(deps: EndpointOutcomeDeps): EndpointObservers {
   return {
@@ -71,11 +68,11 @@ export function createEndpointObservers(deps: EndpointOutcomeDeps): EndpointObse
   };
 }
 
-function observerFor(endpoint: MetricsEndpoint, deps: EndpointOutcomeDeps): Observer {
+function observerFor(endpoint: MetricsEndpoint, deps: EndpointOutcomeDeps): AnswerObserver {
   const { metrics, events, logger, storeOutage, tracing } = deps;
   const path = paths[endpoint];
   const isToken = endpoint === 'token';
-  return (exchange, status, body) => {
+  return (exchange, status, error) => {
     const durationSeconds = (performance.now() - exchange.startedAt) / 1000;
     const grantType = exchange.grantType ?? '';
     metrics.observeRequest(endpoint, grantType, status, durationSeconds);
@@ -85,13 +82,12 @@ function observerFor(endpoint: MetricsEndpoint, deps: EndpointOutcomeDeps): Obse
     if (facts?.storeUnavailable === true) storeOutage.failed();
     if (facts?.reuse !== undefined) metrics.countReuse(facts.reuse);
 
-    if (exchange.span !== undefined) tracing?.finish(exchange, status, status >= 400 ? errorCodeOf(body) : undefined);
+    if (exchange.span !== undefined) tracing?.finish(exchange, status, error);
 
     const authFailed = exchange.authFailure !== undefined;
     // One line per token request and per refused client authentication, at info (docs/operations.md, "Logs").
     const logLine = (isToken || authFailed) && logger.isLevelEnabled('info');
     if (!logLine && !events.enabled) return;
-    const error = status >= 400 ? errorCodeOf(body) : undefined;
     const remoteAddress = exchange.remoteAddress();
     const clientId = exchange.clientId;
     if (logLine) {
@@ -173,10 +169,4 @@ function observerFor(endpoint: MetricsEndpoint, deps: EndpointOutcomeDeps): Obse
       });
     }
   };
-}
-
-/** The `error` member of an OAuth error body (RFC 6749 §5.2); never anything else of it. */
-export function errorCodeOf(body: string): string | undefined {
-  const match = /"error":"([a-z_]+)"/.exec(body);
-  return match?.[1];
 }

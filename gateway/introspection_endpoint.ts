@@ -5,30 +5,19 @@ import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import { matchesStoredSecret } from './client_authentication/authenticator.js';
 import { decodeBasicAuthorization, type BasicCredentials } from './client_authentication/credentials.js';
 import { VerifiedHeaders } from './client_authentication/verified_headers.js';
-import {
-  authenticateClient,
-  createClientAuthentication,
-  withClientAssertion,
-  type AuthenticatedClient,
-  type ClientAuthentication,
-  type ClientAuthenticationDeps,
-} from './client_authentication/step.js';
-import { readForm, requireParameter, type FormRequest, type FormRoute } from './http/form_request.js';
+import { authenticateClient, type AuthenticatedClient } from './client_authentication/step.js';
+import { createApiRoute, dispatchToWorker, serveForm, type ApiEndpointDeps, type ApiRoute } from './http/api_endpoint.js';
+import { requireParameter, type FormRequest } from './http/form_request.js';
 import type { WorkerDispatcher } from './worker_dispatcher.js';
 
-export interface IntrospectionEndpointDeps extends ClientAuthenticationDeps {
-  /** Told about every answer (metrics, access log, audit events). */
-  observe?: FormRoute['observe'];
-  /** Starts each request's trace span (tracing on). */
-  begin?: FormRoute['begin'];
+export interface IntrospectionEndpointDeps extends ApiEndpointDeps {
   apiResources: TesseraConfig['apiResources'];
   dispatcher: WorkerDispatcher;
   now?: () => number;
 }
 
 /** What the introspection endpoint's steps share, built once at start. */
-interface IntrospectionRoute extends FormRoute {
-  readonly clientAuthentication: ClientAuthentication;
+interface IntrospectionRoute extends ApiRoute {
   /** API resource names and their stored secrets. */
   readonly resources: ReadonlyMap<string, readonly StoredSecret[]>;
   /** Basic headers that authenticated an API resource recently, and its name (as clients' are). */
@@ -52,29 +41,20 @@ type Caller = readonly ['resource' | 'client', string, AuthenticatedClient?];
 export function createIntrospectionEndpoint(deps: IntrospectionEndpointDeps): (res: HttpResponse, req: HttpRequest) => void {
   const resources = new Map<string, readonly StoredSecret[]>();
   for (const resource of deps.apiResources) resources.set(resource.name, decodeSecrets(resource.secrets));
-  const route: IntrospectionRoute = {
-    postOnly: OAuthErrors.introspectionPostOnly,
-    observe: deps.observe,
-    begin: deps.begin,
-    clientAuthentication: createClientAuthentication(deps),
+  const route: IntrospectionRoute = createApiRoute(deps, OAuthErrors.introspectionPostOnly, {
     resources,
     verifiedResources: new VerifiedHeaders(deps.now ?? Date.now),
     dispatcher: deps.dispatcher,
     now: deps.now ?? Date.now,
-  };
-  return function introspectionEndpoint(res, req) {
-    readForm(route, res, req, answerIntrospectionRequest);
-  };
+  });
+  // Not serveClientRequest: an API resource may call too, and is authenticated first.
+  return serveForm(route, authenticateCaller);
 }
 
-/** The introspection request, step by step, once its form is read (RFC 7662 §2.1). */
-function answerIntrospectionRequest(route: IntrospectionRoute, request: FormRequest): void {
-  authenticateCaller(route, request);
-}
-
-function answerAuthenticatedIntrospectionRequest(route: IntrospectionRoute, request: FormRequest, caller: Caller): void {
+/** The introspection request of an authenticated caller, step by step (RFC 7662 §2.1). */
+function answerIntrospectionRequest(route: IntrospectionRoute, request: FormRequest, caller: Caller): void {
   if (requireParameter(request, 'token', OAuthErrors.missingToken) === undefined) return;
-  dispatchToWorker(route, request, caller);
+  introspectInWorker(route, request, caller);
 }
 
 /** RFC 7662 §2.1: the caller must be authorized to introspect, as an API resource or a confidential client. */
@@ -83,7 +63,7 @@ function authenticateCaller(route: IntrospectionRoute, request: FormRequest): vo
   const known = authorization.length > 0 ? route.verifiedResources.get(authorization) : undefined;
   if (known !== undefined) {
     const resource = admitKnownApiResource(route, request, known);
-    if (resource !== undefined) answerAuthenticatedIntrospectionRequest(route, request, resource);
+    if (resource !== undefined) answerIntrospectionRequest(route, request, resource);
     return;
   }
   // A header that authenticated a client whose id is no resource name goes to client
@@ -94,7 +74,7 @@ function authenticateCaller(route: IntrospectionRoute, request: FormRequest): vo
   const resourceSecrets = basic ? route.resources.get(basic.clientId) : undefined;
   if (basic && resourceSecrets !== undefined) {
     const resource = authenticateApiResource(route, request, basic, resourceSecrets);
-    if (resource !== undefined) answerAuthenticatedIntrospectionRequest(route, request, resource);
+    if (resource !== undefined) answerIntrospectionRequest(route, request, resource);
     return;
   }
   // Discovery advertises client_secret_post here, and openid-client sends it by default: a resource
@@ -102,7 +82,7 @@ function authenticateCaller(route: IntrospectionRoute, request: FormRequest): vo
   const posted = authorization.length === 0 ? postedResourceCredentials(route, request.params) : undefined;
   if (posted !== undefined) {
     const resource = authenticateApiResource(route, request, posted.credentials, posted.secrets, false);
-    if (resource !== undefined) answerAuthenticatedIntrospectionRequest(route, request, resource);
+    if (resource !== undefined) answerIntrospectionRequest(route, request, resource);
     return;
   }
   authenticateClient(route.clientAuthentication, route, request, answerAuthenticatedClientIntrospection);
@@ -167,14 +147,10 @@ function answerAuthenticatedClientIntrospection(route: IntrospectionRoute, reque
     request.exchange.sendError(OAuthErrors.invalidClient);
     return;
   }
-  answerAuthenticatedIntrospectionRequest(route, request, ['client', client.clientId, authenticated]);
+  answerIntrospectionRequest(route, request, ['client', client.clientId, authenticated]);
 }
 
-/** A worker reads the token and answers; secrets stay on this thread. */
-function dispatchToWorker(route: IntrospectionRoute, { exchange, params }: FormRequest, caller: Caller): void {
-  delete params.client_secret;
-  const item = { kind: 'introspection', caller: caller[0], callerId: caller[1], params } as const;
-  const client = caller[2];
-  if (client === undefined) route.dispatcher.submit(exchange, item);
-  else route.dispatcher.submit(client.sink, withClientAssertion(item, client));
+/** A worker reads the token and answers; what the caller may see is decided there. */
+function introspectInWorker(route: IntrospectionRoute, request: FormRequest, [caller, callerId, client]: Caller): void {
+  dispatchToWorker(route.dispatcher, request, { kind: 'introspection', caller, callerId, params: request.params }, client);
 }

@@ -11,7 +11,7 @@ import { newStoreCommandBuffers, StoreCommandStats } from '../workers/protocol/s
 import { createStore } from '../workers/store/create_store.js';
 import type { Store } from '../workers/store/store.js';
 import { ClientAuthenticator } from './client_authentication/authenticator.js';
-import { ClientAuthThrottle } from './client_authentication/throttle.js';
+import { ClientAuthThrottle } from '../workers/store/throttles.js';
 import { ClientKeys } from './client_authentication/client_keys.js';
 import type { ClientAuthenticationDeps } from './client_authentication/step.js';
 import type { LoadedConfig } from './config/load.js';

@@ -137,7 +137,7 @@ function dispatchHeaderToken(
   else dispatch(exchange, header.token, { proof: header.proof ?? '', htm: method === 'post' ? 'POST' : 'GET' });
 }
 
-function answer(exchange: Exchange, [status, body, retryAfter]: TokenTaskResult, dpopScheme: boolean): void {
+function answer(exchange: Exchange, [status, body, retryAfter, error]: TokenTaskResult, dpopScheme: boolean): void {
   if (status === 200) {
     exchange.sendJson(200, body);
     return;
@@ -145,12 +145,9 @@ function answer(exchange: Exchange, [status, body, retryAfter]: TokenTaskResult,
   // A request that used the DPoP scheme gets DPoP challenges (RFC 9449 §7.1).
   const entry = entryOfBody.get(body);
   const challenge = dpopScheme ? entry?.dpopWwwAuthenticate : entry?.wwwAuthenticate;
-  exchange.sendJson(status, body, {
-    retryAfter: retryAfter ?? undefined,
-    wwwAuthenticate: challenge,
-  });
+  exchange.sendJson(status, body, { retryAfter: retryAfter ?? undefined, wwwAuthenticate: challenge }, error ?? undefined);
 }
 
 function sendBearerError(exchange: Exchange, error: BearerErrorEntry, allow?: string, closeConnection?: boolean): void {
-  exchange.sendJson(error.status, error.body, { wwwAuthenticate: error.wwwAuthenticate, allow, closeConnection });
+  exchange.sendJson(error.status, error.body, { wwwAuthenticate: error.wwwAuthenticate, allow, closeConnection }, error.error);
 }

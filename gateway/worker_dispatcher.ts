@@ -10,7 +10,7 @@ import {
 } from '../workers/protocol/batch_control.js';
 import { OAuthErrors } from '../workers/protocol/oauth_errors.js';
 import { mayRunAgainAfterStart } from '../workers/protocol/rerun.js';
-import { packTaskItems, unpackMessage, type TaskItem, type TokenTaskResult } from '../workers/protocol/token_task.js';
+import { errorResult, packTaskItems, unpackMessage, type TaskItem, type TokenTaskResult } from '../workers/protocol/token_task.js';
 import type { Exchange } from './http/exchange.js';
 
 /**
@@ -103,8 +103,8 @@ interface WatchedBatch {
   withdrawn: boolean;
 }
 
-const unavailableResult: TokenTaskResult = [OAuthErrors.temporarilyUnavailable.status, OAuthErrors.temporarilyUnavailable.body, 1];
-const serverErrorResult: TokenTaskResult = [OAuthErrors.serverError.status, OAuthErrors.serverError.body, null];
+const unavailableResult: TokenTaskResult = errorResult(OAuthErrors.temporarilyUnavailable, 1);
+const serverErrorResult: TokenTaskResult = errorResult(OAuthErrors.serverError);
 
 /**
  * Requests are sent to the workers in three lanes, each with its own queue and its own batches,
@@ -179,8 +179,8 @@ export function deliver(sink: Sink, result: TokenTaskResult): void {
     return;
   }
   // What the worker learned, for the request's audit events and log line (gateway/endpoint_outcomes.ts).
-  if (result.length === 4) sink.facts = result[3];
-  sink.sendJson(result[0], result[1], result[2] === null ? undefined : { retryAfter: result[2] });
+  if (result.length === 5) sink.facts = result[4];
+  sink.sendJson(result[0], result[1], result[2] === null ? undefined : { retryAfter: result[2] }, result[3] ?? undefined);
 }
 
 /** A client that went away before its request was sent: nothing to run, nothing to answer. */

@@ -10,7 +10,9 @@ import { createStore } from './store/create_store.js';
 import { registerClients } from './protocol/client_model.js';
 import { OAuthError, OAuthErrors } from './protocol/oauth_errors.js';
 import {
+  errorResult,
   packMessage,
+  successResult,
   unpackTaskItems,
   type LoginItem,
   type TaskItem,
@@ -18,7 +20,7 @@ import {
   type TokenTaskResult,
 } from './protocol/token_task.js';
 import { introspect } from './endpoints/introspection.js';
-import { IntrospectionThrottle } from './endpoints/introspection_throttle.js';
+import { IntrospectionThrottle } from './store/throttles.js';
 import { revoke } from './endpoints/revocation.js';
 import { userInfo } from './endpoints/userinfo.js';
 import type { WorkerBootData } from './protocol/worker_boot.js';
@@ -48,7 +50,7 @@ import type {
 } from './protocol/validator_api.js';
 import { UserProfiles } from './grants/user_profiles.js';
 import { ConfigUserPasswordValidator } from './grants/config_user_validator.js';
-import { FailureThrottle } from './grants/failure_throttle.js';
+import { FailureThrottle } from './store/throttles.js';
 import { createPasswordGrant, createResourceOwnerAuthenticator } from './grants/password.js';
 import { hashPassword } from './crypto/password_hash.js';
 import { ensureTypeScriptLoader, isTypeScriptModule } from './typescript_loader.js';
@@ -175,13 +177,14 @@ function moduleName(url: string): string {
   return url.slice(url.lastIndexOf('/') + 1);
 }
 
-const serverError: TokenTaskResult = [OAuthErrors.serverError.status, OAuthErrors.serverError.body, null];
+const serverError: TokenTaskResult = errorResult(OAuthErrors.serverError);
 // Marked, so that the gateway logs a store outage once rather than once per request.
 const storeFailed: TaskFacts = Object.freeze({ storeUnavailable: true as const });
 const storeUnavailable: TokenTaskResult = [
   OAuthErrors.temporarilyUnavailable.status,
   OAuthErrors.temporarilyUnavailable.body,
   2,
+  OAuthErrors.temporarilyUnavailable.error,
   storeFailed,
 ];
 
@@ -208,9 +211,9 @@ async function answerItem(item: TaskItem): Promise<TokenTaskResult> {
   const facts: TaskFacts = {};
   const result = boot.recordTiming ? await timingStoreCommands(facts, () => handleItem(item, facts)) : await handleItem(item, facts);
   // A store failure's answer carries its own (shared) facts: keep what was learned before it.
-  if (result.length === 4)
-    return result[3] === storeFailed ? [result[0], result[1], result[2], { ...facts, storeUnavailable: true }] : result;
-  return Object.keys(facts).length === 0 ? result : [result[0], result[1], result[2], facts];
+  if (result.length === 5)
+    return result[4] === storeFailed ? [result[0], result[1], result[2], result[3], { ...facts, storeUnavailable: true }] : result;
+  return Object.keys(facts).length === 0 ? result : [result[0], result[1], result[2], result[3], facts];
 }
 
 async function handleItem(item: TaskItem, facts: TaskFacts | undefined): Promise<TokenTaskResult> {
@@ -221,14 +224,14 @@ async function handleItem(item: TaskItem, facts: TaskFacts | undefined): Promise
     }
     switch (item.kind) {
       case 'client_assertion':
-        return [200, '', null];
+        return successResult('');
       case 'token':
         return await handleTokenRequest(item, facts);
       case 'introspection':
-        return [200, await introspect(item.caller, item.callerId, item.params, endpointServices), null];
+        return successResult(await introspect(item.caller, item.callerId, item.params, endpointServices));
       case 'revocation':
         await revoke(item.clientId, item.params, endpointServices, facts, item.dpop);
-        return [200, '', null];
+        return successResult('');
       case 'login':
         return await handleLogin(item, facts);
       case 'userinfo':
@@ -243,7 +246,7 @@ async function handleItem(item: TaskItem, facts: TaskFacts | undefined): Promise
     const request = describeItem(item);
     if (err instanceof OAuthError) {
       if (err.detail !== undefined) logger.info({ ...request, detail: err.detail }, 'request rejected');
-      return [err.status, err.body, err.retryAfter ?? null];
+      return errorResult(err, err.retryAfter ?? null);
     }
     if (isStoreUnavailable(err)) {
       // The gateway logs the outage once with a count (docs/operations.md, "Logs").
@@ -276,7 +279,7 @@ async function handleLogin({ clientId, params, address }: LoginItem, facts: Task
   const request = { grantType: 'authorization_code', client, params, address, facts };
   const scopes = services.scopes.resolve(client, params.scope, userPolicy);
   const user = await authenticateResourceOwner(request, services, scopes);
-  return [200, JSON.stringify(user), null];
+  return successResult(JSON.stringify(user));
 }
 
 async function handleTokenRequest(
@@ -292,7 +295,7 @@ async function handleTokenRequest(
   // RFC 9449 §5: the proof first; the grant then binds its tokens to the proof's key.
   const jkt = dpop === undefined ? undefined : await tokenRequestProofs.keyOf(dpop, client);
   const response = await handler.handle({ grantType, client, params, address, jkt, facts }, services);
-  return [200, JSON.stringify(response), null];
+  return successResult(JSON.stringify(response));
 }
 
 // The control blocks of the batches this thread runs now; their heartbeats move together, and

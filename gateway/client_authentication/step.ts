@@ -9,7 +9,7 @@ import type { ClientAuthenticator } from './authenticator.js';
 import { CallerGate } from './caller_gate.js';
 import type { ReadAssertion } from './client_assertion.js';
 import type { ClientKeys } from './client_keys.js';
-import type { ClientAuthThrottle, PendingAttempt } from './throttle.js';
+import type { ClientAuthThrottle, PendingAttempt } from '../../workers/store/throttles.js';
 
 /** What client authentication is built from, at start. */
 export interface ClientAuthenticationDeps {
@@ -162,15 +162,17 @@ type PublicKeys = ClientAssertionCheck['keys'];
 function assertionSink(exchange: Exchange, attempt: PendingAttempt): Sink {
   return (result: TokenTaskResult) => {
     settleAssertion(attempt, result);
-    if (result[0] === OAuthErrors.invalidClient.status) exchange.authFailure = 'failed';
+    if (result[3] === 'invalid_client') exchange.authFailure = 'failed';
     deliver(exchange, result);
   };
 }
 
 /** Settles the assertion's attempt with the worker's answer to a request that carried it. */
 export function settleAssertion(attempt: PendingAttempt, result: TokenTaskResult): void {
-  const [status, body] = result;
-  if (status === OAuthErrors.invalidClient.status) {
+  const [status, body, , error] = result;
+  if (error === 'invalid_client') {
+    // Both refusals are invalid_client; the catalogue's entries tell them apart, by identity of
+    // their prebuilt bodies (workers/protocol/oauth_errors.ts, clientAssertionReplayed).
     if (body === OAuthErrors.clientAssertionReplayed.body) attempt.release();
     else attempt.failed('client assertion: refused by the worker (signature)');
   } else if (status >= 500) {

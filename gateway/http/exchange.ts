@@ -1,6 +1,6 @@
 import type { Span } from '@opentelemetry/api';
 import type { HttpResponse } from 'uWebSockets.js';
-import type { OAuthErrorEntry } from '../../workers/protocol/oauth_errors.js';
+import type { ErrorCode, OAuthErrorEntry } from '../../workers/protocol/oauth_errors.js';
 import { servingNow, type ServingState } from './serving_state.js';
 import { clientAddressOf } from './trusted_proxies.js';
 import type { TaskFacts } from '../../workers/protocol/task_facts.js';
@@ -25,6 +25,12 @@ const statusLines: Record<number, string> = {
 export function statusLine(status: number): string {
   return statusLines[status] ?? `${status} Unknown`;
 }
+
+/**
+ * Told about a JSON answer just before it is written: its status and, for an error, its OAuth
+ * `error` code as the code that made the answer set it (metrics, access log, audit events, trace).
+ */
+export type AnswerObserver = (exchange: Exchange, status: number, error: ErrorCode | undefined) => void;
 
 /** Extra headers some answers carry; kept as named fields so the hot path builds no arrays. */
 export interface ResponseExtras {
@@ -51,7 +57,7 @@ export class Exchange {
   aborted = false;
   done = false;
   /** Told about the JSON answer just before it is written (metrics, access log, audit events). */
-  observer: ((exchange: Exchange, status: number, body: string) => void) | undefined = undefined;
+  observer: AnswerObserver | undefined = undefined;
   /** `performance.now()` when the request was read; set by routes with an observer. */
   startedAt = 0;
   /** The authenticated client (or the client id a failed authentication named). */
@@ -111,10 +117,13 @@ export class Exchange {
     return !this.aborted && !this.done;
   }
 
-  /** JSON answer with the token endpoint's no-cache headers (RFC 6749 §5.1). */
-  sendJson(status: number, body: string, extras?: ResponseExtras): void {
+  /**
+   * JSON answer with the token endpoint's no-cache headers (RFC 6749 §5.1); `error` is the body's
+   * OAuth error code, for the observer, when the answer is an error.
+   */
+  sendJson(status: number, body: string, extras?: ResponseExtras, error?: ErrorCode): void {
     if (!this.answering()) return;
-    this.observer?.(this, status, body);
+    this.observer?.(this, status, error);
     const res = this.res;
     res.cork(() => {
       res.writeStatus(statusLine(status));
@@ -135,7 +144,7 @@ export class Exchange {
 
   /** An OAuth error response from the catalogue, with its status and prebuilt body. */
   sendError(error: OAuthErrorEntry, extras?: ResponseExtras): void {
-    this.sendJson(error.status, error.body, extras);
+    this.sendJson(error.status, error.body, extras, error.error);
   }
 
   /**
@@ -241,7 +250,7 @@ export class Exchange {
    * HEAD: the connection closes after it, so no client reads it as the next response.
    */
   refuseAndClose(error: OAuthErrorEntry): void {
-    this.sendJson(error.status, error.body + flushPadding, { closeConnection: true });
+    this.sendJson(error.status, error.body + flushPadding, { closeConnection: true }, error.error);
   }
 
   private endWith(body: string | Uint8Array, closeConnection: boolean): void {

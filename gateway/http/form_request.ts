@@ -4,7 +4,7 @@ import type { FormParams } from '../../workers/protocol/token_task.js';
 import { maxBodyBytes, readBody, type BodyReceiver } from './body_reader.js';
 import type { SpanStarter } from '../tracing/request_tracing.js';
 import type { CorsPolicy } from './cors.js';
-import { Exchange } from './exchange.js';
+import { Exchange, type AnswerObserver } from './exchange.js';
 import { parseForm, type FormParseFailure } from './form_parser.js';
 import { readDPoPHeader } from './dpop_header.js';
 
@@ -23,7 +23,7 @@ export interface FormRoute {
   /** The answer to any method but POST; it names the endpoint. */
   readonly postOnly: OAuthErrorEntry;
   /** Told about every answer (metrics, access log, audit events). */
-  readonly observe?: ((exchange: Exchange, status: number, body: string) => void) | undefined;
+  readonly observe?: AnswerObserver | undefined;
   /** Browser origins allowed to call the endpoint; `undefined` when no client lists one. */
   readonly cors?: CorsPolicy | undefined;
   /** Starts the request's trace span; `undefined` when tracing is off. */

@@ -3,7 +3,7 @@ import type { FormParams } from '../../workers/protocol/token_task.js';
 import { parseAcrValues, type AcrValues } from '../../workers/grants/acr_values.js';
 import { isValidCodeChallenge } from '../../workers/grants/pkce.js';
 import { userPolicy, type GrantedScopes, type ScopeRules } from '../../workers/grants/scope_rules.js';
-import { requestedResources, selectResources } from '../../workers/grants/resource_indicators.js';
+import { narrowRequestedGrant } from '../../workers/grants/scope_narrowing.js';
 import {
   AuthorizationErrors,
   OAuthError,
@@ -79,8 +79,7 @@ export function validateAuthorizeRequest(
   let granted: GrantedScopes;
   let resources: readonly string[] | undefined;
   try {
-    resources = requestedResources(params);
-    granted = selectResources(scopes, scopes.resolve(client, params.scope, userPolicy), resources, undefined);
+    ({ scopes: granted, resources } = narrowRequestedGrant(scopes, client, params, userPolicy));
   } catch (err) {
     if (err instanceof OAuthError) return fail(err.entry);
     throw err;

@@ -3,7 +3,7 @@ import type { TemplatedApp } from 'uWebSockets.js';
 import type { TesseraConfig } from '../config/schema.js';
 import type { RegisteredClient } from '../../workers/protocol/client_model.js';
 import { OAuthErrors } from '../../workers/protocol/oauth_errors.js';
-import { FailureThrottle, type ThrottleState, whenBlockEnds } from '../../workers/grants/failure_throttle.js';
+import { FailureThrottle, type ThrottleState, whenBlockEnds } from '../../workers/store/throttles.js';
 import { isStoreUnavailable, type Store } from '../../workers/store/store.js';
 import { normalizeUserCode, userCodeKey, type DeviceCodeRecord, type UserCodeRecord } from '../../workers/tokens/device_code_record.js';
 import type { WorkerDispatcher } from '../worker_dispatcher.js';

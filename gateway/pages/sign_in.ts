@@ -25,7 +25,7 @@ export async function signIn(
   if (username === undefined || password === undefined) return { kind: 'retry', status: 400, message: 'Enter your username and password.' };
   const params = Object.assign(Object.create(null) as Record<string, string>, { username, password, scope: input.scope });
   if (input.acrValues !== undefined && input.acrValues.length > 0) params.acr_values = input.acrValues.join(' ');
-  const [status, body, retryAfter, facts] = await dispatcher.call({
+  const [status, body, retryAfter, error, facts] = await dispatcher.call({
     kind: 'login',
     clientId: input.clientId,
     params,
@@ -57,8 +57,7 @@ export async function signIn(
       message: 'Too many failed attempts. Try again later.',
       ...(retryAfter === null ? {} : { retryAfter }),
     };
-  if (status === 400 && body.includes('"invalid_grant"'))
-    return { kind: 'retry', status: 400, message: OAuthErrors.wrongPassword.description };
+  if (error === 'invalid_grant') return { kind: 'retry', status: 400, message: OAuthErrors.wrongPassword.description };
   if (status === 400) return { kind: 'error', status: 400, message: 'This sign-in is not allowed for the application.' };
   // The password lane is full or the store is down: the form again, with when to come back.
   if (status === 503)

@@ -41,8 +41,8 @@ export const gatewayMayImport: readonly AllowedWorkerModule[] = [
     why: 'the authorize and device pages, device authorization and discovery apply the same scope rules as the grants',
   },
   {
-    module: 'workers/grants/resource_indicators.ts',
-    why: 'the authorize endpoint and device authorization read the resource parameter (RFC 8707) as the grants do',
+    module: 'workers/grants/scope_narrowing.ts',
+    why: 'the authorize endpoint and device authorization read the scope and resource parameters (RFC 8707) as the grants do',
   },
   {
     module: 'workers/grants/acr_values.ts',
@@ -51,10 +51,6 @@ export const gatewayMayImport: readonly AllowedWorkerModule[] = [
   {
     module: 'workers/grants/pkce.ts',
     why: 'the authorize endpoint checks the code challenge that the code grant verifies',
-  },
-  {
-    module: 'workers/grants/failure_throttle.ts',
-    why: 'client authentication and the device page throttle failures in the store, like the password grant',
   },
   {
     module: 'workers/grants/registry.ts',

@@ -6,7 +6,7 @@ import t, { type Test } from 'tap';
 import { pino } from 'pino';
 import * as uWS from 'uWebSockets.js';
 import { ClientAuthenticator } from '../../gateway/client_authentication/authenticator.js';
-import { ClientAuthThrottle } from '../../gateway/client_authentication/throttle.js';
+import { ClientAuthThrottle } from '../../workers/store/throttles.js';
 import { clientSchema } from '../../gateway/config/schema.js';
 import { createDeviceAuthorizationEndpoint, deviceAuthorizationPath } from '../../gateway/device_authorization_endpoint.js';
 import { ScopeRules } from '../../workers/grants/scope_rules.js';

@@ -17,6 +17,7 @@ import type { Exchange } from '../../gateway/http/exchange.js';
 import { laneOf, WorkerDispatcher, type BatchPool, type Sink } from '../../gateway/worker_dispatcher.js';
 import { BatchState, claimBatch, heartbeatSlot, stateSlot, type BatchTask } from '../../workers/protocol/batch_control.js';
 import { mayRunAgainAfterStart } from '../../workers/protocol/rerun.js';
+import type { ErrorCode } from '../../workers/protocol/oauth_errors.js';
 import { packMessage, unpackMessage, unpackTaskItems, type TaskItem, type TokenTaskResult } from '../../workers/protocol/token_task.js';
 
 type Fate = 'ok' | 'late' | 'short' | 'throw' | 'die' | 'stall';
@@ -81,7 +82,7 @@ class ModelThread {
       this.pool.executions.set(item.params.id as string, (this.pool.executions.get(item.params.id as string) ?? 0) + 1);
     const fate = this.pool.nextFate();
     const answers = (): Uint8Array =>
-      packMessage(items.map((item): TokenTaskResult => [200, JSON.stringify({ id: item.params.id }), null]));
+      packMessage(items.map((item): TokenTaskResult => [200, JSON.stringify({ id: item.params.id }), null, null]));
     switch (fate) {
       case 'ok': {
         const delay = this.pool.nextDelay(6);
@@ -216,8 +217,8 @@ class ModelClient {
   facts: unknown;
   readonly answers: TokenTaskResult[] = [];
   constructor(readonly id: string) {}
-  sendJson(status: number, body: string, extras?: { retryAfter?: number }): void {
-    this.answers.push([status, body, extras?.retryAfter ?? null]);
+  sendJson(status: number, body: string, extras?: { retryAfter?: number }, error?: ErrorCode): void {
+    this.answers.push([status, body, extras?.retryAfter ?? null, error ?? null]);
   }
 }
 

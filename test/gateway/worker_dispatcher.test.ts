@@ -190,7 +190,11 @@ t.test('past maxQueue requests in flight, a request is answered 503 with Retry-A
   const gate = shared.newGate();
 
   const held = [request(dispatcher, 'h0', { gate }), request(dispatcher, 'h1'), request(dispatcher, 'h2')];
-  t.same(await request(dispatcher, 'over'), [503, unavailableBody, 1], 'the fourth is refused before anything is answered');
+  t.same(
+    await request(dispatcher, 'over'),
+    [503, unavailableBody, 1, 'temporarily_unavailable'],
+    'the fourth is refused before anything is answered',
+  );
 
   const { exchange, answer } = recordedExchange();
   dispatcher.submit(exchange, { kind: 'token', grantType: 'client_credentials', clientId: 'm2m', params: { id: 'http' } });
@@ -219,8 +223,8 @@ t.test('a batch whose task fails answers every request in it with 500, and only 
   ]);
   t.same(batches, [2, 2]);
   t.same(answers.slice(0, 2), [
-    [500, serverErrorBody, null],
-    [500, serverErrorBody, null],
+    [500, serverErrorBody, null, 'server_error'],
+    [500, serverErrorBody, null, 'server_error'],
   ]);
   t.same(
     answers.slice(2).map((result) => echoOf(result).id),
@@ -243,7 +247,7 @@ t.test('a request the worker left out of its answers gets 500; the others theirs
     answers.slice(0, 2).map((result) => echoOf(result).id),
     ['x0', 'x1'],
   );
-  t.same(answers[2], [500, serverErrorBody, null]);
+  t.same(answers[2], [500, serverErrorBody, null, 'server_error']);
 });
 
 t.test('drain() resolves only once every submitted request is answered, queued ones included', async (t) => {
@@ -281,9 +285,9 @@ t.test('a thread that dies mid-batch: the started single-use requests get 500, c
     [1, 2],
     'two lanes, two batches: the store-bound requests, and client_credentials alone',
   );
-  t.same(answers[0], [500, serverErrorBody, null], 'the request on the dying thread');
+  t.same(answers[0], [500, serverErrorBody, null, 'server_error'], 'the request on the dying thread');
   t.equal(echoOf(answers[1] as TokenTaskResult).id, 'cc', 'client_credentials answered from its own batch');
-  t.same(answers[2], [500, serverErrorBody, null], 'a started code redemption is never run twice');
+  t.same(answers[2], [500, serverErrorBody, null, 'server_error'], 'a started code redemption is never run twice');
   const died = logs.find((line) => line.msg === 'worker thread died') as { grantTypes?: string[]; sentAgain?: number } | undefined;
   t.same(died?.grantTypes, ['refresh_token', 'authorization_code'], 'the log names the grant types that may have caused it');
   t.equal(died?.sentAgain, 0);
@@ -291,7 +295,7 @@ t.test('a thread that dies mid-batch: the started single-use requests get 500, c
 
   // A request whose second run dies too is answered, not sent a third time.
   const twice = await request(dispatcher, 'cc-dies', { exit: '1' });
-  t.same(twice, [500, serverErrorBody, null]);
+  t.same(twice, [500, serverErrorBody, null, 'server_error']);
   t.same(batches.slice(2), [1, 1], 'sent twice, no more');
   // The dead threads never counted their batches out.
   Atomics.store(shared.gates, 0, 0);
@@ -392,9 +396,9 @@ t.test('lanes: the password lane is bounded, its overflow gets a fast 503, and i
   await nextTurn();
   const waiting = requestAs(dispatcher, 'password', 'pw1', { gate });
   const overflow = await requestAs(dispatcher, 'password', 'pw2');
-  t.same(overflow, [503, unavailableBody, 1], 'beyond concurrency + queue: 503 with Retry-After, at once');
+  t.same(overflow, [503, unavailableBody, 1, 'temporarily_unavailable'], 'beyond concurrency + queue: 503 with Retry-After, at once');
   const login = await dispatcher.call({ kind: 'login', clientId: 'web', params: { id: 'login' } });
-  t.same(login, [503, unavailableBody, 1], "the login pages' sign-ins share the lane");
+  t.same(login, [503, unavailableBody, 1, 'temporarily_unavailable'], "the login pages' sign-ins share the lane");
   t.equal(echoOf(await requestAs(dispatcher, 'client_credentials', 'cc')).id, 'cc', 'client_credentials is not held up');
   t.equal(echoOf(await requestAs(dispatcher, 'refresh_token', 'rt')).id, 'rt', 'nor are store-bound grants');
   open(gate);
@@ -452,7 +456,7 @@ t.test('lanes: a refusal of the password lane is held shedDelayMs before it is s
   t.equal(echoOf(cc).id, 'cc', 'client_credentials is answered meanwhile');
   t.equal(await settledSoon(refused), false, 'the refusal is not sent at once');
   const [answer, ms] = await refused;
-  t.same(answer, [503, unavailableBody, 1], '503 with Retry-After');
+  t.same(answer, [503, unavailableBody, 1, 'temporarily_unavailable'], '503 with Retry-After');
   t.ok(ms >= 380, `held about 400 ms (${Math.round(ms)} ms)`);
   t.equal(dispatcher.pending, 1, 'a held refusal is not counted in flight');
   open(gate);

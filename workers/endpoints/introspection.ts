@@ -5,7 +5,7 @@ import type { RefreshTokenRecord } from '../tokens/refresh_token_record.js';
 import { boundKeyOf, type AccessTokenValidator } from '../tokens/token_validator.js';
 import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
 import type { FormParams } from '../protocol/token_task.js';
-import type { IntrospectionThrottle } from './introspection_throttle.js';
+import type { IntrospectionThrottle } from '../store/throttles.js';
 
 export const inactive = '{"active":false}';
 

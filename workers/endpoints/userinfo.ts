@@ -2,7 +2,7 @@ import { BearerErrors, DPoPErrors, OAuthError, OAuthErrors, type BearerErrorEntr
 import type { RegisteredClient } from '../protocol/client_model.js';
 import type { ClaimValue } from '../protocol/validator_api.js';
 import type { UserProfiles } from '../grants/user_profiles.js';
-import type { TokenTaskResult, UserInfoItem } from '../protocol/token_task.js';
+import { errorResult, successResult, type TokenTaskResult, type UserInfoItem } from '../protocol/token_task.js';
 import { verifyDPoPProof, type DPoPProofServices } from '../dpop/dpop_proof.js';
 import type { IdentityClaims } from '../tokens/identity_claims.js';
 import { boundKeyOf, type AccessTokenValidator } from '../tokens/token_validator.js';
@@ -66,9 +66,9 @@ export async function userInfo(item: UserInfoItem, services: UserInfoServices): 
     }
   }
   services.identityClaims.release(claims, subject, scopes, payload, profile);
-  return [200, JSON.stringify(claims), null];
+  return successResult(JSON.stringify(claims));
 }
 
 function answer(error: BearerErrorEntry): TokenTaskResult {
-  return [error.status, error.body, null];
+  return errorResult(error);
 }

@@ -6,8 +6,7 @@ import type { AuthorizationCodeRecord } from '../tokens/authorization_code_recor
 import type { GrantHandler } from './grant_handler.js';
 import { verifyCodeVerifier } from './pkce.js';
 import { refuseRedeemed, type SingleUseItem } from './redeem_once.js';
-import { requestedResources, selectResources } from './resource_indicators.js';
-import { userPolicy } from './scope_rules.js';
+import { narrowStoredGrant } from './scope_narrowing.js';
 import { issueTokens } from './token_issuance.js';
 
 const invalidCode = (): OAuthError => new OAuthError(OAuthErrors.invalidAuthorizationCode);
@@ -42,17 +41,13 @@ export const authorizationCodeGrant: GrantHandler = {
       throw invalidCode();
     }
 
-    const granted = services.scopes.resolve(client, record.scopes.join(' '), userPolicy);
     // RFC 8707 §2.2: the redemption may narrow to resources of the authorization request; the
     // refresh token stays bound to the whole grant.
-    const requested = requestedResources(params);
-    const scopes = selectResources(services.scopes, granted, requested, record.resources);
-    const bound =
-      requested === undefined && record.resources === undefined ? {} : { bound: { scopes: granted.scopes, resources: record.resources } };
+    const narrowed = narrowStoredGrant(services.scopes, client, record, params, 'ignored');
     return issueTokens(
       request,
       services,
-      { scopes, subject: record.subject, claims: record.claims, ...bound },
+      { ...narrowed, subject: record.subject, claims: record.claims },
       { openId: { nonce: record.nonce, sid: record.sid }, redeem: item },
     );
   },

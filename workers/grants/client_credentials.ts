@@ -1,5 +1,5 @@
 import type { GrantHandler } from './grant_handler.js';
-import { requestedResources, selectResources } from './resource_indicators.js';
+import { narrowRequestedGrant } from './scope_narrowing.js';
 import { clientOnlyPolicy } from './scope_rules.js';
 import { signAccessToken, tokenResponse } from './token_issuance.js';
 
@@ -10,8 +10,7 @@ import { signAccessToken, tokenResponse } from './token_issuance.js';
 export const clientCredentialsGrant: GrantHandler = {
   grantType: 'client_credentials',
   handle(request, services) {
-    const granted = services.scopes.resolve(request.client, request.params.scope, clientOnlyPolicy);
-    const scopes = selectResources(services.scopes, granted, requestedResources(request.params), undefined);
+    const { scopes } = narrowRequestedGrant(services.scopes, request.client, request.params, clientOnlyPolicy);
     return tokenResponse(request, signAccessToken(request, services, { scopes }), scopes.scope);
   },
 };

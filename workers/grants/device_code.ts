@@ -3,8 +3,7 @@ import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
 import { parseFamilyHandle } from '../tokens/refresh_token_handle.js';
 import { pollStateKey, type DeviceCodeRecord, type PollState } from '../tokens/device_code_record.js';
 import type { GrantHandler } from './grant_handler.js';
-import { requestedResources, selectResources } from './resource_indicators.js';
-import { userPolicy } from './scope_rules.js';
+import { narrowStoredGrant } from './scope_narrowing.js';
 import { issueTokens } from './token_issuance.js';
 
 const invalidDeviceCode = (): OAuthError => new OAuthError(OAuthErrors.invalidDeviceCode);
@@ -43,16 +42,12 @@ export const deviceCodeGrant: GrantHandler = {
     }
 
     const subject = record.subject as string;
-    const granted = services.scopes.resolve(client, record.scopes.join(' '), userPolicy);
     // RFC 8707 §2.2, as for a code: narrowed to resources of the device authorization request.
-    const requested = requestedResources(params);
-    const scopes = selectResources(services.scopes, granted, requested, record.resources);
-    const bound =
-      requested === undefined && record.resources === undefined ? {} : { bound: { scopes: granted.scopes, resources: record.resources } };
+    const narrowed = narrowStoredGrant(services.scopes, client, record, params, 'ignored');
     return issueTokens(
       request,
       services,
-      { scopes, subject, claims: record.claims ?? {}, ...bound },
+      { ...narrowed, subject, claims: record.claims ?? {} },
       {
         openId: { sid: record.sid },
         // A repeated poll after success is ordinary client behaviour, not an attack: refused

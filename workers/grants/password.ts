@@ -9,9 +9,9 @@ import {
 import { parseAcrValues } from './acr_values.js';
 import { grantClaims, isResult, signInProblem, validatedRequest } from './extension_grant.js';
 import { runWithTimeout } from './user_module_calls.js';
-import { type FailureThrottle, type ThrottleState, whenBlockEnds } from './failure_throttle.js';
+import { type FailureThrottle, type ThrottleState, whenBlockEnds } from '../store/throttles.js';
 import type { GrantHandler, GrantRequest, GrantServices } from './grant_handler.js';
-import { requestedResources, selectResources } from './resource_indicators.js';
+import { narrowRequestedGrant } from './scope_narrowing.js';
 import { userPolicy, type GrantedScopes } from './scope_rules.js';
 import { issueTokens } from './token_issuance.js';
 import { noteLogin } from '../task_facts_recorder.js';
@@ -148,10 +148,8 @@ export function createPasswordGrant(authenticate: ResourceOwnerAuthenticator): G
   return {
     grantType: 'password',
     async handle(request, services) {
-      const granted = services.scopes.resolve(request.client, request.params.scope, userPolicy);
       // RFC 8707: this request makes the grant, so the resources it names bind its refresh token.
-      const resources = requestedResources(request.params);
-      const scopes = selectResources(services.scopes, granted, resources, undefined);
+      const { scopes, resources } = narrowRequestedGrant(services.scopes, request.client, request.params, userPolicy);
       const user = await authenticate(request, services, scopes);
       const bound = resources === undefined ? {} : { bound: { scopes: scopes.scopes, resources } };
       return issueTokens(request, services, { scopes, subject: user.subject, claims: user.claims, ...bound });

@@ -13,11 +13,9 @@ import {
 } from '../store/store.js';
 import type { GrantHandler, GrantRequest, GrantServices, TokenResponse } from './grant_handler.js';
 import { refuseOutcome, type SingleUseItem } from './redeem_once.js';
-import { requestedResources, selectResources } from './resource_indicators.js';
-import { userPolicy, type GrantedScopes, type ScopeRules } from './scope_rules.js';
+import { narrowStoredGrant } from './scope_narrowing.js';
 import type { RegisteredClient } from '../protocol/client_model.js';
 import type { TaskFacts } from '../protocol/task_facts.js';
-import type { FormParams } from '../protocol/token_task.js';
 import { profiledGrant, signAccessToken, signIdToken, tokenResponse } from './token_issuance.js';
 
 const invalidGrant = (): OAuthError => new OAuthError(OAuthErrors.invalidRefreshToken);
@@ -140,7 +138,8 @@ function rotationsLimited(retryAfterMs: number): OAuthError {
  */
 async function grantOfRecord(request: GrantRequest, services: GrantServices, record: RefreshTokenRecord) {
   checkKeyBinding(request, record);
-  const scopes = narrowedScopes(services.scopes, request.client, record, request.params);
+  // A refresh may ask for less than was granted, never more; the token record keeps the whole grant.
+  const { scopes } = narrowStoredGrant(services.scopes, request.client, record, request.params, 'narrows');
   return profiledGrant(request, services, { scopes, subject: record.subject, claims: record.claims }, record.openId !== undefined);
 }
 
@@ -163,23 +162,6 @@ function refreshTokenItem(handle: FamilyHandle, clientId: string, facts: TaskFac
     replayRetentionMs: (retired, now) => Math.max(1000, retired.absoluteExpiresAt - now),
     facts,
   };
-}
-
-/**
- * A refresh may ask for less than was granted, never more: fewer scopes (RFC 6749 §6), fewer
- * resources (RFC 8707 §2.2). The token record keeps the whole grant either way.
- */
-function narrowedScopes(rules: ScopeRules, client: RegisteredClient, record: RefreshTokenRecord, params: FormParams): GrantedScopes {
-  const wanted = params.scope?.split(' ').filter((scope) => scope.length > 0) ?? [];
-  const resources = requestedResources(params);
-  // An empty `scope` is an omitted one: the original grant, never the client's defaults.
-  if (wanted.length === 0)
-    return selectResources(rules, rules.resolve(client, record.scopes.join(' '), userPolicy), resources, record.resources);
-  const granted = new Set(record.scopes);
-  for (const scope of wanted) {
-    if (!granted.has(scope)) throw new OAuthError(OAuthErrors.scopeExceedsGrant);
-  }
-  return selectResources(rules, rules.resolve(client, wanted.join(' '), userPolicy), resources, record.resources);
 }
 
 /**

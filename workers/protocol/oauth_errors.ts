@@ -7,8 +7,9 @@ import { dpopSigningAlgorithms } from './dpop_algorithms.js';
  *
  * A description is a fixed sentence: never input echoed back, never an exception message.
  * What a log needs to know goes in {@link OAuthError.detail}, which is never serialised.
- * Errors cross the thread boundary as ready bodies in the task result, not as thrown classes:
- * class identity and extra fields do not survive structured clone or msgpackr.
+ * Errors cross the thread boundary as ready bodies with their code beside them in the task
+ * result, not as thrown classes: class identity and extra fields do not survive structured clone
+ * or msgpackr.
  */
 export const TokenRequestErrors = {
   InvalidRequest: 'invalid_request',
@@ -337,6 +338,8 @@ export function errorBody(error: TokenRequestError, description?: string, extra?
  * them, all fixed.
  */
 export interface BearerErrorEntry {
+  /** The `error` member of the body, for the answer's log line and trace (never read back from the body). */
+  readonly error: BearerError;
   readonly status: 400 | 401 | 403 | 405;
   readonly body: string;
   readonly wwwAuthenticate: string | undefined;
@@ -344,8 +347,17 @@ export interface BearerErrorEntry {
   readonly dpopWwwAuthenticate: string | undefined;
 }
 
+/** Error codes of a protected resource (RFC 6750 §3.1, RFC 9449 §7.1). */
+export type BearerError = 'invalid_request' | 'invalid_token' | 'insufficient_scope' | 'invalid_dpop_proof';
+
+/**
+ * The `error` of any answer a worker or the gateway makes: results carry it beside their body
+ * (workers/protocol/token_task.ts), so metrics, logs, traces and events never parse a body for it.
+ */
+export type ErrorCode = TokenRequestError | BearerError;
+
 function defineBearerError(
-  error: 'invalid_request' | 'invalid_token' | 'insufficient_scope',
+  error: Exclude<BearerError, 'invalid_dpop_proof'>,
   description: string,
   status: BearerErrorEntry['status'],
   challenge: 'with the error' | 'without an error' | 'none',
@@ -363,7 +375,13 @@ function defineBearerError(
       : challenge === 'without an error'
         ? dpopChallenge(undefined)
         : dpopChallenge(error, description, scope);
-  return Object.freeze({ status, body: JSON.stringify({ error, error_description: description }), wwwAuthenticate, dpopWwwAuthenticate });
+  return Object.freeze({
+    error,
+    status,
+    body: JSON.stringify({ error, error_description: description }),
+    wwwAuthenticate,
+    dpopWwwAuthenticate,
+  });
 }
 
 export const BearerErrors = {
@@ -388,9 +406,10 @@ export function dpopChallenge(error: string | undefined, description?: string, s
   return `${algs}, error="${error}", error_description="${description ?? ''}"${scope === undefined ? '' : `, scope="${scope}"`}`;
 }
 
-function defineDPoPError(error: 'invalid_token' | 'invalid_dpop_proof' | 'invalid_request', description: string): BearerErrorEntry {
+function defineDPoPError(error: BearerError, description: string): BearerErrorEntry {
   const challenge = dpopChallenge(error, description);
   return Object.freeze({
+    error,
     status: 401,
     body: JSON.stringify({ error, error_description: description }),
     wwwAuthenticate: challenge,

@@ -9,6 +9,7 @@
  */
 import { Packr } from 'msgpackr';
 import type { ClientAssertionCheck } from './client_assertion.js';
+import type { ErrorCode } from './oauth_errors.js';
 import type { TaskFacts } from './task_facts.js';
 
 /** Parsed `application/x-www-form-urlencoded` parameters; a null-prototype record. */
@@ -92,11 +93,26 @@ export interface UserInfoItem {
 export type TaskItem = TokenItem | IntrospectionItem | RevocationItem | LoginItem | UserInfoItem | ClientAssertionItem;
 
 /**
- * `[status, jsonBody, retryAfterSeconds, facts?]`. `facts` is what the request's audit events
- * need (workers/protocol/task_facts.ts); present only when the worker recorded some (events on,
- * or a store failure).
+ * `[status, jsonBody, retryAfterSeconds, error, facts?]`. `error` is the body's OAuth error code,
+ * set where the error was made (`null` on success): the gateway's metrics, log lines, traces and
+ * events read it here, never from the body, whose members an extension grant may add to. `facts`
+ * is what the request's audit events need (workers/protocol/task_facts.ts); present only when the
+ * worker recorded some (events on, or a store failure).
  */
-export type TokenTaskResult = [status: number, body: string, retryAfter: number | null, facts?: TaskFacts];
+export type TokenTaskResult = [status: number, body: string, retryAfter: number | null, error: ErrorCode | null, facts?: TaskFacts];
+
+/** A successful answer: no retry, no error. */
+export function successResult(body: string): TokenTaskResult {
+  return [200, body, null, null];
+}
+
+/** An error answer: a catalogue entry's, or a thrown `OAuthError`'s (whose body may carry extra members). */
+export function errorResult(
+  error: { readonly status: number; readonly body: string; readonly error: ErrorCode },
+  retryAfter: number | null = null,
+): TokenTaskResult {
+  return [error.status, error.body, retryAfter, error.error];
+}
 
 // Plain maps and arrays, no record extensions: batches are decoded by another thread.
 const packr = new Packr({ useRecords: false, moreTypes: false });

@@ -1,7 +1,7 @@
 // The client-authentication throttle counts per client id and source address (docs/security.md).
 import t from 'tap';
 import { pino } from 'pino';
-import { ClientAuthThrottle, type PendingAttempt } from '../../../gateway/client_authentication/throttle.js';
+import { ClientAuthThrottle, type PendingAttempt } from '../../../workers/store/throttles.js';
 import { MemoryStore } from '../../../workers/store/memory_store.js';
 import type { Store } from '../../../workers/store/store.js';
 

@@ -1,9 +1,195 @@
-import { createHash } from 'node:crypto';
+/**
+ * Every throttle and rate Tessera keeps, counted in the store so that a limit holds across threads
+ * and gateways (docs/security.md, "Throttles"), and the one hash of their subjects:
+ *
+ * - {@link FailureThrottle}: failed password checks per client, address and user (workers);
+ * - {@link IntrospectionThrottle}: inactive introspection answers per caller (workers);
+ * - {@link RequestRate}: device authorizations per client and address (gateway);
+ * - {@link ClientAuthThrottle}: failed client authentications per client id and address (gateway).
+ */
+import { hash } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { ThrottleLimits, ThrottleState } from '../../workers/grants/failure_throttle.js';
-import type { Store } from '../../workers/store/store.js';
+import type { Store } from './store.js';
+
+/**
+ * A throttle's subject as its store keys carry it: hashed, so usernames, client ids and addresses
+ * never appear in keys (docs/storage.md).
+ */
+export function subjectDigest(subject: string): string {
+  return hash('sha256', subject, 'base64url');
+}
+
+export interface ThrottleLimits {
+  readonly maxFailures: number;
+  readonly windowSeconds: number;
+}
+
+export type ThrottleState =
+  | { readonly blocked: false }
+  | {
+      readonly blocked: true;
+      readonly retryAfterSeconds: number;
+      /** The first refusal of this block ({@link FailureThrottle.attempt}): when a block starts, for its one log line. */
+      readonly firstRefusal?: boolean;
+    };
 
 const open: ThrottleState = Object.freeze({ blocked: false });
+
+/**
+ * Counts failures per subject (a username at a client, a client id) in the store, so the limit
+ * holds across gateway instances. After `maxFailures` failures in a window, the subject is blocked
+ * until the window ends; a success clears the count. Subjects are hashed: usernames and client
+ * ids do not appear in store keys.
+ */
+export class FailureThrottle {
+  constructor(
+    private readonly store: Store,
+    private readonly scope: string,
+    private readonly limits: ThrottleLimits,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /**
+   * Counts an attempt **before** it is evaluated and decides on that count: the store's increment
+   * is one atomic command, so of a parallel burst at most `maxFailures` attempts go on, whatever
+   * their timing (docs/security.md). The attempts from `maxFailures + 1` on are refused until the
+   * window ends. A success must call {@link recordSuccess}, which clears the count.
+   */
+  async attempt(subject: string): Promise<ThrottleState> {
+    const { count, resetInMs } = await this.store.increment(this.counterName(subject), this.limits.windowSeconds * 1000);
+    if (count <= this.limits.maxFailures) return open;
+    return {
+      blocked: true,
+      retryAfterSeconds: Math.max(1, Math.ceil(resetInMs / 1000)),
+      firstRefusal: count === this.limits.maxFailures + 1,
+    };
+  }
+
+  /** Takes back an attempt counted by {@link attempt} that turned out good (not a guess). */
+  async refund(subject: string): Promise<void> {
+    await this.store.increment(this.counterName(subject), this.limits.windowSeconds * 1000, -1);
+  }
+
+  async check(subject: string): Promise<ThrottleState> {
+    const lock = await this.store.get<{ until: number }>(this.lockKey(subject));
+    return lock === null ? open : blockedUntil(lock.until, this.now());
+  }
+
+  /** Counts a failure; returns whether the subject is blocked from now on. */
+  async recordFailure(subject: string): Promise<ThrottleState> {
+    const { count, resetInMs } = await this.store.increment(this.counterName(subject), this.limits.windowSeconds * 1000);
+    if (count < this.limits.maxFailures) return open;
+    const until = this.now() + resetInMs;
+    await this.store.set(this.lockKey(subject), { until }, Math.max(1, resetInMs));
+    return blockedUntil(until, this.now());
+  }
+
+  async recordSuccess(subject: string): Promise<void> {
+    await this.store.resetCounter(this.counterName(subject));
+  }
+
+  private counterName(subject: string): string {
+    return `${this.scope}:${subjectDigest(subject)}`;
+  }
+
+  private lockKey(subject: string) {
+    return { kind: 'misc', id: `lock:${this.scope}:${subjectDigest(subject)}` } as const;
+  }
+}
+
+/** Blocks whose end is waited for at once, per process: an attacker spraying subjects cannot grow it. */
+const maxWatchedBlocks = 10_000;
+let watchedBlocks = 0;
+
+/**
+ * Calls `onEnd` when a block that {@link FailureThrottle.attempt} just started ends, so the block
+ * has one line at its start and one at its end (docs/security.md, "Security event logs"). Only the
+ * attempt that started the block (`firstRefusal`, unique across gateways by the store's atomic
+ * count) schedules it, so a fleet logs each end once. The block ends when its counting window does;
+ * nothing is read from the store for it. A timer, not a later attempt, tells the end: a subject
+ * that never comes back still gets its line. Lost if the process stops first; beyond
+ * `maxWatchedBlocks` waiting at once, ends are not logged (starts still are).
+ */
+export function whenBlockEnds(state: ThrottleState, onEnd: () => void): void {
+  if (!state.blocked || state.firstRefusal !== true || watchedBlocks >= maxWatchedBlocks) return;
+  watchedBlocks++;
+  setTimeout(() => {
+    watchedBlocks--;
+    onEnd();
+  }, state.retryAfterSeconds * 1000).unref();
+}
+
+function blockedUntil(until: number, now: number): ThrottleState {
+  if (until <= now) return open;
+  return { blocked: true, retryAfterSeconds: Math.max(1, Math.ceil((until - now) / 1000)) };
+}
+
+/**
+ * Stops an introspection caller from scanning for valid tokens (RFC 7662 §4: "the authorization
+ * server MUST … prevent token scanning attacks"). Answers of `{"active":false}` are counted per
+ * caller in the store, so the limit holds across threads and gateways; a caller past
+ * `maxFailures` of them in a window gets `429` until the window ends. Active answers are not
+ * counted and do not clear the count (a scanner cannot hide behind one valid token), so a caller
+ * presenting valid tokens is never held back by another's scan.
+ *
+ * The block is remembered by the thread that counted past the limit: the happy path (an active
+ * token) costs no store call. Another thread learns of it at the caller's next inactive answer,
+ * whose count is already past the limit.
+ */
+export class IntrospectionThrottle {
+  private readonly blockedUntil = new Map<string, number>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly limits: ThrottleLimits,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Seconds until `caller` may introspect again, or 0. */
+  retryAfterSeconds(caller: string): number {
+    const until = this.blockedUntil.get(caller);
+    if (until === undefined) return 0;
+    const left = until - this.now();
+    if (left > 0) return Math.max(1, Math.ceil(left / 1000));
+    this.blockedUntil.delete(caller);
+    return 0;
+  }
+
+  /** Counts an inactive answer; returns the seconds `caller` is now blocked for, or 0. */
+  async recordInactive(caller: string): Promise<number> {
+    const { count, resetInMs } = await this.store.increment(`introspect:${subjectDigest(caller)}`, this.limits.windowSeconds * 1000);
+    if (count < this.limits.maxFailures) return 0;
+    this.blockedUntil.set(caller, this.now() + resetInMs);
+    return this.retryAfterSeconds(caller);
+  }
+}
+
+export interface RateLimits {
+  readonly maxRequests: number;
+  readonly windowSeconds: number;
+}
+
+/**
+ * A fixed-window request rate per subject, counted in the store so that it holds across
+ * gateways. The decision is read off the store's own increment (one atomic command), so a
+ * parallel burst cannot pass between a check and a count: of N requests in a window at most
+ * `maxRequests` are let through. Subjects are hashed: no client id or address in store keys.
+ */
+export class RequestRate {
+  constructor(
+    private readonly store: Store,
+    private readonly scope: string,
+    private readonly limits: RateLimits,
+  ) {}
+
+  /** Counts one request of `subject`; resolves 0 when it may go on, else the seconds to wait. */
+  async take(subject: string): Promise<number> {
+    const name = `${this.scope}:${subjectDigest(subject)}`;
+    const { count, resetInMs } = await this.store.increment(name, this.limits.windowSeconds * 1000);
+    if (count <= this.limits.maxRequests) return 0;
+    return Math.max(1, Math.ceil(resetInMs / 1000));
+  }
+}
 
 /** Where a request came from: the Exchange, whose address is read only when a throttle needs it. */
 export interface Peer {
@@ -184,7 +370,7 @@ export class ClientAuthThrottle {
     entry.failures += 1;
     const caller = { clientId, address: from };
     if (entry.failures >= this.limits.maxFailures) this.block(entry, entry.windowEndsAt, caller);
-    const counter = `client:${createHash('sha256').update(`${clientId}\u0000${from}`, 'utf8').digest('base64url')}`;
+    const counter = `client:${subjectDigest(`${clientId}\u0000${from}`)}`;
     this.store.increment(counter, this.limits.windowSeconds * 1000).then(
       ({ count, resetInMs }) => {
         if (count >= this.limits.maxFailures) this.block(entry, this.now() + resetInMs, caller);
