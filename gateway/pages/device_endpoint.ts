@@ -12,6 +12,7 @@ import { createPageRoute, errorPage, type PageRequest } from './page_form.js';
 import { readCookie, type PageSecrets, type Session } from './session.js';
 import { renderPage } from './templates.js';
 import { signIn } from './sign_in.js';
+import { clientName, ScopeDescriptions, showConsent, showLogin, showSignInOutcome, type LoginRetry } from './page_views.js';
 import type { AuditEvents } from '../events/audit_events.js';
 
 const loginPath = `${devicePagePath}/login`;
@@ -48,254 +49,261 @@ function isBlocked(found: PendingDevice | BlockedState | undefined): found is Bl
 const invalidCode = 'That code is not valid or has expired. Check the code on your device.';
 const tooManyCodes = 'Too many wrong codes. Try again later.';
 
+/** What every step of the device page reads. */
+interface DeviceFlow {
+  readonly deps: DeviceEndpointDeps;
+  readonly now: () => number;
+  /** Wrong codes, per source address and per browser. */
+  readonly byAddress: FailureThrottle;
+  readonly byBrowser: FailureThrottle;
+  readonly descriptions: ScopeDescriptions;
+}
+
 /**
  * The verification page of the device flow (RFC 8628 §3.3): enter the user code, sign in (the
  * same credential check and throttle as the other pages), then allow or deny. Wrong codes get one
  * answer and are throttled per source address and per browser.
  */
 export function registerDeviceEndpoint(app: TemplatedApp, deps: DeviceEndpointDeps): void {
-  const { secrets, store } = deps;
   const now = deps.now ?? Date.now;
-  const byAddress = new FailureThrottle(store, 'uc-addr', deps.config.throttling.userCode, now);
-  const byBrowser = new FailureThrottle(store, 'uc-browser', deps.config.throttling.userCode, now);
-  const scopeDescriptions = new Map<string, string>([
-    ['offline_access', 'Stay connected when you are not using the device (offline access)'],
-  ]);
-  for (const r of deps.config.identityResources) scopeDescriptions.set(r.name, r.displayName ?? r.name);
-  for (const s of deps.config.apiScopes) scopeDescriptions.set(s.name, s.displayName ?? s.name);
-
-  const showEntry = (page: PageRequest, status: number, error?: string, userCode?: string, retryAfter?: number): void => {
-    const csrf = secrets.csrfToken(page.cookies);
-    page.exchange.sendPage(
-      status,
-      renderPage('device', 'Connect a device', { action: devicePagePath, csrfToken: csrf.token, error, userCode }),
-      {
-        ...(csrf.cookie ? { cookies: [csrf.cookie] } : {}),
-        retryAfter,
-      },
-    );
+  const flow: DeviceFlow = {
+    deps,
+    now,
+    byAddress: new FailureThrottle(deps.store, 'uc-addr', deps.config.throttling.userCode, now),
+    byBrowser: new FailureThrottle(deps.store, 'uc-browser', deps.config.throttling.userCode, now),
+    descriptions: new ScopeDescriptions(deps.config, 'device'),
   };
-  // RFC 6585 §4: a 429 says when to come back.
-  const showBlocked = (page: PageRequest, state: BlockedState): void => {
-    deps.onThrottled?.();
-    showEntry(page, 429, tooManyCodes, undefined, state.retryAfterSeconds);
-  };
-  const showLogin = (
-    page: PageRequest,
-    device: PendingDevice,
-    status = 200,
-    error?: string,
-    username?: string,
-    retryAfter?: number,
-  ): void => {
-    const csrf = secrets.csrfToken(page.cookies);
-    page.exchange.sendPage(
-      status,
-      renderPage('login', 'Sign in', {
-        action: loginPath,
-        csrfToken: csrf.token,
-        request: device.userCode,
-        clientName: clientName(device.client),
-        error,
-        username,
-      }),
-      { ...(csrf.cookie ? { cookies: [csrf.cookie] } : {}), retryAfter },
-    );
-  };
-  const showConsent = (page: PageRequest, device: PendingDevice, session: Session, cookies: string[] = []): void => {
-    const csrf = secrets.csrfToken(page.cookies, session);
-    if (csrf.cookie !== undefined) cookies.push(csrf.cookie);
-    page.exchange.sendPage(
-      200,
-      renderPage('consent', 'Allow access', {
-        action: consentPath,
-        csrfToken: csrf.token,
-        request: device.userCode,
-        clientName: clientName(device.client),
-        userName: session.displayName,
-        scopes: device.record.scopes.map((s) => ({ description: scopeDescriptions.get(s) ?? s })),
-      }),
-      { cookies },
-    );
-  };
-
-  const lookUp = async (typed: string | undefined): Promise<PendingDevice | undefined> => {
-    const userCode = typed === undefined ? undefined : normalizeUserCode(typed);
-    if (userCode === undefined) return undefined;
-    const pointer = await store.get<UserCodeRecord>(userCodeKey(userCode));
-    if (pointer === null) return undefined;
-    const record = await store.get<DeviceCodeRecord>(pointer.deviceKey);
-    const client = deps.clients.get(pointer.clientId);
-    if (record === null || client === undefined || record.status !== 'pending' || record.expiresAt <= now()) return undefined;
-    return { userCode, pointer, record, client };
-  };
-
-  // Throttled by address and by browser (its CSRF cookie). Every code is counted on the store's
-  // atomic increment before it is looked at, so a parallel burst of guesses gets at most the limit
-  // looked up; a code that turns out good is taken back, so a user who enters a right code three
-  // times (entry, sign-in and consent forms) is not counted against (docs/security.md, "Throttles").
-  const attempt = async (page: PageRequest): Promise<{ state: ThrottleState; refund: () => Promise<unknown> }> => {
-    const browser = readCookie(page.cookies, secrets.csrfCookieName);
-    const states = await Promise.all([
-      byAddress.attempt(page.remoteAddress),
-      browser === undefined ? { blocked: false as const } : byBrowser.attempt(browser),
-    ]);
-    // Security events (docs/security.md): one line when a block starts and one when it ends. The
-    // browser is named by nothing: its cookie is a CSRF secret.
-    for (const [state, per] of [
-      [states[0], 'address'],
-      [states[1], 'browser'],
-    ] as const) {
-      if (!state.blocked || state.firstRefusal !== true) continue;
-      const who = { address: page.remoteAddress, per };
-      deps.logger.info({ ...who, retryAfterSeconds: state.retryAfterSeconds }, 'user code attempts blocked');
-      whenBlockEnds(state, () => deps.logger.info(who, 'user code block ended'));
-    }
-    const refund = () => Promise.all([byAddress.refund(page.remoteAddress), browser === undefined ? undefined : byBrowser.refund(browser)]);
-    return { state: states.find((s) => s.blocked) ?? states[0], refund };
-  };
-
-  // Every form that carries a code goes through here: the sign-in and consent forms carry it in a
-  // hidden input, which a guesser can fill as easily as the visible one (RFC 8628 §5.1).
-  const findDevice = async (page: PageRequest, typed: string | undefined): Promise<PendingDevice | BlockedState | undefined> => {
-    const { state, refund } = await attempt(page);
-    if (state.blocked) return state;
-    const device = await lookUp(typed);
-    if (device !== undefined) await refund();
-    return device;
-  };
-
-  const enterCode = async (page: PageRequest, typed: string | undefined): Promise<void> => {
-    const device = await findDevice(page, typed);
-    if (isBlocked(device)) {
-      showBlocked(page, device);
-      return;
-    }
-    if (device === undefined) {
-      showEntry(page, 400, invalidCode, typed);
-      return;
-    }
-    const session = secrets.readSession(page.cookies);
-    if (session === undefined) showLogin(page, device);
-    else showConsent(page, device, session);
-  };
-
-  const guard = (page: PageRequest, run: () => Promise<void>): void => {
-    run().catch((err: unknown) => {
-      if (isStoreUnavailable(err)) errorPage(page.exchange, 503, 'The service is temporarily unavailable. Try again in a moment.');
-      else errorPage(page.exchange, 500, OAuthErrors.serverError.description);
-    });
-  };
-
-  // The sign-in and consent forms carry the user code: check the form, then the code (throttled).
-  const withDevice = (page: PageRequest, run: (device: PendingDevice) => Promise<void>): void => {
-    if (!secrets.checkCsrf(page, page.form.csrf_token)) {
-      showEntry(page, 400, 'The form has expired. Enter the code again.');
-      return;
-    }
-    guard(page, async () => {
-      const device = await findDevice(page, page.form.request);
-      if (isBlocked(device)) {
-        showBlocked(page, device);
-        return;
-      }
-      if (device === undefined) {
-        showEntry(page, 400, invalidCode);
-        return;
-      }
-      await run(device);
-    });
-  };
-
   app.any(
     devicePagePath,
-    createPageRoute(['get', 'post'], (page) => {
-      if (page.method === 'get') {
-        // verification_uri_complete only fills the form in: the user compares the code with the
-        // device and submits it (RFC 8628 §3.3.1, §5.4), so a link alone starts nothing.
-        showEntry(page, 200, undefined, new URLSearchParams(page.query).get('user_code') ?? undefined);
-        return;
-      }
-      if (!secrets.checkCsrf(page, page.form.csrf_token)) {
-        showEntry(page, 400, 'The form has expired. Enter the code again.');
-        return;
-      }
-      guard(page, () => enterCode(page, page.form.user_code));
-    }),
+    createPageRoute(['get', 'post'], (page) => codeEntry(flow, page)),
   );
-
   app.any(
     loginPath,
-    createPageRoute(['post'], (page) => {
-      withDevice(page, async (device) => {
-        const outcome = await signIn(
-          deps.dispatcher,
-          secrets,
-          {
-            clientId: device.client.clientId,
-            form: page.form,
-            scope: device.record.scopes.join(' '),
-            address: page.remoteAddress,
-          },
-          deps.events,
-        );
-        if (outcome.kind === 'signed_in') showConsent(page, device, outcome.session, [outcome.cookie]);
-        else if (outcome.kind === 'retry') showLogin(page, device, outcome.status, outcome.message, page.form.username, outcome.retryAfter);
-        else errorPage(page.exchange, outcome.status, outcome.message);
-      });
-    }),
+    createPageRoute(['post'], (page) => withDevice(flow, page, (device) => submitLogin(flow, page, device))),
   );
-
   app.any(
     consentPath,
-    createPageRoute(['post'], (page) => {
-      withDevice(page, async (device) => {
-        const session = secrets.readSession(page.cookies);
-        if (session === undefined) {
-          showLogin(page, device);
-          return;
-        }
-        const decision = page.form.decision;
-        if (decision !== 'allow' && decision !== 'deny') {
-          errorPage(page.exchange, 400, 'Choose allow or deny.');
-          return;
-        }
-        const decided: DeviceCodeRecord =
-          decision === 'allow'
-            ? { ...device.record, status: 'approved', subject: session.sub, claims: session.claims, sid: session.sid }
-            : { ...device.record, status: 'denied' };
-        // One decision per code: claiming the user code is the atomic step, so of concurrent
-        // submissions (a double click, two browsers) exactly one writes a decision. A write after
-        // a lost race could otherwise bring back an approval the device already redeemed.
-        const claimed = await store.consume<UserCodeRecord>(userCodeKey(device.userCode));
-        if (claimed.status !== 'consumed') {
-          showEntry(page, 400, invalidCode);
-          return;
-        }
-        const ttl = Math.max(1000, device.record.expiresAt - now()) + 10 * 60 * 1000;
-        await store.set(device.pointer.deviceKey, decided, ttl);
-        // Never the user code or the device code: they are the credentials being decided on.
-        deps.events.emit({
-          name: decision === 'allow' ? 'DeviceAuthorizationSuccess' : 'DeviceAuthorizationDenied',
-          outcome: decision === 'allow' ? 'success' : 'failure',
-          clientId: device.client.clientId,
-          subject: session.sub,
-          remoteAddress: page.remoteAddress,
-          ...(decision === 'allow' ? {} : { error: 'access_denied' }),
-        });
-        page.exchange.sendPage(
-          200,
-          decision === 'allow'
-            ? renderPage('done', 'Device connected', {
-                message: `${clientName(device.client)} is now connected. You can return to your device.`,
-              })
-            : renderPage('done', 'Access denied', { message: `${clientName(device.client)} was not given access.` }),
-        );
-      });
-    }),
+    createPageRoute(['post'], (page) => withDevice(flow, page, (device) => submitConsent(flow, page, device))),
   );
 }
 
-function clientName(client: RegisteredClient): string {
-  return client.config.clientName ?? client.clientId;
+/** The code entry form, and the code it posts. */
+function codeEntry(flow: DeviceFlow, page: PageRequest): void {
+  if (page.method === 'get') {
+    // verification_uri_complete only fills the form in: the user compares the code with the
+    // device and submits it (RFC 8628 §3.3.1, §5.4), so a link alone starts nothing.
+    showEntry(flow, page, 200, undefined, new URLSearchParams(page.query).get('user_code') ?? undefined);
+    return;
+  }
+  if (!flow.deps.secrets.checkCsrf(page, page.form.csrf_token)) {
+    showEntry(flow, page, 400, 'The form has expired. Enter the code again.');
+    return;
+  }
+  guard(page, () => enterCode(flow, page, page.form.user_code));
+}
+
+async function enterCode(flow: DeviceFlow, page: PageRequest, typed: string | undefined): Promise<void> {
+  const device = await findDevice(flow, page, typed);
+  if (isBlocked(device)) {
+    showBlocked(flow, page, device);
+    return;
+  }
+  if (device === undefined) {
+    showEntry(flow, page, 400, invalidCode, typed);
+    return;
+  }
+  const session = flow.deps.secrets.readSession(page.cookies);
+  if (session === undefined) showLoginFor(flow, page, device);
+  else showConsentFor(flow, page, device, session);
+}
+
+/** The sign-in form: the credentials (in a worker), then the consent form. */
+async function submitLogin(flow: DeviceFlow, page: PageRequest, device: PendingDevice): Promise<void> {
+  const { deps } = flow;
+  const outcome = await signIn(
+    deps.dispatcher,
+    deps.secrets,
+    {
+      clientId: device.client.clientId,
+      form: page.form,
+      scope: device.record.scopes.join(' '),
+      address: page.remoteAddress,
+    },
+    deps.events,
+  );
+  showSignInOutcome(page, outcome, {
+    login: (retry) => showLoginFor(flow, page, device, retry),
+    consent: (session, cookies) => showConsentFor(flow, page, device, session, cookies),
+  });
+}
+
+/** The consent form: the decision, written once, then the page that says so. */
+async function submitConsent(flow: DeviceFlow, page: PageRequest, device: PendingDevice): Promise<void> {
+  const session = flow.deps.secrets.readSession(page.cookies);
+  if (session === undefined) {
+    showLoginFor(flow, page, device);
+    return;
+  }
+  const decision = page.form.decision;
+  if (decision !== 'allow' && decision !== 'deny') {
+    errorPage(page.exchange, 400, 'Choose allow or deny.');
+    return;
+  }
+  if (!(await recordDecision(flow, device, session, decision))) {
+    showEntry(flow, page, 400, invalidCode);
+    return;
+  }
+  // Never the user code or the device code: they are the credentials being decided on.
+  flow.deps.events.emit({
+    name: decision === 'allow' ? 'DeviceAuthorizationSuccess' : 'DeviceAuthorizationDenied',
+    outcome: decision === 'allow' ? 'success' : 'failure',
+    clientId: device.client.clientId,
+    subject: session.sub,
+    remoteAddress: page.remoteAddress,
+    ...(decision === 'allow' ? {} : { error: 'access_denied' }),
+  });
+  page.exchange.sendPage(
+    200,
+    decision === 'allow'
+      ? renderPage('done', 'Device connected', {
+          message: `${clientName(device.client)} is now connected. You can return to your device.`,
+        })
+      : renderPage('done', 'Access denied', { message: `${clientName(device.client)} was not given access.` }),
+  );
+}
+
+/**
+ * Writes the decision the device code grant reads; `false` when another submission decided
+ * first. One decision per code: claiming the user code is the atomic step, so of concurrent
+ * submissions (a double click, two browsers) exactly one writes a decision. A write after a lost
+ * race could otherwise bring back an approval the device already redeemed.
+ */
+async function recordDecision(flow: DeviceFlow, device: PendingDevice, session: Session, decision: 'allow' | 'deny'): Promise<boolean> {
+  const { store } = flow.deps;
+  const decided: DeviceCodeRecord =
+    decision === 'allow'
+      ? { ...device.record, status: 'approved', subject: session.sub, claims: session.claims, sid: session.sid }
+      : { ...device.record, status: 'denied' };
+  const claimed = await store.consume<UserCodeRecord>(userCodeKey(device.userCode));
+  if (claimed.status !== 'consumed') return false;
+  const ttl = Math.max(1000, device.record.expiresAt - flow.now()) + 10 * 60 * 1000;
+  await store.set(device.pointer.deviceKey, decided, ttl);
+  return true;
+}
+
+// The sign-in and consent forms carry the user code: check the form, then the code (throttled).
+function withDevice(flow: DeviceFlow, page: PageRequest, run: (device: PendingDevice) => Promise<void>): void {
+  if (!flow.deps.secrets.checkCsrf(page, page.form.csrf_token)) {
+    showEntry(flow, page, 400, 'The form has expired. Enter the code again.');
+    return;
+  }
+  guard(page, async () => {
+    const device = await findDevice(flow, page, page.form.request);
+    if (isBlocked(device)) {
+      showBlocked(flow, page, device);
+      return;
+    }
+    if (device === undefined) {
+      showEntry(flow, page, 400, invalidCode);
+      return;
+    }
+    await run(device);
+  });
+}
+
+function guard(page: PageRequest, run: () => Promise<void>): void {
+  run().catch((err: unknown) => {
+    if (isStoreUnavailable(err)) errorPage(page.exchange, 503, 'The service is temporarily unavailable. Try again in a moment.');
+    else errorPage(page.exchange, 500, OAuthErrors.serverError.description);
+  });
+}
+
+// Every form that carries a code goes through here: the sign-in and consent forms carry it in a
+// hidden input, which a guesser can fill as easily as the visible one (RFC 8628 §5.1).
+async function findDevice(
+  flow: DeviceFlow,
+  page: PageRequest,
+  typed: string | undefined,
+): Promise<PendingDevice | BlockedState | undefined> {
+  const { state, refund } = await countAttempt(flow, page);
+  if (state.blocked) return state;
+  const device = await lookUp(flow, typed);
+  if (device !== undefined) await refund();
+  return device;
+}
+
+// Throttled by address and by browser (its CSRF cookie). Every code is counted on the store's
+// atomic increment before it is looked at, so a parallel burst of guesses gets at most the limit
+// looked up; a code that turns out good is taken back, so a user who enters a right code three
+// times (entry, sign-in and consent forms) is not counted against (docs/security.md, "Throttles").
+async function countAttempt(flow: DeviceFlow, page: PageRequest): Promise<{ state: ThrottleState; refund: () => Promise<unknown> }> {
+  const { byAddress, byBrowser, deps } = flow;
+  const browser = readCookie(page.cookies, deps.secrets.csrfCookieName);
+  const states = await Promise.all([
+    byAddress.attempt(page.remoteAddress),
+    browser === undefined ? { blocked: false as const } : byBrowser.attempt(browser),
+  ]);
+  // Security events (docs/security.md): one line when a block starts and one when it ends. The
+  // browser is named by nothing: its cookie is a CSRF secret.
+  for (const [state, per] of [
+    [states[0], 'address'],
+    [states[1], 'browser'],
+  ] as const) {
+    if (!state.blocked || state.firstRefusal !== true) continue;
+    const who = { address: page.remoteAddress, per };
+    deps.logger.info({ ...who, retryAfterSeconds: state.retryAfterSeconds }, 'user code attempts blocked');
+    whenBlockEnds(state, () => deps.logger.info(who, 'user code block ended'));
+  }
+  const refund = () => Promise.all([byAddress.refund(page.remoteAddress), browser === undefined ? undefined : byBrowser.refund(browser)]);
+  return { state: states.find((s) => s.blocked) ?? states[0], refund };
+}
+
+async function lookUp(flow: DeviceFlow, typed: string | undefined): Promise<PendingDevice | undefined> {
+  const userCode = typed === undefined ? undefined : normalizeUserCode(typed);
+  if (userCode === undefined) return undefined;
+  const { store, clients } = flow.deps;
+  const pointer = await store.get<UserCodeRecord>(userCodeKey(userCode));
+  if (pointer === null) return undefined;
+  const record = await store.get<DeviceCodeRecord>(pointer.deviceKey);
+  const client = clients.get(pointer.clientId);
+  if (record === null || client === undefined || record.status !== 'pending' || record.expiresAt <= flow.now()) return undefined;
+  return { userCode, pointer, record, client };
+}
+
+function showEntry(flow: DeviceFlow, page: PageRequest, status: number, error?: string, userCode?: string, retryAfter?: number): void {
+  const csrf = flow.deps.secrets.csrfToken(page.cookies);
+  page.exchange.sendPage(
+    status,
+    renderPage('device', 'Connect a device', { action: devicePagePath, csrfToken: csrf.token, error, userCode }),
+    {
+      ...(csrf.cookie ? { cookies: [csrf.cookie] } : {}),
+      retryAfter,
+    },
+  );
+}
+
+// RFC 6585 §4: a 429 says when to come back.
+function showBlocked(flow: DeviceFlow, page: PageRequest, state: BlockedState): void {
+  flow.deps.onThrottled?.();
+  showEntry(flow, page, 429, tooManyCodes, undefined, state.retryAfterSeconds);
+}
+
+function showLoginFor(flow: DeviceFlow, page: PageRequest, device: PendingDevice, retry: LoginRetry = {}): void {
+  showLogin(page, flow.deps.secrets, { ...retry, action: loginPath, request: device.userCode, client: device.client });
+}
+
+function showConsentFor(flow: DeviceFlow, page: PageRequest, device: PendingDevice, session: Session, cookies?: string[]): void {
+  showConsent(
+    page,
+    flow.deps.secrets,
+    {
+      action: consentPath,
+      client: device.client,
+      session,
+      scopes: device.record.scopes,
+      descriptions: flow.descriptions,
+      request: device.userCode,
+    },
+    cookies,
+  );
 }

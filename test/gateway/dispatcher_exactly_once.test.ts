@@ -43,7 +43,7 @@ class ModelThread {
     readonly threadId: number,
     private readonly pool: ModelPool,
   ) {
-    // The real worker's heartbeat (workers/worker.ts), which a blocked thread cannot move.
+    // The real worker's heartbeat (workers/thread/heartbeat.ts), which a blocked thread cannot move.
     this.beating = setInterval(() => {
       if (!this.alive || this.stalled()) return;
       for (const task of this.tasks)

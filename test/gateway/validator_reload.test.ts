@@ -1,4 +1,4 @@
-// Hot reload of validatorsDir (gateway/validator_watcher.ts and the reload in gateway/server.ts):
+// Hot reload of validatorsDir (gateway/validator_watcher.ts and the reload in gateway/start/validator_reloads.ts):
 // files added, changed, removed and broken while the gateway serves.
 import t, { type Test } from 'tap';
 import { rmSync, writeFileSync } from 'node:fs';

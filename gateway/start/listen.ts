@@ -1,0 +1,60 @@
+import { Listener } from '../http/listener.js';
+import type { GatewayMetrics } from '../metrics.js';
+import { startManagementListener } from '../management_listener.js';
+import type { ValidatorReload } from '../validator_reload.js';
+import type { GatewayRoutes } from './build_routes.js';
+import type { GatewayState } from './gateway_state.js';
+
+/** Where the gateway listens. */
+export interface Listening {
+  readonly listener: Listener;
+  readonly url: string;
+  readonly port: number;
+  /** `undefined` when the metrics are served on the public port. */
+  readonly managementUrl: string | undefined;
+}
+
+/** Opens the management listener, then the public one with the routes mounted. */
+export async function listen(state: GatewayState, metrics: GatewayMetrics, routes: GatewayRoutes): Promise<Listening> {
+  const { config, processSlot } = state;
+  // Before the public listener: a management port that is taken fails the start with nothing
+  // listening yet.
+  if (!config.management.onPublicPort) {
+    // With several processes each has its own: management.port + index (0 stays "any free port").
+    const managementPort =
+      config.management.port === 0 || processSlot === undefined ? config.management.port : config.management.port + processSlot.index;
+    state.management = await startManagementListener(metrics, { ...config.management, port: managementPort });
+  }
+  // Only the processes of one `--processes N` share the port (SO_REUSEPORT, uWS's default); any
+  // other gateway on it would silently take half the connections (docs/operations.md, "Several gateways").
+  const listener = await Listener.open({
+    host: config.listen.host,
+    port: config.listen.port,
+    exclusive: processSlot === undefined,
+    tls: config.tls,
+    mount: (app) => routes.table.mount(app),
+  });
+  state.listener = listener;
+  const port = listener.port;
+  const host = config.listen.host;
+  const url = `${listener.secure ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  return { listener, url, port, managementUrl: state.management?.url };
+}
+
+/** The `tessera listening` line (docs/operations.md, "Running"). */
+export function logListening(state: GatewayState, listening: Listening, validators: ValidatorReload): void {
+  const { config, processSlot } = state;
+  state.logger.info(
+    {
+      url: listening.url,
+      issuer: config.issuer,
+      threads: config.workers.threads,
+      store: config.store.type,
+      ...(processSlot === undefined ? {} : { processes: processSlot.count }),
+      grantTypes: [...validators.grantTypes],
+      metrics: `${listening.managementUrl ?? listening.url}/metrics`,
+      events: { sink: config.events.sink, redisStream: config.events.redisStream?.key },
+    },
+    'tessera listening',
+  );
+}

@@ -1,0 +1,20 @@
+import { userPolicy } from '../grants/scope_rules.js';
+import type { TaskFacts } from '../protocol/task_facts.js';
+import { successResult, type LoginItem, type TokenTaskResult } from '../protocol/token_task.js';
+import type { BootedWorker } from './boot.js';
+import { serverError } from './task_results.js';
+
+// The login pages' credential check: the password grant's, so both share validator and throttle.
+export async function handleLogin(
+  worker: BootedWorker,
+  { clientId, params, address }: LoginItem,
+  facts: TaskFacts | undefined,
+): Promise<TokenTaskResult> {
+  const { services } = worker;
+  const client = services.clients.get(clientId);
+  if (client === undefined) return serverError;
+  const request = { grantType: 'authorization_code', client, params, address, facts };
+  const scopes = services.scopes.resolve(client, params.scope, userPolicy);
+  const user = await worker.authenticateResourceOwner(request, services, scopes);
+  return successResult(JSON.stringify(user));
+}
