@@ -12,6 +12,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts
 COPY tsconfig.json tsconfig.build.json index.ts validator.ts ./
 COPY gateway gateway
+COPY core core
+COPY wire wire
 COPY workers workers
 RUN npm run build
 

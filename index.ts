@@ -4,9 +4,9 @@
  * server; the validator API is re-exported here too, so `import … from 'tessera'` keeps working.
  */
 export * from './validator.js';
-export { createTessera, TesseraBuilder } from './gateway/service_builder.js';
-export type { RunningGateway } from './gateway/server.js';
+export { createTessera, TesseraBuilder } from './gateway/start/service_builder.js';
+export type { RunningGateway } from './gateway/start/server.js';
 export type { KeyReloadResult } from './gateway/keys/key_ring.js';
-export type { AuditEvent, AuditEventName, AuditEventCategory } from './gateway/events/audit_event.js';
+export type { AuditEvent, AuditEventName, AuditEventCategory } from './gateway/observability/events/audit_event.js';
 export type { TesseraConfig } from './gateway/config/schema.js';
-export type { ClientConfig, UserConfig } from './workers/protocol/worker_config.js';
+export type { ClientConfig, UserConfig } from './core/worker_config.js';

@@ -39,4 +39,4 @@ export {
   type ValidatedTokenRequest,
   type ValidatorLogger,
   type ValidatorServices,
-} from './workers/protocol/validator_api.js';
+} from './core/validator_api.js';

@@ -12,8 +12,8 @@ import { randomUUID } from 'node:crypto';
 import { EmbeddedJWK, exportJWK, generateKeyPair, jwtVerify, SignJWT } from 'jose';
 import { verifyDPoPProof } from '../workers/dpop/dpop_proof.js';
 import { verifyProofJws } from '../workers/dpop/proof_jws.js';
-import { DPoPNonces } from '../workers/protocol/dpop_nonce.js';
-import { MemoryStore } from '../workers/store/memory_store.js';
+import { DPoPNonces } from '../core/dpop_nonce.js';
+import { MemoryStore } from '../core/store/memory_store.js';
 
 const htu = 'http://127.0.0.1:5000/connect/token';
 const seconds = 2;

@@ -30,7 +30,7 @@ import { announceReady, stopOnRequest } from './support/child_protocol.js';
 import { startChild, type ChildServer } from './support/child_server.js';
 import { seedGrantType } from './support/seed.js';
 
-type ServerModule = typeof import('../gateway/server.js');
+type ServerModule = typeof import('../gateway/start/server.js');
 type LoadModule = typeof import('../gateway/config/load.js');
 
 const [configFile, target = 'dist', root] = process.argv.slice(2);

@@ -85,8 +85,8 @@ async function main(): Promise<number> {
   let baseline: BaselineCheckout | null = null;
   if (options.baselineRoot !== undefined) {
     const root = path.resolve(options.baselineRoot);
-    if (!existsSync(path.join(root, 'gateway/server.ts')) && !existsSync(path.join(root, 'dist/gateway/server.js'))) {
-      console.error(`--baseline-root ${root}: not a Tessera checkout (no gateway/server.ts nor dist/gateway/server.js)`);
+    if (!existsSync(path.join(root, 'gateway/start/server.ts')) && !existsSync(path.join(root, 'dist/gateway/start/server.js'))) {
+      console.error(`--baseline-root ${root}: not a Tessera checkout (no gateway/start/server.ts nor dist/gateway/start/server.js)`);
       return 2;
     }
     try {

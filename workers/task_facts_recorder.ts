@@ -11,7 +11,7 @@
  * tracing is on.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { maxTimedStoreCommands, type LoginFact, type ReusedItem, type TaskFacts } from './protocol/task_facts.js';
+import { maxTimedStoreCommands, type LoginFact, type ReusedItem, type TaskFacts } from '../wire/task_facts.js';
 
 const timed = new AsyncLocalStorage<TaskFacts>();
 

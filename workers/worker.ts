@@ -6,9 +6,9 @@
  */
 import { threadId } from 'node:worker_threads';
 import { move, workerData } from 'piscina';
-import { claimBatch, isBatchTask, type BatchTask } from './protocol/batch_control.js';
-import { packMessage, unpackTaskItems, type TaskItem } from './protocol/token_task.js';
-import type { WorkerBootData } from './protocol/worker_boot.js';
+import { claimBatch, isBatchTask, type BatchTask } from '../wire/batch_control.js';
+import { packMessage, unpackTaskItems, type TaskItem } from '../wire/token_task.js';
+import type { WorkerBootData } from '../wire/worker_boot.js';
 import { bootWorker } from './thread/boot.js';
 import { answerItem } from './thread/dispatch.js';
 import { BatchHeartbeat } from './thread/heartbeat.js';

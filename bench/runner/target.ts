@@ -39,10 +39,10 @@ export function staleDistFiles(root: string): string[] {
  * sources: a stale build would measure code that no longer exists.
  */
 export function resolveTarget(requested: 'dist' | 'source' | undefined, root: string = repoRoot): GatewayTarget {
-  const hasDist = existsSync(path.join(root, 'dist/gateway/server.js'));
+  const hasDist = existsSync(path.join(root, 'dist/gateway/start/server.js'));
   if (requested === 'source') return { kind: 'source', note: null };
   if (!hasDist) {
-    if (requested === 'dist') throw new Error('--target dist: there is no dist/gateway/server.js (run `npm run build`)');
+    if (requested === 'dist') throw new Error('--target dist: there is no dist/gateway/start/server.js (run `npm run build`)');
     return { kind: 'source', note: 'no dist/ build: running the TypeScript sources (`npm run build` to bench what users run)' };
   }
   const stale = staleDistFiles(root);

@@ -75,7 +75,7 @@ async function writeConfig(
   config.clients = scaleClientConfigs(options.clients);
   // Its own free port: the default one (9464) may be taken by another gateway on this machine.
   config.management = { host: '127.0.0.1', port: 0 };
-  // An absent folder loads no validators (gateway/validator_loader.ts).
+  // An absent folder loads no validators (gateway/validators/validator_loader.ts).
   config.validatorsDir = options.validatorsDir ?? path.join(ctx.tmp, 'no-validators');
   const file = path.join(ctx.tmp, `scale-${name}.json`);
   writeFileSync(file, JSON.stringify(config));

@@ -7,9 +7,9 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { sendRedisCommand, startRedisServer } from '../../test/helpers/redis_server.js';
-import { MemoryStore } from '../../workers/store/memory_store.js';
-import { RedisStore } from '../../workers/store/redis_store.js';
-import type { Store } from '../../workers/store/store.js';
+import { MemoryStore } from '../../core/store/memory_store.js';
+import { RedisStore } from '../../core/store/redis_store.js';
+import type { Store } from '../../core/store/store.js';
 import { writeDeviceCode, writeRefreshFamily, type RecordClient } from './store_records.js';
 
 export interface StoreMemoryFigure {

@@ -7,15 +7,15 @@
  *   sign-in with `offline_access`: the access token recorded in the family's `at` sub-family (so a
  *   revocation can deny it), then the refresh token record;
  * - a device authorization as the device authorization endpoint writes it
- *   (gateway/device_authorization_endpoint.ts `storeDeviceAuthorization`): the device code's
+ *   (gateway/endpoints/device_authorization_endpoint.ts `storeDeviceAuthorization`): the device code's
  *   record and its user code.
  */
 import { randomUUID } from 'node:crypto';
-import { storeDeviceAuthorization } from '../../gateway/device_authorization_endpoint.js';
-import type { Store } from '../../workers/store/store.js';
-import type { DeviceCodeRecord } from '../../workers/tokens/device_code_record.js';
-import { expiredGraceMs } from '../../workers/tokens/device_code_record.js';
-import { newFamilyHandle, newFamilyId, newRefreshHandle } from '../../workers/tokens/refresh_token_handle.js';
+import { storeDeviceAuthorization } from '../../gateway/endpoints/device_authorization_endpoint.js';
+import type { Store } from '../../core/store/store.js';
+import type { DeviceCodeRecord } from '../../core/records/device_code_record.js';
+import { expiredGraceMs } from '../../core/records/device_code_record.js';
+import { newFamilyHandle, newFamilyId, newRefreshHandle } from '../../core/records/refresh_token_handle.js';
 import { refreshExpiry, type RefreshTokenRecord } from '../../workers/tokens/refresh_token_record.js';
 import { issuedAccessTokenRecord } from '../../workers/tokens/token_revocation.js';
 

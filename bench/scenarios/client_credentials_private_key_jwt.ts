@@ -4,7 +4,7 @@
  * to the load generator from a file (a `once` supply: a replayed assertion is refused).
  */
 import { generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
-import { jwtBearerAssertionType } from '../../workers/protocol/client_assertion.js';
+import { jwtBearerAssertionType } from '../../core/client_assertion.js';
 import { benchClient } from '../support/bench_config.js';
 import { subjectIs, tokenExpectation, verifyAccessTokenResponse } from './checks.js';
 import { formPost, get } from './requests.js';

@@ -10,7 +10,7 @@
  * - on the Redis store, the commands the store sends for the request, each as a bare ioredis loop
  *   (client CPU + redis-server CPU per command). On the memory store that work is the server's own.
  *
- * The store commands are the ones `workers/store/redis_store.ts` sends, observed with `MONITOR`
+ * The store commands are the ones `core/store/redis_store.ts` sends, observed with `MONITOR`
  * during a preflight of each scenario; bench/README.md ("Floors") lists them.
  */
 import type { BenchAlgorithm } from '../support/keys.js';

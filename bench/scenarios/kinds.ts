@@ -7,11 +7,11 @@ import { randomBytes } from 'node:crypto';
 import type { Expectation } from '../load/load_generator.js';
 import { benchClient, benchClients, benchUser, introspectingResource, type BenchUser } from '../support/bench_config.js';
 import type { BenchAlgorithm } from '../support/keys.js';
-import type { ClaimValue } from '../../workers/protocol/validator_api.js';
+import type { ClaimValue } from '../../core/validator_api.js';
 import { parseJson, subjectIs, tokenExpectation, tokenResponse, verifyAccessTokenResponse } from './checks.js';
 import { basicAuthorization, formPost } from './requests.js';
 import type { RequestKind, RequestPlan, ServerAccess } from './scenario.js';
-import { deviceCodeGrantType } from '../../workers/protocol/grant_types.js';
+import { deviceCodeGrantType } from '../../core/grant_types.js';
 
 const tokenPath = '/connect/token';
 const form = (fields: Record<string, string>): string => new URLSearchParams(fields).toString();

@@ -10,7 +10,7 @@ export const sha256Secret = (secret: string): string => createHash('sha256').upd
 
 /**
  * The bench user. Its hash is argon2id at the cost new hashes get (m=19456, t=2, p=1,
- * workers/crypto/password_hash.ts), made once with @node-rs/argon2 for password `bench-password`.
+ * core/crypto/password_hash.ts), made once with @node-rs/argon2 for password `bench-password`.
  */
 export const benchUser = {
   username: 'bench',
@@ -21,7 +21,7 @@ export const benchUser = {
 
 /**
  * A second bench user whose hash is argon2id at the least cost a config accepts (m=1 MiB, t=1,
- * p=1, workers/crypto/password_hash.ts; about 0.28 ms of CPU a verify here, ±3% between loops),
+ * p=1, core/crypto/password_hash.ts; about 0.28 ms of CPU a verify here, ±3% between loops),
  * for the `password_cheap_hash` scenario: what the password grant does besides the hash measured
  * instead of subtracted from a 14 ms verify (bench/README.md, "Bars").
  */

@@ -1,4 +1,4 @@
-/** Reads the gateway's worker batch histogram from its Prometheus endpoint (gateway/metrics.ts). */
+/** Reads the gateway's worker batch histogram from its Prometheus endpoint (gateway/observability/metrics.ts). */
 
 export interface BatchCounter {
   /** Requests sent to the worker pool. */

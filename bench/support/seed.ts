@@ -4,11 +4,11 @@
  * pending device codes (polled at most once per interval).
  *
  * - Tessera: the bench-only grant module `seed_grant.mjs`, which writes through the worker's own
- *   store with the server's handle code (`workers/tokens/refresh_token_handle.ts`).
+ *   store with the server's handle code (`core/records/refresh_token_handle.ts`).
  * - node-oidc-provider: its own models (`Grant`, `RefreshToken`) saved through its adapter, on
  *   an IPC request to `peers/oidc_provider_process.ts`.
  */
-import type { ClaimValue } from '../../workers/protocol/validator_api.js';
+import type { ClaimValue } from '../../core/validator_api.js';
 import { basicAuthorization } from '../scenarios/requests.js';
 
 export type SeedRequest =

@@ -71,7 +71,7 @@ function build(spec, now) {
       return { key: handle.key, record, ttl, item: { code: handle.handle, code_verifier: verifier } };
     }
     case 'device_code': {
-      // As the device authorization endpoint writes one (gateway/device_authorization_endpoint.ts),
+      // As the device authorization endpoint writes one (gateway/endpoints/device_authorization_endpoint.ts),
       // still pending: no user has approved it.
       const handle = newFamilyHandle('dc', family);
       const record = { v: 1, clientId: spec.clientId, scopes: spec.scopes, expiresAt: now + ttl, status: 'pending', family };

@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { redisStoreScripts } from '../../workers/store/redis_store.js';
+import { redisStoreScripts } from '../../core/store/redis_store.js';
 import type { StoreCommandCost } from '../report/results.js';
 import { storeCommandName, type StoreCommand } from '../scenarios/floor.js';
 import { processCpuSeconds } from './proc_stats.js';

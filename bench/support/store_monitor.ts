@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { redisStoreScripts } from '../../workers/store/redis_store.js';
+import { redisStoreScripts } from '../../core/store/redis_store.js';
 import type { RequestFloor, StoreCommand } from '../scenarios/floor.js';
 
 /** Every gateway the bench starts prefixes its keys with this (runner/contenders.ts). */

@@ -17,7 +17,7 @@ import { oncePerRequest, storeCommandName, type RequestFloor } from '../scenario
 import { scenarios } from '../scenarios/index.js';
 import type { ActiveScenario, ServerAccess } from '../scenarios/scenario.js';
 import { cheapHashUser } from '../support/bench_config.js';
-import { isPasswordHash, verifyPassword } from '../../workers/crypto/password_hash.js';
+import { isPasswordHash, verifyPassword } from '../../core/crypto/password_hash.js';
 import { contenderResult, roundResult, summary } from './summary_fixture.js';
 
 const get = { op: 'get', bytes: 214 } as const;

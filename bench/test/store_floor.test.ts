@@ -10,8 +10,8 @@ import type { StoreCommand } from '../scenarios/floor.js';
 import { measureStoreCommand } from '../support/store_command_cost.js';
 import { declaredCommandNames, formatSeenCommands, seeStoreCommands, seenCommandName } from '../support/store_monitor.js';
 import { issuedAccessTokenRecord } from '../../workers/tokens/token_revocation.js';
-import { newFamilyId, newRefreshHandle } from '../../workers/tokens/refresh_token_handle.js';
-import { RedisStore, redisStoreScripts } from '../../workers/store/redis_store.js';
+import { newFamilyId, newRefreshHandle } from '../../core/records/refresh_token_handle.js';
+import { RedisStore, redisStoreScripts } from '../../core/store/redis_store.js';
 import { startRedisServer } from '../../test/helpers/redis_server.js';
 
 t.test("a monitored command is named as the floor names it; commands of scripts and of others' keys are not counted", async (t) => {

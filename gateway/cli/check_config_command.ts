@@ -6,10 +6,10 @@ import { parseArgs } from 'node:util';
 import { ConfigError, type ConfigProblem } from '../config/config_error.js';
 import { loadConfigFile, type LoadedConfig } from '../config/load.js';
 import { isPlainObject } from '../config/plain_object.js';
-import { signingAlgorithms } from '../../workers/protocol/signing_key.js';
+import { signingAlgorithms } from '../../core/signing_key.js';
 import { checkSigningKeyFiles } from '../config/signing_key_files.js';
-import { builtInGrantTypes } from '../../workers/protocol/grant_types.js';
-import { listValidatorFiles, loadValidatorModules, peekGrantTypes } from '../validator_loader.js';
+import { builtInGrantTypes } from '../../core/grant_types.js';
+import { listValidatorFiles, loadValidatorModules, peekGrantTypes } from '../validators/validator_loader.js';
 import { ExitCode, UsageError, type CliCommand } from './command.js';
 import { keyEncryptionEnvName, loadKeyEncryption, type KeyEncryption } from '../keys/key_encryption.js';
 

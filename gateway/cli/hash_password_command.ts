@@ -4,7 +4,7 @@
  * history.
  */
 import { parseArgs } from 'node:util';
-import { hashPassword } from '../../workers/crypto/password_hash.js';
+import { hashPassword } from '../../core/crypto/password_hash.js';
 import { ExitCode, UsageError, type CliCommand, type CliIo } from './command.js';
 
 export const hashPasswordCommand: CliCommand = {

@@ -1,6 +1,6 @@
 /** `tessera hash-secret SECRET`: the stored form of a client or API resource secret. */
 import { parseArgs } from 'node:util';
-import { hashClientSecret } from '../../workers/crypto/client_secret.js';
+import { hashClientSecret } from '../../core/crypto/client_secret.js';
 import { ExitCode, UsageError, type CliCommand } from './command.js';
 
 export const hashSecretCommand: CliCommand = {

@@ -3,7 +3,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
-import { isSigningAlgorithm, signingAlgorithms, type SigningAlgorithm } from '../../workers/protocol/signing_key.js';
+import { isSigningAlgorithm, signingAlgorithms, type SigningAlgorithm } from '../../core/signing_key.js';
 import { ExitCode, UsageError, type CliCommand } from './command.js';
 
 export const keysGenerateCommand: CliCommand = {

@@ -1,6 +1,6 @@
 /** `tessera keys list --config FILE`: the signing keys a config publishes, and which signs. */
 import { parseArgs } from 'node:util';
-import { readSigningKeyFiles } from '../key_loader.js';
+import { readSigningKeyFiles } from '../keys/key_loader.js';
 import { ExitCode, UsageError, type CliCommand } from './command.js';
 import { formatTime, loadKeysConfig, openStoredKeys } from './keys_store.js';
 

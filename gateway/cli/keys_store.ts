@@ -1,13 +1,13 @@
 /** What `tessera keys list` and `tessera keys rotate` share: the config, and the store-kept keys it names. */
 import path from 'node:path';
-import { createStore } from '../../workers/store/create_store.js';
-import type { Store } from '../../workers/store/store.js';
+import { createStore } from '../../core/store/create_store.js';
+import type { Store } from '../../core/store/store.js';
 import type { LoadedConfig } from '../config/load.js';
 import { rotationPolicyOf } from '../config/signing_rotation.js';
 import { firstStoredKey } from '../keys/key_ring.js';
 import { StoreKeySource } from '../keys/store_key_source.js';
 import { loadKeyEncryption } from '../keys/key_encryption.js';
-import { createTessera } from '../service_builder.js';
+import { createTessera } from '../start/service_builder.js';
 import type { CliIo } from './command.js';
 
 export async function loadKeysConfig(file: string, io: CliIo): Promise<LoadedConfig> {

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { RegisteredClient, StoredSecret } from '../../workers/protocol/client_model.js';
-import type { FormParams } from '../../workers/protocol/token_task.js';
+import type { RegisteredClient, StoredSecret } from '../../core/client_model.js';
+import type { FormParams } from '../../wire/token_task.js';
 import { carriesClientAssertion, readClientAssertion, type AssertionRules, type ReadAssertion } from './client_assertion.js';
 import { ClientKeys } from './client_keys.js';
 import { decodeBasicAuthorization, type ClientAuthMethod } from './credentials.js';

@@ -1,6 +1,6 @@
-import { OAuthErrors } from '../../workers/protocol/oauth_errors.js';
+import { OAuthErrors } from '../../core/oauth_errors.js';
 import type { Exchange } from '../http/exchange.js';
-import type { ClientAuthThrottle, PendingAttempt } from '../../workers/store/throttles.js';
+import type { ClientAuthThrottle, PendingAttempt } from '../../core/throttles.js';
 
 /**
  * The throttle and the refusals every caller authentication shares: clients at every endpoint,

@@ -1,9 +1,5 @@
-import {
-  isClientAssertionAlgorithm,
-  jwtBearerAssertionType,
-  type ClientAssertionAlgorithm,
-} from '../../workers/protocol/client_assertion.js';
-import type { FormParams } from '../../workers/protocol/token_task.js';
+import { isClientAssertionAlgorithm, jwtBearerAssertionType, type ClientAssertionAlgorithm } from '../../core/client_assertion.js';
+import type { FormParams } from '../../wire/token_task.js';
 
 /** Clock skew allowed on `exp`, `nbf` and `iat`, in seconds (as the token validator allows). */
 export const assertionClockSkewSeconds = 5;

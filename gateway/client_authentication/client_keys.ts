@@ -1,6 +1,6 @@
-import type { RegisteredClient } from '../../workers/protocol/client_model.js';
-import { keyFitsAlgorithm, type ClientAssertionAlgorithm } from '../../workers/protocol/client_assertion.js';
-import type { PublicJwkConfig } from '../../workers/protocol/worker_config.js';
+import type { RegisteredClient } from '../../core/client_model.js';
+import { keyFitsAlgorithm, type ClientAssertionAlgorithm } from '../../core/client_assertion.js';
+import type { PublicJwkConfig } from '../../core/worker_config.js';
 import { RemoteJwks, type RemoteJwksOptions } from './remote_jwks.js';
 
 /** At most this many candidate keys go to the worker: each one it tries is a signature check. */

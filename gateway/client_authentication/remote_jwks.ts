@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { PublicJwkConfig } from '../../workers/protocol/worker_config.js';
+import type { PublicJwkConfig } from '../../core/worker_config.js';
 
 /** How a client's `jwksUri` is fetched and kept (`clientAssertions` in the config). */
 export interface RemoteJwksOptions {

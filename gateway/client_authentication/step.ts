@@ -1,15 +1,15 @@
-import type { ClientAssertionCheck } from '../../workers/protocol/client_assertion.js';
-import type { RegisteredClient } from '../../workers/protocol/client_model.js';
-import { OAuthErrors } from '../../workers/protocol/oauth_errors.js';
-import type { FormParams, TokenTaskResult } from '../../workers/protocol/token_task.js';
+import type { ClientAssertionCheck } from '../../core/client_assertion.js';
+import type { RegisteredClient } from '../../core/client_model.js';
+import { OAuthErrors } from '../../core/oauth_errors.js';
+import type { FormParams, TokenTaskResult } from '../../wire/token_task.js';
 import type { Exchange } from '../http/exchange.js';
 import type { FormRequest } from '../http/form_request.js';
-import { deliver, type Sink } from '../worker_dispatcher.js';
+import { deliver, type Sink } from '../dispatch/worker_dispatcher.js';
 import type { ClientAuthenticator } from './authenticator.js';
 import { CallerGate } from './caller_gate.js';
 import type { ReadAssertion } from './client_assertion.js';
 import type { ClientKeys } from './client_keys.js';
-import type { ClientAuthThrottle, PendingAttempt } from '../../workers/store/throttles.js';
+import type { ClientAuthThrottle, PendingAttempt } from '../../core/throttles.js';
 
 /** What client authentication is built from, at start. */
 export interface ClientAuthenticationDeps {
@@ -70,7 +70,7 @@ export function authenticateClient<R>(
   const { authenticator, gate } = authentication;
   const auth = authenticator.authenticate(authorization, params);
   const clientId = auth.ok ? auth.client.clientId : auth.clientId;
-  // For the request's log line, metrics and audit events (gateway/endpoint_outcomes.ts).
+  // For the request's log line, metrics and audit events (gateway/observability/endpoint_outcomes.ts).
   exchange.clientId = clientId;
   if (gate.refuseBlocked(exchange, clientId)) {
     exchange.authFailure = 'blocked';
@@ -172,7 +172,7 @@ export function settleAssertion(attempt: PendingAttempt, result: TokenTaskResult
   const [status, body, , error] = result;
   if (error === 'invalid_client') {
     // Both refusals are invalid_client; the catalogue's entries tell them apart, by identity of
-    // their prebuilt bodies (workers/protocol/oauth_errors.ts, clientAssertionReplayed).
+    // their prebuilt bodies (core/oauth_errors.ts, clientAssertionReplayed).
     if (body === OAuthErrors.clientAssertionReplayed.body) attempt.release();
     else attempt.failed('client assertion: refused by the worker (signature)');
   } else if (status >= 500) {

@@ -1,4 +1,4 @@
-import type { StoredSecret } from '../../workers/protocol/client_model.js';
+import type { StoredSecret } from '../../core/client_model.js';
 
 const rememberMs = 60_000;
 

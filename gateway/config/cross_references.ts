@@ -2,10 +2,10 @@
  * Checks that need the whole, schema-valid document: unknown or duplicate names across sections,
  * secrets and redirect URIs a client's grants need, password hash formats.
  */
-import { isPasswordHash } from '../../workers/crypto/password_hash.js';
-import type { UserConfig } from '../../workers/protocol/worker_config.js';
+import { isPasswordHash } from '../../core/crypto/password_hash.js';
+import type { UserConfig } from '../../core/worker_config.js';
 import type { ConfigProblem } from './config_error.js';
-import { builtInGrantTypes } from '../../workers/protocol/grant_types.js';
+import { builtInGrantTypes } from '../../core/grant_types.js';
 import { checkSigningRotation } from './signing_rotation.js';
 import { shippedExtensionGrantTypes, type TesseraConfig } from './schema.js';
 

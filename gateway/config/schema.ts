@@ -4,17 +4,10 @@
  */
 import { createPublicKey, type JsonWebKey } from 'node:crypto';
 import { z } from 'zod';
-import { signingAlgorithms } from '../../workers/protocol/signing_key.js';
+import { signingAlgorithms } from '../../core/signing_key.js';
 import { parseCidr } from '../http/trusted_proxies.js';
 import { durationSchema } from './duration.js';
-import type {
-  ClientConfig,
-  DPoPConfig,
-  SecretConfig,
-  StoreConfig,
-  UserConfig,
-  WorkerConfig,
-} from '../../workers/protocol/worker_config.js';
+import type { ClientConfig, DPoPConfig, SecretConfig, StoreConfig, UserConfig, WorkerConfig } from '../../core/worker_config.js';
 
 /** Grant types shipped as validators in `validators/`; known to config validation by name. */
 export const shippedExtensionGrantTypes = ['delegation', 'urn:ietf:params:oauth:grant-type:token-exchange'] as const;
@@ -650,7 +643,7 @@ export type SameShape<A, B> = [A] extends [B]
   : false;
 
 // The worker threads declare the config they read on their side of the thread boundary
-// (workers/protocol/worker_config.ts), so that they never load this schema. These lines stop the
+// (core/worker_config.ts), so that they never load this schema. These lines stop the
 // build when the schema and those types drift apart: whole sections must match exactly, and a
 // validated config must carry everything the workers read.
 true satisfies SameShape<TesseraConfig['clients'][number], ClientConfig>;

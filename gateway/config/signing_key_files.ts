@@ -1,10 +1,10 @@
 /**
  * Signing key files, checked by `tessera check-config` (the gateway reads them itself at start,
- * gateway/key_loader.ts).
+ * gateway/keys/key_loader.ts).
  */
 import { readFile } from 'node:fs/promises';
 import { importJWK, type JWK } from 'jose';
-import type { SigningAlgorithm } from '../../workers/protocol/signing_key.js';
+import type { SigningAlgorithm } from '../../core/signing_key.js';
 import type { ConfigProblem } from './config_error.js';
 import { describeFsError } from './fs_error.js';
 import { isPlainObject } from './plain_object.js';

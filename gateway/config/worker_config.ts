@@ -1,9 +1,9 @@
-import type { WorkerConfig } from '../../workers/protocol/worker_config.js';
+import type { WorkerConfig } from '../../core/worker_config.js';
 import type { TesseraConfig } from './schema.js';
 
 /**
  * The part of a validated config that each worker thread receives in its boot data: what the
- * workers read (workers/protocol/worker_config.ts), and nothing else of the document.
+ * workers read (core/worker_config.ts), and nothing else of the document.
  */
 export function workerConfigOf(config: TesseraConfig): WorkerConfig {
   return {

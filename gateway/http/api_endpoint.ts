@@ -1,7 +1,7 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import type { RegisteredClient } from '../../workers/protocol/client_model.js';
-import { OAuthErrors, type OAuthErrorEntry } from '../../workers/protocol/oauth_errors.js';
-import type { FormParams, TaskItem } from '../../workers/protocol/token_task.js';
+import type { RegisteredClient } from '../../core/client_model.js';
+import { OAuthErrors, type OAuthErrorEntry } from '../../core/oauth_errors.js';
+import type { FormParams, TaskItem } from '../../wire/token_task.js';
 import {
   authenticateClient,
   createClientAuthentication,
@@ -11,7 +11,7 @@ import {
   type ClientAuthentication,
   type ClientAuthenticationDeps,
 } from '../client_authentication/step.js';
-import type { WorkerDispatcher } from '../worker_dispatcher.js';
+import type { WorkerDispatcher } from '../dispatch/worker_dispatcher.js';
 import type { CorsPolicy } from './cors.js';
 import { readForm, type FormRequest, type FormRoute, type FormStep } from './form_request.js';
 

@@ -1,9 +1,9 @@
 import type { Span } from '@opentelemetry/api';
 import type { HttpResponse } from 'uWebSockets.js';
-import type { ErrorCode, OAuthErrorEntry } from '../../workers/protocol/oauth_errors.js';
+import type { ErrorCode, OAuthErrorEntry } from '../../core/oauth_errors.js';
 import { servingNow, type ServingState } from './serving_state.js';
 import { clientAddressOf } from './trusted_proxies.js';
-import type { TaskFacts } from '../../workers/protocol/task_facts.js';
+import type { TaskFacts } from '../../wire/task_facts.js';
 
 const statusLines: Record<number, string> = {
   200: '200 OK',
@@ -66,9 +66,9 @@ export class Exchange {
   grantType: string | undefined = undefined;
   /** Why client authentication refused the request, when it did. */
   authFailure: 'failed' | 'blocked' | 'multiple_methods' | 'malformed' | undefined = undefined;
-  /** What the worker learned answering it (workers/protocol/task_facts.ts). */
+  /** What the worker learned answering it (wire/task_facts.ts). */
   facts: TaskFacts | undefined = undefined;
-  /** The request's trace span while it is open (gateway/tracing/request_tracing.ts); only when tracing is on. */
+  /** The request's trace span while it is open (gateway/observability/tracing/request_tracing.ts); only when tracing is on. */
   span: Span | undefined = undefined;
   /** The request's `Origin`, when CORS allows it (gateway/http/cors.ts): echoed on the answer. */
   allowOrigin: string | undefined = undefined;

@@ -1,5 +1,5 @@
 import { isAscii, isUtf8 } from 'node:buffer';
-import type { FormParams } from '../../workers/protocol/token_task.js';
+import type { FormParams } from '../../wire/token_task.js';
 
 export type { FormParams };
 

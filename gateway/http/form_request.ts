@@ -1,8 +1,8 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { OAuthErrors, type OAuthErrorEntry } from '../../workers/protocol/oauth_errors.js';
-import type { FormParams } from '../../workers/protocol/token_task.js';
+import { OAuthErrors, type OAuthErrorEntry } from '../../core/oauth_errors.js';
+import type { FormParams } from '../../wire/token_task.js';
 import { maxBodyBytes, readBody, type BodyReceiver } from './body_reader.js';
-import type { SpanStarter } from '../tracing/request_tracing.js';
+import type { SpanStarter } from '../observability/tracing/request_tracing.js';
 import type { CorsPolicy } from './cors.js';
 import { Exchange, type AnswerObserver } from './exchange.js';
 import { parseForm, type FormParseFailure } from './form_parser.js';

@@ -1,5 +1,5 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
-import { OAuthErrors } from '../../workers/protocol/oauth_errors.js';
+import { OAuthErrors } from '../../core/oauth_errors.js';
 import { Exchange } from './exchange.js';
 
 type RouteHandler = (res: HttpResponse, req: HttpRequest) => void | Promise<void>;

@@ -1,7 +1,7 @@
 import { hkdfSync } from 'node:crypto';
 
 /**
- * The key of the DPoP server nonces (workers/protocol/dpop_nonce.ts), derived from the page secret
+ * The key of the DPoP server nonces (core/dpop_nonce.ts), derived from the page secret
  * with HKDF (RFC 5869) under its own label: every gateway that shares the page secret (the store's,
  * gateway/keys/page_secret.ts) accepts the others' nonces, and the derived key says nothing of the
  * secret the pages' cookies and CSRF tokens use.

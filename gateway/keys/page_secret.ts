@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { isStoreUnavailable, type Store } from '../../workers/store/store.js';
+import { isStoreUnavailable, type Store } from '../../core/store/store.js';
 import type { LoadedConfig } from '../config/load.js';
 import { readOrMakeOnce } from './shared_file.js';
 import { KeyEncryption } from './key_encryption.js';

@@ -4,11 +4,11 @@
  * record named after the key it follows, so of any number of gateways (and `tessera keys
  * rotate`) racing to add the successor of one key, exactly one key is created and all adopt it.
  */
-import type { Store } from '../../workers/store/store.js';
-import type { PublishedKeySet } from '../../workers/protocol/key_set.js';
-import type { SigningAlgorithm, SigningKeyMaterial } from '../../workers/protocol/signing_key.js';
+import type { Store } from '../../core/store/store.js';
+import type { PublishedKeySet } from '../../core/key_set.js';
+import type { SigningAlgorithm, SigningKeyMaterial } from '../../core/signing_key.js';
 import type { RotationPolicy } from '../config/signing_rotation.js';
-import { checkSigningKey, generateSigningKey } from '../key_loader.js';
+import { checkSigningKey, generateSigningKey } from './key_loader.js';
 import { byActivation, publishedSetOf, scheduleKeys, type ScheduledKey, type StoredSigningKey } from './stored_key.js';
 import { KeyEncryption } from './key_encryption.js';
 import { decodeStoredKey, encodeStoredKey, needsResealing, type StoredKeyRecord } from './stored_key_record.js';

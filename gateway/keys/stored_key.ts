@@ -3,8 +3,8 @@
  * each key signs, is retired and leaves the JWKS (docs/operations.md, "Signing keys and rotation").
  * Pure functions of the records and the clock, so every gateway computes the same set and order.
  */
-import type { KeyActivation, PublishedKeySet } from '../../workers/protocol/key_set.js';
-import type { SigningKeyMaterial } from '../../workers/protocol/signing_key.js';
+import type { KeyActivation, PublishedKeySet } from '../../core/key_set.js';
+import type { SigningKeyMaterial } from '../../core/signing_key.js';
 
 /** One store-kept key: its private JWK and its schedule (epoch ms). */
 export interface StoredSigningKey extends SigningKeyMaterial {

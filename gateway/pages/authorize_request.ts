@@ -1,16 +1,16 @@
-import type { RegisteredClient } from '../../workers/protocol/client_model.js';
-import type { FormParams } from '../../workers/protocol/token_task.js';
-import { parseAcrValues, type AcrValues } from '../../workers/grants/acr_values.js';
-import { isValidCodeChallenge } from '../../workers/grants/pkce.js';
-import { userPolicy, type GrantedScopes, type ScopeRules } from '../../workers/grants/scope_rules.js';
-import { narrowRequestedGrant } from '../../workers/grants/scope_narrowing.js';
+import type { RegisteredClient } from '../../core/client_model.js';
+import type { FormParams } from '../../wire/token_task.js';
+import { parseAcrValues, type AcrValues } from '../../core/rules/acr_values.js';
+import { isValidCodeChallenge } from '../../core/rules/pkce.js';
+import { userPolicy, type GrantedScopes, type ScopeRules } from '../../core/rules/scope_rules.js';
+import { narrowRequestedGrant } from '../../core/rules/scope_narrowing.js';
 import {
   AuthorizationErrors,
   OAuthError,
   OAuthErrors,
   type AuthorizationErrorEntry,
   type OAuthErrorEntry,
-} from '../../workers/protocol/oauth_errors.js';
+} from '../../core/oauth_errors.js';
 import { parseForm } from '../http/form_parser.js';
 
 /** A validated authorization request (RFC 6749 §4.1.1, OIDC Core §3.1.2.1, RFC 7636). */

@@ -1,19 +1,19 @@
 import type { Logger } from 'pino';
 import type { TemplatedApp } from 'uWebSockets.js';
 import type { TesseraConfig } from '../config/schema.js';
-import type { RegisteredClient } from '../../workers/protocol/client_model.js';
-import { OAuthErrors } from '../../workers/protocol/oauth_errors.js';
-import { FailureThrottle, type ThrottleState, whenBlockEnds } from '../../workers/store/throttles.js';
-import { isStoreUnavailable, type Store } from '../../workers/store/store.js';
-import { normalizeUserCode, userCodeKey, type DeviceCodeRecord, type UserCodeRecord } from '../../workers/tokens/device_code_record.js';
-import type { WorkerDispatcher } from '../worker_dispatcher.js';
-import { devicePagePath } from '../device_authorization_endpoint.js';
+import type { RegisteredClient } from '../../core/client_model.js';
+import { OAuthErrors } from '../../core/oauth_errors.js';
+import { FailureThrottle, type ThrottleState, whenBlockEnds } from '../../core/throttles.js';
+import { isStoreUnavailable, type Store } from '../../core/store/store.js';
+import { normalizeUserCode, userCodeKey, type DeviceCodeRecord, type UserCodeRecord } from '../../core/records/device_code_record.js';
+import type { WorkerDispatcher } from '../dispatch/worker_dispatcher.js';
+import { devicePagePath } from '../endpoints/device_authorization_endpoint.js';
 import { createPageRoute, errorPage, type PageRequest } from './page_form.js';
 import { readCookie, type PageSecrets, type Session } from './session.js';
 import { renderPage } from './templates.js';
 import { signIn } from './sign_in.js';
 import { clientName, ScopeDescriptions, showConsent, showLogin, showSignInOutcome, type LoginRetry } from './page_views.js';
-import type { AuditEvents } from '../events/audit_events.js';
+import type { AuditEvents } from '../observability/events/audit_events.js';
 
 const loginPath = `${devicePagePath}/login`;
 const consentPath = `${devicePagePath}/consent`;

@@ -1,7 +1,7 @@
 import { createLocalJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import type { TemplatedApp } from 'uWebSockets.js';
-import type { RegisteredClient } from '../../workers/protocol/client_model.js';
-import { publicJwk, type SigningKeyMaterial } from '../../workers/protocol/signing_key.js';
+import type { RegisteredClient } from '../../core/client_model.js';
+import { publicJwk, type SigningKeyMaterial } from '../../core/signing_key.js';
 import { createPageRoute, errorPage, type PageRequest } from './page_form.js';
 import type { PageSecrets } from './session.js';
 import { renderPage } from './templates.js';

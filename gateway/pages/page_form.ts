@@ -1,5 +1,5 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import type { FormParams } from '../../workers/protocol/token_task.js';
+import type { FormParams } from '../../wire/token_task.js';
 import { maxBodyBytes, readBody } from '../http/body_reader.js';
 import { Exchange } from '../http/exchange.js';
 import { isFormContentType } from '../http/form_request.js';

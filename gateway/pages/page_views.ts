@@ -1,4 +1,4 @@
-import type { RegisteredClient } from '../../workers/protocol/client_model.js';
+import type { RegisteredClient } from '../../core/client_model.js';
 import type { TesseraConfig } from '../config/schema.js';
 import { errorPage, type PageRequest } from './page_form.js';
 import type { PageSecrets, Session } from './session.js';

@@ -1,5 +1,5 @@
 import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { ClaimValue } from '../../workers/protocol/validator_api.js';
+import type { ClaimValue } from '../../core/validator_api.js';
 
 /** The signed-in user, as the session cookie carries it. */
 export interface Session {

@@ -1,6 +1,6 @@
-import { OAuthErrors } from '../../workers/protocol/oauth_errors.js';
-import type { AuditEvents } from '../events/audit_events.js';
-import type { WorkerDispatcher } from '../worker_dispatcher.js';
+import { OAuthErrors } from '../../core/oauth_errors.js';
+import type { AuditEvents } from '../observability/events/audit_events.js';
+import type { WorkerDispatcher } from '../dispatch/worker_dispatcher.js';
 import type { PageSecrets, Session } from './session.js';
 
 /** What a sign-in on a page came to. */
@@ -31,7 +31,7 @@ export async function signIn(
     params,
     address: input.address,
   });
-  // The worker's password check says how it ended (workers/protocol/task_facts.ts).
+  // The worker's password check says how it ended (wire/task_facts.ts).
   const login = facts?.login;
   if (login !== undefined) {
     events.emit({

@@ -1,5 +1,5 @@
 import type { PageSecretLoad } from '../keys/page_secret.js';
-import type { ValidatorReload } from '../validator_reload.js';
+import type { ValidatorReload } from '../validators/validator_reload.js';
 import type { GatewayRoutes } from './build_routes.js';
 import type { GatewayServices } from './build_services.js';
 import type { GatewayState } from './gateway_state.js';

@@ -1,16 +1,16 @@
 import type { Logger } from 'pino';
-import { registerClients, type RegisteredClient } from '../../workers/protocol/client_model.js';
+import { registerClients, type RegisteredClient } from '../../core/client_model.js';
 import { ClientAuthenticator } from '../client_authentication/authenticator.js';
 import { ClientKeys } from '../client_authentication/client_keys.js';
 import type { ClientAuthenticationDeps } from '../client_authentication/step.js';
-import { ClientAuthThrottle } from '../../workers/store/throttles.js';
+import { ClientAuthThrottle } from '../../core/throttles.js';
 import type { LoadedConfig } from '../config/load.js';
-import { createEndpointObservers } from '../endpoint_outcomes.js';
+import { createEndpointObservers } from '../observability/endpoint_outcomes.js';
 import { recordRoutes, RouteTable, type RouteSet } from '../http/route_table.js';
 import { TrustedProxies } from '../http/trusted_proxies.js';
 import type { KeyRing } from '../keys/key_ring.js';
-import { registerRoutes } from '../routes.js';
-import type { ValidatorReload } from '../validator_reload.js';
+import { registerRoutes } from '../endpoints/routes.js';
+import type { ValidatorReload } from '../validators/validator_reload.js';
 import type { GatewayServices } from './build_services.js';
 import type { GatewayState } from './gateway_state.js';
 

@@ -1,11 +1,11 @@
 import type { Piscina } from 'piscina';
-import { MemoryStore } from '../../workers/store/memory_store.js';
-import type { AuditEvents } from '../events/audit_events.js';
+import { MemoryStore } from '../../core/store/memory_store.js';
+import type { AuditEvents } from '../observability/events/audit_events.js';
 import { ServingState } from '../http/serving_state.js';
 import type { KeyRing } from '../keys/key_ring.js';
-import { GatewayMetrics } from '../metrics.js';
-import { StoreOutageLog } from '../store_outage_log.js';
-import { WorkerDispatcher } from '../worker_dispatcher.js';
+import { GatewayMetrics } from '../observability/metrics.js';
+import { StoreOutageLog } from '../observability/store_outage_log.js';
+import { WorkerDispatcher } from '../dispatch/worker_dispatcher.js';
 import type { GatewayState } from './gateway_state.js';
 import { signingKeyCreatedAt } from './start_keys.js';
 

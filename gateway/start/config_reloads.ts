@@ -1,8 +1,8 @@
-import type { ReloadableGateway } from '../config_reload.js';
-import { buildDiscoveryDocument } from '../discovery.js';
+import type { ReloadableGateway } from './config_reload.js';
+import { buildDiscoveryDocument } from '../endpoints/discovery.js';
 import type { Listener } from '../http/listener.js';
 import type { KeyRing } from '../keys/key_ring.js';
-import type { ValidatorReload } from '../validator_reload.js';
+import type { ValidatorReload } from '../validators/validator_reload.js';
 import type { GatewayRoutes } from './build_routes.js';
 import type { GatewayServices } from './build_services.js';
 import type { GatewayState } from './gateway_state.js';
@@ -19,7 +19,7 @@ export interface ReloadTargets {
 }
 
 /**
- * The running gateway as the config reload's steps (gateway/config_reload.ts) see it; the
+ * The running gateway as the config reload's steps (gateway/start/config_reload.ts) see it; the
  * throttle keeps its counts unless its limits change (`GatewayRoutes.replaceFor`).
  */
 export function reloadableGateway(state: GatewayState, targets: ReloadTargets): ReloadableGateway {

@@ -1,16 +1,16 @@
 import type { Piscina } from 'piscina';
 import type { Logger } from 'pino';
 import type { LoadedConfig } from '../config/load.js';
-import type { AuditEvents } from '../events/audit_events.js';
+import type { AuditEvents } from '../observability/events/audit_events.js';
 import type { Listener } from '../http/listener.js';
 import type { KeyRing } from '../keys/key_ring.js';
 import type { PageSecretLoad } from '../keys/page_secret.js';
-import { createLogger } from '../logger.js';
-import type { ManagementListener } from '../management_listener.js';
-import type { GatewayMetrics } from '../metrics.js';
+import { createLogger } from '../observability/logger.js';
+import type { ManagementListener } from '../observability/management_listener.js';
+import type { GatewayMetrics } from '../observability/metrics.js';
 import type { ProcessSlot, StartOptions } from './start_options.js';
-import { openTracing } from '../tracing/open_tracing.js';
-import type { RequestTracing } from '../tracing/request_tracing.js';
+import { openTracing } from '../observability/tracing/open_tracing.js';
+import type { RequestTracing } from '../observability/tracing/request_tracing.js';
 import type { OpenedStore } from './open_store.js';
 
 /**

@@ -1,7 +1,7 @@
 import { Listener } from '../http/listener.js';
-import type { GatewayMetrics } from '../metrics.js';
-import { startManagementListener } from '../management_listener.js';
-import type { ValidatorReload } from '../validator_reload.js';
+import type { GatewayMetrics } from '../observability/metrics.js';
+import { startManagementListener } from '../observability/management_listener.js';
+import type { ValidatorReload } from '../validators/validator_reload.js';
 import type { GatewayRoutes } from './build_routes.js';
 import type { GatewayState } from './gateway_state.js';
 

@@ -1,9 +1,9 @@
 import { pathToFileURL } from 'node:url';
 import { isGrantHandler } from '../../workers/grants/registry.js';
-import { builtInGrantTypes } from '../../workers/protocol/grant_types.js';
+import { builtInGrantTypes } from '../../core/grant_types.js';
 import type { StartOptions } from './start_options.js';
-import { loadValidatorModules, type ValidatorModule } from '../validator_loader.js';
-import type { ValidatorSources } from '../validator_reload.js';
+import { loadValidatorModules, type ValidatorModule } from '../validators/validator_loader.js';
+import type { ValidatorSources } from '../validators/validator_reload.js';
 
 /** The embedding code's grant modules and the grant types no validator may take. */
 export interface GrantModules {

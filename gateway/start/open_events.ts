@@ -1,5 +1,5 @@
-import type { AuditEvents } from '../events/audit_events.js';
-import { openAuditEvents } from '../events/open_audit_events.js';
+import type { AuditEvents } from '../observability/events/audit_events.js';
+import { openAuditEvents } from '../observability/events/open_audit_events.js';
 import type { GatewayState } from './gateway_state.js';
 
 /**

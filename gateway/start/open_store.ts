@@ -1,9 +1,9 @@
-import { newStoreCommandBuffers, StoreCommandStats } from '../../workers/protocol/store_command_stats.js';
-import { createStore } from '../../workers/store/create_store.js';
-import { MemoryStore } from '../../workers/store/memory_store.js';
-import type { Store } from '../../workers/store/store.js';
+import { newStoreCommandBuffers, StoreCommandStats } from '../../wire/store_command_stats.js';
+import { createStore } from '../../core/store/create_store.js';
+import { MemoryStore } from '../../core/store/memory_store.js';
+import type { Store } from '../../core/store/store.js';
 import type { LoadedConfig } from '../config/load.js';
-import { MemoryStoreHost } from '../store/memory_store_host.js';
+import { MemoryStoreHost } from '../dispatch/memory_store_host.js';
 
 /** The store this thread opened, with what the workers need to share it. */
 export interface OpenedStore {

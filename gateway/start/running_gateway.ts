@@ -1,4 +1,4 @@
-import { reloadConfig, type ReloadableGateway } from '../config_reload.js';
+import { reloadConfig, type ReloadableGateway } from './config_reload.js';
 import type { RunningGateway } from './start_options.js';
 import type { GatewayState } from './gateway_state.js';
 import type { Listening } from './listen.js';

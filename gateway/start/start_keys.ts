@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import path from 'node:path';
-import type { AuditEvents } from '../events/audit_events.js';
+import type { AuditEvents } from '../observability/events/audit_events.js';
 import { openKeyEncryption } from '../keys/key_encryption.js';
 import { KeyRing } from '../keys/key_ring.js';
 import { openPageSecret, type PageSecretLoad } from '../keys/page_secret.js';

@@ -1,10 +1,10 @@
 import type { SpanProcessor } from '@opentelemetry/sdk-trace';
 import type { Logger } from 'pino';
 import type { LoadedConfig } from '../config/load.js';
-import type { ReloadResult } from '../config_reload.js';
-import type { AuditEventHook, AuditEvents } from '../events/audit_events.js';
+import type { ReloadResult } from './config_reload.js';
+import type { AuditEventHook, AuditEvents } from '../observability/events/audit_events.js';
 import type { KeyReloadResult } from '../keys/key_ring.js';
-import type { GatewayMetrics } from '../metrics.js';
+import type { GatewayMetrics } from '../observability/metrics.js';
 
 export interface StartOptions {
   config: LoadedConfig;

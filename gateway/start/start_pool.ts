@@ -1,15 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import type { Piscina } from 'piscina';
 import type { LoadedConfig } from '../config/load.js';
-import type { AuditEvents } from '../events/audit_events.js';
+import type { AuditEvents } from '../observability/events/audit_events.js';
 import { deriveDPoPNonceKey } from '../keys/dpop_nonce_key.js';
 import type { KeyRing } from '../keys/key_ring.js';
-import type { ValidatorModule } from '../validator_loader.js';
-import { startWorkerPool } from '../worker_pool.js';
+import type { ValidatorModule } from '../validators/validator_loader.js';
+import { startWorkerPool } from '../dispatch/worker_pool.js';
 import type { GatewayState } from './gateway_state.js';
 import type { GrantModules } from './load_modules.js';
 
-/** Starts a booted worker pool on a config, serving these validators (gateway/worker_pool.ts). */
+/** Starts a booted worker pool on a config, serving these validators (gateway/dispatch/worker_pool.ts). */
 export type PoolStarter = (config: LoadedConfig, modules: readonly ValidatorModule[]) => Promise<Piscina>;
 
 /** What every pool the gateway starts shares: the key cell, the store, the grant modules. */

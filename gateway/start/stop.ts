@@ -1,7 +1,7 @@
 import type { Listener } from '../http/listener.js';
 import type { KeyRing } from '../keys/key_ring.js';
 import type { StopOptions } from './start_options.js';
-import type { ValidatorReload } from '../validator_reload.js';
+import type { ValidatorReload } from '../validators/validator_reload.js';
 import type { GatewayServices } from './build_services.js';
 import type { GatewayState } from './gateway_state.js';
 

@@ -1,7 +1,7 @@
-import { buildDiscoveryDocument } from '../discovery.js';
+import { buildDiscoveryDocument } from '../endpoints/discovery.js';
 import type { KeyRing } from '../keys/key_ring.js';
-import { ValidatorReload } from '../validator_reload.js';
-import { watchValidators } from '../validator_watcher.js';
+import { ValidatorReload } from '../validators/validator_reload.js';
+import { watchValidators } from '../validators/validator_watcher.js';
 import type { GatewayServices } from './build_services.js';
 import type { GatewayState } from './gateway_state.js';
 import type { GrantModules, LoadedValidators } from './load_modules.js';

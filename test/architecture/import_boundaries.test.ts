@@ -36,7 +36,7 @@ t.test('reports each import that breaks a rule, with its file and line', async (
     },
     workers: {
       grants: { 'secret_step.ts': "import type { Config } from '../../gateway/config.js';\nexport const step = (c: Config) => c;" },
-      tokens: { 'late.ts': "export const load = () => import('../../gateway/server.js');" },
+      tokens: { 'late.ts': "export const load = () => import('../../gateway/start/server.js');" },
       protocol: {
         'contract.ts': [
           "import type { Config } from '../../gateway/config.js';",
@@ -61,7 +61,7 @@ t.test('reports each import that breaks a rule, with its file and line', async (
     },
   });
   t.same(checkImportBoundaries(root).map(formatViolation).sort(), [
-    "gateway/server.ts:1 imports '../workers/grants/secret_step.js': gateway/ imports workers/ only through workers/protocol/ or a module of the allowlist in test/architecture/import_rules.ts",
+    "gateway/start/server.ts:1 imports '../workers/grants/secret_step.js': gateway/ imports workers/ only through workers/protocol/ or a module of the allowlist in test/architecture/import_rules.ts",
     "validator.ts:2 imports './gateway/server.js': validator.ts (tessera/validator) exports from workers/protocol/ only",
     "validators/bad.ts:1 imports 'tessera': validators/ import 'tessera/validator', node built-ins, npm packages and their own helpers only",
     "validators/bad.ts:2 imports '../workers/protocol/oauth_errors.js': validators/ import 'tessera/validator', node built-ins, npm packages and their own helpers only",

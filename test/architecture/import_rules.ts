@@ -29,27 +29,27 @@ export const gatewayMayImport: readonly AllowedWorkerModule[] = [
     why: 'the gateway opens the same store as the workers (pages, throttles, device authorization, development keys) and serves the in-memory one to them',
   },
   {
-    module: 'workers/crypto/password_hash.ts',
+    module: 'core/crypto/password_hash.ts',
     why: 'the CLI hashes passwords (hash-password) and config validation checks the hash format the workers verify',
   },
   {
-    module: 'workers/crypto/client_secret.ts',
+    module: 'core/crypto/client_secret.ts',
     why: 'the CLI prints the stored form of a client secret (hash-secret)',
   },
   {
-    module: 'workers/grants/scope_rules.ts',
+    module: 'core/rules/scope_rules.ts',
     why: 'the authorize and device pages, device authorization and discovery apply the same scope rules as the grants',
   },
   {
-    module: 'workers/grants/scope_narrowing.ts',
+    module: 'core/rules/scope_narrowing.ts',
     why: 'the authorize endpoint and device authorization read the scope and resource parameters (RFC 8707) as the grants do',
   },
   {
-    module: 'workers/grants/acr_values.ts',
+    module: 'core/rules/acr_values.ts',
     why: 'the login page reads acr_values (idp, tenant) as the password grant does',
   },
   {
-    module: 'workers/grants/pkce.ts',
+    module: 'core/rules/pkce.ts',
     why: 'the authorize endpoint checks the code challenge that the code grant verifies',
   },
   {
@@ -57,15 +57,15 @@ export const gatewayMayImport: readonly AllowedWorkerModule[] = [
     why: 'the gateway checks grant modules before the workers load them, and lists the built-in grant types it routes',
   },
   {
-    module: 'workers/tokens/authorization_code_record.ts',
+    module: 'core/records/authorization_code_record.ts',
     why: 'the authorize page writes the code record the code grant redeems',
   },
   {
-    module: 'workers/tokens/device_code_record.ts',
+    module: 'core/records/device_code_record.ts',
     why: 'device authorization and the device page write the records the device code grant redeems',
   },
   {
-    module: 'workers/tokens/refresh_token_handle.ts',
+    module: 'core/records/refresh_token_handle.ts',
     why: 'codes issued by the pages carry the grant family of the tokens redeemed from them',
   },
   {
@@ -73,7 +73,7 @@ export const gatewayMayImport: readonly AllowedWorkerModule[] = [
     why: 'discovery lists the claims the ID token builder can issue',
   },
   {
-    module: 'workers/typescript_loader.ts',
+    module: 'core/typescript_loader.ts',
     why: 'the gateway imports TypeScript validator modules to check them before the workers load them',
   },
 ];

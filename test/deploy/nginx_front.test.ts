@@ -13,7 +13,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { pino } from 'pino';
-import type { AuditEvent } from '../../gateway/events/audit_event.js';
+import type { AuditEvent } from '../../gateway/observability/events/audit_event.js';
 import { maxBodyBytes } from '../../gateway/http/body_reader.js';
 import { basicAuthorization } from '../helpers/basic_authorization.js';
 import { freePort } from '../helpers/free_port.js';

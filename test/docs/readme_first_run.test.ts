@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { loadConfigFile } from '../../gateway/config/load.js';
-import { startGateway } from '../../gateway/server.js';
+import { startGateway } from '../../gateway/start/server.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const readme = readFileSync(path.join(root, 'README.md'), 'utf8');

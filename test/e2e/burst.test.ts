@@ -2,7 +2,7 @@
 // "Limits"): every connection gets 200, or 503 with Retry-After where a bound refuses it, exactly
 // once and within a bound; the in-flight gauge is back to 0 afterwards; and a following burst of
 // 200 is served in full, so a burst leaves no capacity behind. The dispatcher's property test
-// (test/gateway/dispatcher_exactly_once.test.ts) checks the same promise over random faults.
+// (test/gateway/dispatch/dispatcher_exactly_once.test.ts) checks the same promise over random faults.
 import t, { type Test } from 'tap';
 import { burst, readGauge, type BurstOutcome } from '../helpers/burst.js';
 import { formPost } from '../helpers/release_at_once.js';

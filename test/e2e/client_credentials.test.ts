@@ -3,8 +3,8 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as oidc from 'openid-client';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
-import { generateSigningKey } from '../../gateway/key_loader.js';
-import { signingAlgorithms } from '../../workers/protocol/signing_key.js';
+import { generateSigningKey } from '../../gateway/keys/key_loader.js';
+import { signingAlgorithms } from '../../core/signing_key.js';
 import { appendixB, startTestGateway } from '../helpers/test_gateway.js';
 import { basicAuthorization } from '../helpers/basic_authorization.js';
 

@@ -1,6 +1,6 @@
 // What a newcomer runs: the compiled CLI (`npm start`, dist/) on the demo config, with the shipped
 // TypeScript validators loaded from validators/ at run time. The validators must see the same
-// validator API as the compiled gateway (workers/typescript_loader.ts), or every delegation and
+// validator API as the compiled gateway (core/typescript_loader.ts), or every delegation and
 // token exchange would be refused. Needs a current build (`npm run build`; `npm ci` builds).
 import t from 'tap';
 import { spawnSync } from 'node:child_process';

@@ -4,7 +4,7 @@
 // resource server written with jose that checks the binding as an API would; and the replay
 // cache and the nonces shared by both gateways; delegation and token exchange of a bound user token.
 // The single-gateway rejections are in
-// test/gateway/dpop_token_endpoint.test.ts and test/gateway/userinfo_endpoint_dpop.test.ts.
+// test/gateway/endpoints/dpop_token_endpoint.test.ts and test/gateway/endpoints/userinfo_endpoint_dpop.test.ts.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';

@@ -3,7 +3,7 @@
 // requests that need the store wait for their command timeout. One worker thread, so that on the
 // old single queue every request would have shared batches.
 import t from 'tap';
-import { newFamilyHandle, newFamilyId } from '../../workers/tokens/refresh_token_handle.js';
+import { newFamilyHandle, newFamilyId } from '../../core/records/refresh_token_handle.js';
 import { callbackUri, codeFlowClient } from '../helpers/authorize_flow.js';
 import { basicAuthorization } from '../helpers/basic_authorization.js';
 import { sendRedisCommand, startRedisServer } from '../helpers/redis_server.js';

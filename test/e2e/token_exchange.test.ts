@@ -4,7 +4,7 @@ import t, { type Test } from 'tap';
 import { fileURLToPath } from 'node:url';
 import * as oidc from 'openid-client';
 import { createRemoteJWKSet, decodeJwt, importJWK, jwtVerify, SignJWT } from 'jose';
-import { hashPassword } from '../../workers/crypto/password_hash.js';
+import { hashPassword } from '../../core/crypto/password_hash.js';
 import { sha256Secret, startTestGateway, writeSigningKey, type TestGateway } from '../helpers/test_gateway.js';
 import { basicAuthorization } from '../helpers/basic_authorization.js';
 

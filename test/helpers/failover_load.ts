@@ -5,7 +5,7 @@
  * say what happened before, during and after a failover.
  */
 import type { Test } from 'tap';
-import { hashPassword } from '../../workers/crypto/password_hash.js';
+import { hashPassword } from '../../core/crypto/password_hash.js';
 import { basicAuthorization } from './basic_authorization.js';
 import { offlineUserClient } from './password_users.js';
 

@@ -1,4 +1,4 @@
-import { OAuthError } from '../../workers/protocol/oauth_errors.js';
+import { OAuthError } from '../../core/oauth_errors.js';
 
 /** `error: description` of the OAuthError `fn` throws, `undefined` when it returns; any other throw propagates. */
 export function oauthErrorOf(fn: () => unknown): string | undefined {

@@ -1,4 +1,4 @@
-import { hashPassword } from '../../workers/crypto/password_hash.js';
+import { hashPassword } from '../../core/crypto/password_hash.js';
 import { sha256Secret } from './test_gateway.js';
 
 /** Users and clients for password-grant tests; hashes are made once per test file. */

@@ -3,7 +3,7 @@ import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
-import { generateSigningKey } from '../../gateway/key_loader.js';
+import { generateSigningKey } from '../../gateway/keys/key_loader.js';
 import { freePort } from './free_port.js';
 import { killAtExit } from './kill_at_exit.js';
 import { baseTestConfig } from './test_gateway.js';

@@ -6,11 +6,11 @@ import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
 import type { Test } from 'tap';
 import { validateConfig, type LoadedConfig } from '../../gateway/config/load.js';
-import { startGateway, type ReloadResult, type RunningGateway, type StartOptions } from '../../gateway/server.js';
-import { listValidatorFiles, peekGrantTypes } from '../../gateway/validator_loader.js';
+import { startGateway, type ReloadResult, type RunningGateway, type StartOptions } from '../../gateway/start/server.js';
+import { listValidatorFiles, peekGrantTypes } from '../../gateway/validators/validator_loader.js';
 import { freePort } from './free_port.js';
-import { generateSigningKey } from '../../gateway/key_loader.js';
-import type { SigningKeyMaterial } from '../../workers/protocol/signing_key.js';
+import { generateSigningKey } from '../../gateway/keys/key_loader.js';
+import type { SigningKeyMaterial } from '../../core/signing_key.js';
 
 export const sha256Secret = (secret: string): string => createHash('sha256').update(secret, 'utf8').digest('base64');
 

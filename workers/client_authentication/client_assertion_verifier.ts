@@ -1,10 +1,10 @@
 import { createPublicKey, hash, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { threadId } from 'node:worker_threads';
-import { keyFitsAlgorithm as keyFitsJwk, isClientAssertionAlgorithm, type ClientAssertionCheck } from '../protocol/client_assertion.js';
-import { keyFitsAlgorithm, verifyJwsSignature } from '../crypto/jws_signature.js';
-import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
-import type { PublicJwkConfig } from '../protocol/worker_config.js';
-import type { Store, StoreKey } from '../store/store.js';
+import { keyFitsAlgorithm as keyFitsJwk, isClientAssertionAlgorithm, type ClientAssertionCheck } from '../../core/client_assertion.js';
+import { keyFitsAlgorithm, verifyJwsSignature } from '../../core/crypto/jws_signature.js';
+import { OAuthError, OAuthErrors } from '../../core/oauth_errors.js';
+import type { PublicJwkConfig } from '../../core/worker_config.js';
+import type { Store, StoreKey } from '../../core/store/store.js';
 
 /** Imported keys kept per thread; past it the cache starts again (clients' keys are few). */
 const maxCachedKeys = 1024;
@@ -13,7 +13,7 @@ const skewMs = 5_000;
 
 /**
  * The worker's share of `private_key_jwt` (RFC 7523 §3, docs/architecture.md "Client
- * assertions"): the signature (workers/crypto/jws_signature.ts), against the candidate keys the gateway picked, then the `jti`
+ * assertions"): the signature (core/crypto/jws_signature.ts), against the candidate keys the gateway picked, then the `jti`
  * spent in the store until the assertion's `exp`, atomically, so that of any number of
  * presentations on any number of gateways sharing the store exactly one passes (RFC 7523 §3
  * item 7). Every refusal is `invalid_client`; the reason goes to the log, and a replay has its

@@ -6,8 +6,8 @@
 import { hash, randomUUID } from 'node:crypto';
 import type { JWK } from 'jose';
 import { verifyProofJws } from './proof_jws.js';
-import type { DPoPNonces } from '../protocol/dpop_nonce.js';
-import type { Store, StoreKey } from '../store/store.js';
+import type { DPoPNonces } from '../../core/dpop_nonce.js';
+import type { Store, StoreKey } from '../../core/store/store.js';
 
 /** What the request a proof came with must match. */
 export interface ProofExpectation {

@@ -8,9 +8,9 @@
  */
 import { createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
 import type { JWK } from 'jose';
-import { decodeJsonObject, signingInputOf, splitCompactJws } from '../crypto/compact_jws.js';
-import { keyFitsAlgorithm, verifyJwsSignature } from '../crypto/jws_signature.js';
-import { dpopSigningAlgorithms } from '../protocol/dpop_algorithms.js';
+import { decodeJsonObject, signingInputOf, splitCompactJws } from '../../core/crypto/compact_jws.js';
+import { keyFitsAlgorithm, verifyJwsSignature } from '../../core/crypto/jws_signature.js';
+import { dpopSigningAlgorithms } from '../../core/dpop_algorithms.js';
 
 type DPoPAlgorithm = (typeof dpopSigningAlgorithms)[number];
 

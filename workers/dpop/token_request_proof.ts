@@ -3,10 +3,10 @@
  * and turned into the key thumbprint the grant binds its tokens to. The revocation endpoint's
  * proofs (revoking a bound refresh token) are checked the same way, for its own URL.
  */
-import type { RegisteredClient } from '../protocol/client_model.js';
-import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
-import type { DPoPConfig } from '../protocol/worker_config.js';
-import { requiresDPoPNonce } from '../protocol/dpop_nonce.js';
+import type { RegisteredClient } from '../../core/client_model.js';
+import { OAuthError, OAuthErrors } from '../../core/oauth_errors.js';
+import type { DPoPConfig } from '../../core/worker_config.js';
+import { requiresDPoPNonce } from '../../core/dpop_nonce.js';
 import { normalizeHtu, verifyDPoPProof, type DPoPProofServices } from './dpop_proof.js';
 
 export class TokenRequestProofs {

@@ -1,11 +1,11 @@
 import type { JWTPayload } from 'jose';
-import type { Store } from '../store/store.js';
-import { parseRefreshHandle } from '../tokens/refresh_token_handle.js';
+import type { Store } from '../../core/store/store.js';
+import { parseRefreshHandle } from '../../core/records/refresh_token_handle.js';
 import type { RefreshTokenRecord } from '../tokens/refresh_token_record.js';
 import { boundKeyOf, type AccessTokenValidator } from '../tokens/token_validator.js';
-import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
-import type { FormParams } from '../protocol/token_task.js';
-import type { IntrospectionThrottle } from '../store/throttles.js';
+import { OAuthError, OAuthErrors } from '../../core/oauth_errors.js';
+import type { FormParams } from '../../wire/token_task.js';
+import type { IntrospectionThrottle } from '../../core/throttles.js';
 
 export const inactive = '{"active":false}';
 

@@ -1,14 +1,14 @@
-import type { RegisteredClient } from '../protocol/client_model.js';
-import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
+import type { RegisteredClient } from '../../core/client_model.js';
+import { OAuthError, OAuthErrors } from '../../core/oauth_errors.js';
 import type { TokenRequestProofs } from '../dpop/token_request_proof.js';
-import type { Store } from '../store/store.js';
-import { parseRefreshHandle } from '../tokens/refresh_token_handle.js';
+import type { Store } from '../../core/store/store.js';
+import { parseRefreshHandle } from '../../core/records/refresh_token_handle.js';
 import type { RefreshTokenRecord } from '../tokens/refresh_token_record.js';
 import { denyAccessToken, revokeRefreshFamily } from '../tokens/token_revocation.js';
 import type { AccessTokenValidator } from '../tokens/token_validator.js';
-import type { FormParams } from '../protocol/token_task.js';
+import type { FormParams } from '../../wire/token_task.js';
 import { noteRevoked } from '../task_facts_recorder.js';
-import type { TaskFacts } from '../protocol/task_facts.js';
+import type { TaskFacts } from '../../wire/task_facts.js';
 
 export interface RevocationServices {
   readonly tokenValidator: AccessTokenValidator;

@@ -1,8 +1,8 @@
-import { BearerErrors, DPoPErrors, OAuthError, OAuthErrors, type BearerErrorEntry } from '../protocol/oauth_errors.js';
-import type { RegisteredClient } from '../protocol/client_model.js';
-import type { ClaimValue } from '../protocol/validator_api.js';
+import { BearerErrors, DPoPErrors, OAuthError, OAuthErrors, type BearerErrorEntry } from '../../core/oauth_errors.js';
+import type { RegisteredClient } from '../../core/client_model.js';
+import type { ClaimValue } from '../../core/validator_api.js';
 import type { UserProfiles } from '../grants/user_profiles.js';
-import { errorResult, successResult, type TokenTaskResult, type UserInfoItem } from '../protocol/token_task.js';
+import { errorResult, successResult, type TokenTaskResult, type UserInfoItem } from '../../wire/token_task.js';
 import { verifyDPoPProof, type DPoPProofServices } from '../dpop/dpop_proof.js';
 import type { IdentityClaims } from '../tokens/identity_claims.js';
 import { boundKeyOf, type AccessTokenValidator } from '../tokens/token_validator.js';

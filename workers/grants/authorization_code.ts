@@ -1,12 +1,12 @@
-import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
-import type { RegisteredClient } from '../protocol/client_model.js';
-import type { TaskFacts } from '../protocol/task_facts.js';
-import { parseFamilyHandle, type FamilyHandle } from '../tokens/refresh_token_handle.js';
-import type { AuthorizationCodeRecord } from '../tokens/authorization_code_record.js';
+import { OAuthError, OAuthErrors } from '../../core/oauth_errors.js';
+import type { RegisteredClient } from '../../core/client_model.js';
+import type { TaskFacts } from '../../wire/task_facts.js';
+import { parseFamilyHandle, type FamilyHandle } from '../../core/records/refresh_token_handle.js';
+import type { AuthorizationCodeRecord } from '../../core/records/authorization_code_record.js';
 import type { GrantHandler } from './grant_handler.js';
-import { verifyCodeVerifier } from './pkce.js';
+import { verifyCodeVerifier } from '../../core/rules/pkce.js';
 import { refuseRedeemed, type SingleUseItem } from './redeem_once.js';
-import { narrowStoredGrant } from './scope_narrowing.js';
+import { narrowStoredGrant } from '../../core/rules/scope_narrowing.js';
 import { issueTokens } from './token_issuance.js';
 
 const invalidCode = (): OAuthError => new OAuthError(OAuthErrors.invalidAuthorizationCode);

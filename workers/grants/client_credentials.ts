@@ -1,6 +1,6 @@
 import type { GrantHandler } from './grant_handler.js';
-import { narrowRequestedGrant } from './scope_narrowing.js';
-import { clientOnlyPolicy } from './scope_rules.js';
+import { narrowRequestedGrant } from '../../core/rules/scope_narrowing.js';
+import { clientOnlyPolicy } from '../../core/rules/scope_rules.js';
 import { signAccessToken, tokenResponse } from './token_issuance.js';
 
 /**

@@ -1,10 +1,10 @@
-import type { UserConfig } from '../protocol/worker_config.js';
-import { verifyPassword } from '../crypto/password_hash.js';
+import type { UserConfig } from '../../core/worker_config.js';
+import { verifyPassword } from '../../core/crypto/password_hash.js';
 import {
   GrantValidationResult,
   type ResourceOwnerPasswordValidationContext,
   type ResourceOwnerPasswordValidator,
-} from '../protocol/validator_api.js';
+} from '../../core/validator_api.js';
 
 /**
  * The built-in password check against the config's `users`. A user matches only within the

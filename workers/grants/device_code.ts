@@ -1,9 +1,9 @@
-import { deviceCodeGrantType } from '../protocol/grant_types.js';
-import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
-import { parseFamilyHandle } from '../tokens/refresh_token_handle.js';
-import { pollStateKey, type DeviceCodeRecord, type PollState } from '../tokens/device_code_record.js';
+import { deviceCodeGrantType } from '../../core/grant_types.js';
+import { OAuthError, OAuthErrors } from '../../core/oauth_errors.js';
+import { parseFamilyHandle } from '../../core/records/refresh_token_handle.js';
+import { pollStateKey, type DeviceCodeRecord, type PollState } from '../../core/records/device_code_record.js';
 import type { GrantHandler } from './grant_handler.js';
-import { narrowStoredGrant } from './scope_narrowing.js';
+import { narrowStoredGrant } from '../../core/rules/scope_narrowing.js';
 import { issueTokens } from './token_issuance.js';
 
 const invalidDeviceCode = (): OAuthError => new OAuthError(OAuthErrors.invalidDeviceCode);

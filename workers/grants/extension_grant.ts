@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { createValidatorErrorEntry, isTokenRequestError, OAuthError, OAuthErrors, TokenRequestErrors } from '../protocol/oauth_errors.js';
+import { createValidatorErrorEntry, isTokenRequestError, OAuthError, OAuthErrors, TokenRequestErrors } from '../../core/oauth_errors.js';
 import {
   authenticationMethods,
   GrantValidationResult,
@@ -12,12 +12,12 @@ import {
   type RawParameters,
   type ValidatedTokenRequest,
   type TokenValidationResult,
-} from '../protocol/validator_api.js';
-import type { FormParams } from '../protocol/token_task.js';
-import type { WorkerConfig } from '../protocol/worker_config.js';
+} from '../../core/validator_api.js';
+import type { FormParams } from '../../wire/token_task.js';
+import type { WorkerConfig } from '../../core/worker_config.js';
 import { protectedClaims } from '../tokens/access_token.js';
 import type { GrantHandler, GrantRequest, GrantServices, TokenResponse } from './grant_handler.js';
-import { clientOnlyPolicy, userPolicy } from './scope_rules.js';
+import { clientOnlyPolicy, userPolicy } from '../../core/rules/scope_rules.js';
 import { issueTokens } from './token_issuance.js';
 import { checkedGrantClaims, isPlainObject, runWithTimeout, validatedClient } from './user_module_calls.js';
 import { validatedTokens } from '../tokens/validated_tokens.js';

@@ -1,11 +1,11 @@
 import type { Logger } from 'pino';
-import type { Store } from '../store/store.js';
-import type { RegisteredClient } from '../protocol/client_model.js';
-import type { FormParams } from '../protocol/token_task.js';
-import type { TaskFacts } from '../protocol/task_facts.js';
+import type { Store } from '../../core/store/store.js';
+import type { RegisteredClient } from '../../core/client_model.js';
+import type { FormParams } from '../../wire/token_task.js';
+import type { TaskFacts } from '../../wire/task_facts.js';
 import type { JwtSigner } from '../tokens/jwt_signer.js';
 import type { IdTokenBuilder } from '../tokens/id_token.js';
-import type { ScopeRules } from './scope_rules.js';
+import type { ScopeRules } from '../../core/rules/scope_rules.js';
 import type { UserProfiles } from './user_profiles.js';
 
 /** What every grant handler may use; one instance per worker thread. */

@@ -1,18 +1,18 @@
 import type { Logger } from 'pino';
-import { createValidatorErrorEntry, isTokenRequestError, OAuthError, OAuthErrors, TokenRequestErrors } from '../protocol/oauth_errors.js';
+import { createValidatorErrorEntry, isTokenRequestError, OAuthError, OAuthErrors, TokenRequestErrors } from '../../core/oauth_errors.js';
 import {
   GrantValidationResult,
   type ClaimValue,
   type ResourceOwnerPasswordValidationContext,
   type ResourceOwnerPasswordValidator,
-} from '../protocol/validator_api.js';
-import { parseAcrValues } from './acr_values.js';
+} from '../../core/validator_api.js';
+import { parseAcrValues } from '../../core/rules/acr_values.js';
 import { grantClaims, isResult, signInProblem, validatedRequest } from './extension_grant.js';
 import { runWithTimeout } from './user_module_calls.js';
-import { type FailureThrottle, type ThrottleState, whenBlockEnds } from '../store/throttles.js';
+import { type FailureThrottle, type ThrottleState, whenBlockEnds } from '../../core/throttles.js';
 import type { GrantHandler, GrantRequest, GrantServices } from './grant_handler.js';
-import { narrowRequestedGrant } from './scope_narrowing.js';
-import { userPolicy, type GrantedScopes } from './scope_rules.js';
+import { narrowRequestedGrant } from '../../core/rules/scope_narrowing.js';
+import { userPolicy, type GrantedScopes } from '../../core/rules/scope_rules.js';
 import { issueTokens } from './token_issuance.js';
 import { noteLogin } from '../task_facts_recorder.js';
 

@@ -5,10 +5,10 @@
  * of concurrent redemptions exactly one wins; a redemption that finds the item consumed already
  * is a replay, and a replayed item revokes what it was exchanged for: someone else may hold it.
  */
-import type { OAuthError } from '../protocol/oauth_errors.js';
-import type { ReusedItem, TaskFacts } from '../protocol/task_facts.js';
+import type { OAuthError } from '../../core/oauth_errors.js';
+import type { ReusedItem, TaskFacts } from '../../wire/task_facts.js';
 import { noteReuse } from '../task_facts_recorder.js';
-import type { CompanionRecord, ConsumeResult, StoreKey } from '../store/store.js';
+import type { CompanionRecord, ConsumeResult, StoreKey } from '../../core/store/store.js';
 import { revokeRefreshFamily } from '../tokens/token_revocation.js';
 import type { GrantServices } from './grant_handler.js';
 

@@ -1,5 +1,5 @@
-import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
-import { newRefreshHandle, parseRefreshHandle, type FamilyHandle } from '../tokens/refresh_token_handle.js';
+import { OAuthError, OAuthErrors } from '../../core/oauth_errors.js';
+import { newRefreshHandle, parseRefreshHandle, type FamilyHandle } from '../../core/records/refresh_token_handle.js';
 import { refreshExpiry, type RefreshTokenRecord } from '../tokens/refresh_token_record.js';
 import { openRetryRecord, retriableSuccessor, type RetryRecord, type RetryRecordV2 } from '../tokens/refresh_token_retry.js';
 import { issuedAccessTokenRecord, recordIssuedAccessToken } from '../tokens/token_revocation.js';
@@ -10,12 +10,12 @@ import {
   type CompanionRecord,
   type Store,
   type StoreKey,
-} from '../store/store.js';
+} from '../../core/store/store.js';
 import type { GrantHandler, GrantRequest, GrantServices, TokenResponse } from './grant_handler.js';
 import { refuseOutcome, type SingleUseItem } from './redeem_once.js';
-import { narrowStoredGrant } from './scope_narrowing.js';
-import type { RegisteredClient } from '../protocol/client_model.js';
-import type { TaskFacts } from '../protocol/task_facts.js';
+import { narrowStoredGrant } from '../../core/rules/scope_narrowing.js';
+import type { RegisteredClient } from '../../core/client_model.js';
+import type { TaskFacts } from '../../wire/task_facts.js';
 import { profiledGrant, signAccessToken, signIdToken, tokenResponse } from './token_issuance.js';
 
 const invalidGrant = (): OAuthError => new OAuthError(OAuthErrors.invalidRefreshToken);

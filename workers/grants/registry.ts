@@ -1,4 +1,4 @@
-import { builtInGrantTypes, deviceCodeGrantType, type BuiltInGrantType } from '../protocol/grant_types.js';
+import { builtInGrantTypes, deviceCodeGrantType, type BuiltInGrantType } from '../../core/grant_types.js';
 import { clientCredentialsGrant } from './client_credentials.js';
 import { refreshTokenGrant } from './refresh_token.js';
 import { authorizationCodeGrant } from './authorization_code.js';

@@ -1,5 +1,5 @@
-import type { ClaimValue } from '../protocol/validator_api.js';
-import type { GrantedScopes } from './scope_rules.js';
+import type { ClaimValue } from '../../core/validator_api.js';
+import type { GrantedScopes } from '../../core/rules/scope_rules.js';
 
 /** What a grant decided; the shared last step turns it into tokens. */
 export interface TokenGrant {

@@ -5,10 +5,10 @@
  * malformed or when they would set a claim the service owns (validators/README.md).
  */
 import type { Logger } from 'pino';
-import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
-import type { RegisteredClient } from '../protocol/client_model.js';
-import type { ClaimValue, ValidatedTokenRequest } from '../protocol/validator_api.js';
-import { isStoreUnavailable } from '../store/store.js';
+import { OAuthError, OAuthErrors } from '../../core/oauth_errors.js';
+import type { RegisteredClient } from '../../core/client_model.js';
+import type { ClaimValue, ValidatedTokenRequest } from '../../core/validator_api.js';
+import { isStoreUnavailable } from '../../core/store/store.js';
 import { protectedClaims } from '../tokens/access_token.js';
 
 /**

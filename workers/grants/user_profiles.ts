@@ -1,13 +1,13 @@
 import type { Logger } from 'pino';
-import { OAuthError, OAuthErrors } from '../protocol/oauth_errors.js';
-import type { RegisteredClient } from '../protocol/client_model.js';
-import type { ClaimValue, ProfileDataCaller, ProfileService } from '../protocol/validator_api.js';
+import { OAuthError, OAuthErrors } from '../../core/oauth_errors.js';
+import type { RegisteredClient } from '../../core/client_model.js';
+import type { ClaimValue, ProfileDataCaller, ProfileService } from '../../core/validator_api.js';
 import type { IdentityClaims } from '../tokens/identity_claims.js';
 import { checkedGrantClaims, runWithTimeout, validatedClient } from './user_module_calls.js';
 import type { ProfileClaims, TokenGrant } from './token_grant.js';
 
 /**
- * Runs the profile service of `validatorsDir` (workers/protocol/validator_api.ts `ProfileService`,
+ * Runs the profile service of `validatorsDir` (core/validator_api.ts `ProfileService`,
  * IdentityServer's `IProfileService`) under the validators' rules: within `validatorTimeoutMs`, a
  * throw is `invalid_grant` and a timeout `temporarily_unavailable`, its messages only logged.
  */

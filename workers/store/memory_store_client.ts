@@ -1,8 +1,8 @@
 /**
  * The in-memory store seen from a worker thread: a {@link Store} whose every call is one request
  * on this worker's own `MessagePort` to the main thread's `MemoryStore`, answered on the same
- * port (the wire is `workers/protocol/store_bridge.ts`; the main-thread half is
- * `gateway/store/memory_store_host.ts`). Same semantics as the store it reaches, one
+ * port (the wire is `wire/store_bridge.ts`; the main-thread half is
+ * `gateway/dispatch/memory_store_host.ts`). Same semantics as the store it reaches, one
  * structured-clone hop away. Record values are packed and unpacked here, on the worker
  * (`packing_store.ts`): what crosses is one string per record.
  */
@@ -15,9 +15,9 @@ import {
   type BridgeResponse,
   type StoreMethod,
   type StorePortOffer,
-} from '../protocol/store_bridge.js';
-import { PackingStore, type PackedRecords } from './packing_store.js';
-import { FamilyRevokedError, StoreUnavailableError, type Store } from './store.js';
+} from '../../wire/store_bridge.js';
+import { PackingStore, type PackedRecords } from '../../core/store/packing_store.js';
+import { FamilyRevokedError, StoreUnavailableError, type Store } from '../../core/store/store.js';
 
 /** A call with no answer after this long rejects with StoreUnavailableError, unless told otherwise. */
 export const defaultBridgeTimeoutMs = 2000;

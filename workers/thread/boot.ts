@@ -1,47 +1,47 @@
 import { threadId } from 'node:worker_threads';
 import { pino, type Logger } from 'pino';
 import { ClientAssertionVerifier } from '../client_authentication/client_assertion_verifier.js';
-import { hashPassword } from '../crypto/password_hash.js';
+import { hashPassword } from '../../core/crypto/password_hash.js';
 import { normalizeHtu } from '../dpop/dpop_proof.js';
 import { TokenRequestProofs } from '../dpop/token_request_proof.js';
 import type { IntrospectionServices } from '../endpoints/introspection.js';
-import { IntrospectionThrottle } from '../store/throttles.js';
+import { IntrospectionThrottle } from '../../core/throttles.js';
 import type { RevocationServices } from '../endpoints/revocation.js';
 import type { UserInfoServices } from '../endpoints/userinfo.js';
 import { ConfigUserPasswordValidator } from '../grants/config_user_validator.js';
 import { extensionGrantHandler, validatorApiResources } from '../grants/extension_grant.js';
-import { FailureThrottle } from '../store/throttles.js';
+import { FailureThrottle } from '../../core/throttles.js';
 import type { GrantServices } from '../grants/grant_handler.js';
 import { createPasswordGrant, createResourceOwnerAuthenticator, type ResourceOwnerAuthenticator } from '../grants/password.js';
 import { GrantRegistry, isGrantHandler } from '../grants/registry.js';
-import { ScopeRules } from '../grants/scope_rules.js';
+import { ScopeRules } from '../../core/rules/scope_rules.js';
 import { UserProfiles } from '../grants/user_profiles.js';
-import { registerClients } from '../protocol/client_model.js';
-import { DPoPNonces } from '../protocol/dpop_nonce.js';
-import { KeySetCell } from '../protocol/key_set_cell.js';
-import { StoreCommandStats } from '../protocol/store_command_stats.js';
+import { registerClients } from '../../core/client_model.js';
+import { DPoPNonces } from '../../core/dpop_nonce.js';
+import { KeySetCell } from '../../wire/key_set_cell.js';
+import { StoreCommandStats } from '../../wire/store_command_stats.js';
 import type {
   ExtensionGrantValidator,
   ProfileServiceClass,
   ResourceOwnerPasswordValidator,
   ValidatorServices,
-} from '../protocol/validator_api.js';
-import type { WorkerBootData } from '../protocol/worker_boot.js';
-import { createStore } from '../store/create_store.js';
-import type { Store } from '../store/store.js';
+} from '../../core/validator_api.js';
+import type { WorkerBootData } from '../../wire/worker_boot.js';
+import { createStore } from '../../core/store/create_store.js';
+import type { Store } from '../../core/store/store.js';
 import { noteStoreCommand } from '../task_facts_recorder.js';
 import { IdTokenBuilder } from '../tokens/id_token.js';
 import { IdentityClaims } from '../tokens/identity_claims.js';
 import { SigningKeyRing } from '../tokens/signing_key_ring.js';
 import { AccessTokenValidator } from '../tokens/token_validator.js';
-import { ensureTypeScriptLoader, isTypeScriptModule } from '../typescript_loader.js';
+import { ensureTypeScriptLoader, isTypeScriptModule } from '../../core/typescript_loader.js';
 
 /** What the introspection, revocation and UserInfo endpoints read. */
 export type EndpointServices = IntrospectionServices & RevocationServices & UserInfoServices;
 
 /**
  * One worker thread, booted: everything that does not change per request, built once at thread
- * start from the gateway's boot data (workers/protocol/worker_boot.ts).
+ * start from the gateway's boot data (wire/worker_boot.ts).
  */
 export interface BootedWorker {
   readonly boot: WorkerBootData;

@@ -1,10 +1,10 @@
 import { introspect } from '../endpoints/introspection.js';
 import { revoke } from '../endpoints/revocation.js';
 import { userInfo } from '../endpoints/userinfo.js';
-import { OAuthError } from '../protocol/oauth_errors.js';
-import type { TaskFacts } from '../protocol/task_facts.js';
-import { errorResult, successResult, type TaskItem, type TokenItem, type TokenTaskResult } from '../protocol/token_task.js';
-import { isStoreUnavailable } from '../store/store.js';
+import { OAuthError } from '../../core/oauth_errors.js';
+import type { TaskFacts } from '../../wire/task_facts.js';
+import { errorResult, successResult, type TaskItem, type TokenItem, type TokenTaskResult } from '../../wire/token_task.js';
+import { isStoreUnavailable } from '../../core/store/store.js';
 import { timingStoreCommands } from '../task_facts_recorder.js';
 import type { BootedWorker } from './boot.js';
 import { handleLogin } from './login.js';

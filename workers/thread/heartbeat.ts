@@ -1,8 +1,8 @@
-import { BatchState, heartbeatIntervalMs, heartbeatSlot, stateSlot } from '../protocol/batch_control.js';
+import { BatchState, heartbeatIntervalMs, heartbeatSlot, stateSlot } from '../../wire/batch_control.js';
 
 /**
  * The control blocks of the batches this thread runs now; their heartbeats move together, and
- * stop together when something blocks the thread (workers/protocol/batch_control.ts). The
+ * stop together when something blocks the thread (wire/batch_control.ts). The
  * gateway's watchdog terminates a thread whose heartbeat stopped (docs/operations.md, "Worker faults").
  */
 export class BatchHeartbeat {

@@ -1,6 +1,6 @@
-import { userPolicy } from '../grants/scope_rules.js';
-import type { TaskFacts } from '../protocol/task_facts.js';
-import { successResult, type LoginItem, type TokenTaskResult } from '../protocol/token_task.js';
+import { userPolicy } from '../../core/rules/scope_rules.js';
+import type { TaskFacts } from '../../wire/task_facts.js';
+import { successResult, type LoginItem, type TokenTaskResult } from '../../wire/token_task.js';
 import type { BootedWorker } from './boot.js';
 import { serverError } from './task_results.js';
 

@@ -1,6 +1,6 @@
-import { OAuthErrors } from '../protocol/oauth_errors.js';
-import type { TaskFacts } from '../protocol/task_facts.js';
-import { errorResult, type TokenTaskResult } from '../protocol/token_task.js';
+import { OAuthErrors } from '../../core/oauth_errors.js';
+import type { TaskFacts } from '../../wire/task_facts.js';
+import { errorResult, type TokenTaskResult } from '../../wire/token_task.js';
 
 export const serverError: TokenTaskResult = errorResult(OAuthErrors.serverError);
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { RegisteredClient } from '../protocol/client_model.js';
-import type { GrantedScopes } from '../grants/scope_rules.js';
-import type { ClaimValue } from '../protocol/validator_api.js';
+import type { RegisteredClient } from '../../core/client_model.js';
+import type { GrantedScopes } from '../../core/rules/scope_rules.js';
+import type { ClaimValue } from '../../core/validator_api.js';
 
 /** Claims a client or an extension grant can never set: they carry the token's meaning. */
 export const protectedClaims: ReadonlySet<string> = new Set([

@@ -1,9 +1,9 @@
 import { hash } from 'node:crypto';
-import type { WorkerConfig } from '../protocol/worker_config.js';
-import type { RegisteredClient } from '../protocol/client_model.js';
-import type { GrantedScopes } from '../grants/scope_rules.js';
-import type { ClaimValue } from '../protocol/validator_api.js';
-import type { SigningAlgorithm } from '../protocol/signing_key.js';
+import type { WorkerConfig } from '../../core/worker_config.js';
+import type { RegisteredClient } from '../../core/client_model.js';
+import type { GrantedScopes } from '../../core/rules/scope_rules.js';
+import type { ClaimValue } from '../../core/validator_api.js';
+import type { SigningAlgorithm } from '../../core/signing_key.js';
 import { IdentityClaims } from './identity_claims.js';
 
 export interface IdTokenInput {

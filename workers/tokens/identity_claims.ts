@@ -1,4 +1,4 @@
-import type { WorkerConfig } from '../protocol/worker_config.js';
+import type { WorkerConfig } from '../../core/worker_config.js';
 
 /**
  * The claims a user's identity scopes release (OIDC Core §5.4): each identity resource names its

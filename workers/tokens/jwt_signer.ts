@@ -1,5 +1,5 @@
 import { constants, sign, type KeyObject, type SignKeyObjectInput } from 'node:crypto';
-import { importPrivateKey, type SigningAlgorithm, type SigningKeyMaterial } from '../protocol/signing_key.js';
+import { importPrivateKey, type SigningAlgorithm, type SigningKeyMaterial } from '../../core/signing_key.js';
 
 /**
  * Compact JWS signing on node:crypto. Measured on these machines, `crypto.sign` does about 31k

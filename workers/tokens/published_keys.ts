@@ -9,9 +9,9 @@
  * forgery against jose's own verdict.
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
-import { decodeJsonObject, signingInputOf, splitCompactJws } from '../crypto/compact_jws.js';
-import { keyFitsAlgorithm, verifyJwsSignature } from '../crypto/jws_signature.js';
-import { importPrivateKey, type SigningAlgorithm, type SigningKeyMaterial } from '../protocol/signing_key.js';
+import { decodeJsonObject, signingInputOf, splitCompactJws } from '../../core/crypto/compact_jws.js';
+import { keyFitsAlgorithm, verifyJwsSignature } from '../../core/crypto/jws_signature.js';
+import { importPrivateKey, type SigningAlgorithm, type SigningKeyMaterial } from '../../core/signing_key.js';
 
 /** Why a JWS is refused: jose's error codes (`src/util/errors.ts`) for the same checks. */
 export type JwsRefusal =

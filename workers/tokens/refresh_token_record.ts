@@ -1,5 +1,5 @@
-import type { ClientConfig } from '../protocol/worker_config.js';
-import type { ClaimValue } from '../protocol/validator_api.js';
+import type { ClientConfig } from '../../core/worker_config.js';
+import type { ClaimValue } from '../../core/validator_api.js';
 
 /** What the store keeps for one refresh token (docs/storage.md, keyed by SHA-256 of the handle). */
 export interface RefreshTokenRecord {

@@ -14,9 +14,9 @@
  * versions wrote; they still open, for the rotations of a rolling upgrade.
  */
 import { createDecipheriv, createHmac, hash } from 'node:crypto';
-import { pooledRandomBytes } from '../crypto/random_pool.js';
-import type { CompanionRecord, StoreKey } from '../store/store.js';
-import { familyHandleOf, type FamilyHandle } from './refresh_token_handle.js';
+import { pooledRandomBytes } from '../../core/crypto/random_pool.js';
+import type { CompanionRecord, StoreKey } from '../../core/store/store.js';
+import { familyHandleOf, type FamilyHandle } from '../../core/records/refresh_token_handle.js';
 
 /** What the store keeps: a nonce, nothing usable without the old handle. */
 export type RetryRecord = RetryRecordV2 | RetryRecordV1;

@@ -1,7 +1,7 @@
-import { signingKeyAt, type PublishedKeySet } from '../protocol/key_set.js';
-import type { KeySetCell } from '../protocol/key_set_cell.js';
-import type { SigningKeyMaterial } from '../protocol/signing_key.js';
-import { StoreUnavailableError } from '../store/store.js';
+import { signingKeyAt, type PublishedKeySet } from '../../core/key_set.js';
+import type { KeySetCell } from '../../wire/key_set_cell.js';
+import type { SigningKeyMaterial } from '../../core/signing_key.js';
+import { StoreUnavailableError } from '../../core/store/store.js';
 import { JwtSigner } from './jwt_signer.js';
 
 /**
@@ -10,7 +10,7 @@ import { JwtSigner } from './jwt_signer.js';
  * per batch: one atomic load, and one clock comparison against the next activation.
  */
 export class SigningKeyRing {
-  // Version 0, before the gateway's first write, is the empty set (workers/protocol/key_set_cell.ts).
+  // Version 0, before the gateway's first write, is the empty set (wire/key_set_cell.ts).
   private version = 0;
   private set: PublishedKeySet = { keys: [], activations: [] };
   private readonly signers = new Map<string, JwtSigner>();

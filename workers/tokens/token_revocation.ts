@@ -1,5 +1,5 @@
-import type { CompanionRecord, Store } from '../store/store.js';
-import { issuedTokensFamily } from './refresh_token_handle.js';
+import type { CompanionRecord, Store } from '../../core/store/store.js';
+import { issuedTokensFamily } from '../../core/records/refresh_token_handle.js';
 import { revokedJtiKey } from './token_validator.js';
 
 /** An access token issued within a refresh family, remembered until it expires. */

@@ -1,7 +1,7 @@
 import type { JWTPayload } from 'jose';
-import type { Claim, TokenValidationResult, TokenValidator } from '../protocol/validator_api.js';
-import type { Store } from '../store/store.js';
-import type { SigningKeyMaterial } from '../protocol/signing_key.js';
+import type { Claim, TokenValidationResult, TokenValidator } from '../../core/validator_api.js';
+import type { Store } from '../../core/store/store.js';
+import type { SigningKeyMaterial } from '../../core/signing_key.js';
 import { PublishedKeys, type JwsRefusal } from './published_keys.js';
 import { validatedTokens } from './validated_tokens.js';
 

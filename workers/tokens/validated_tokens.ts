@@ -1,4 +1,4 @@
-import type { TokenValidationResult } from '../protocol/validator_api.js';
+import type { TokenValidationResult } from '../../core/validator_api.js';
 
 /**
  * Results of {@link AccessTokenValidator.validateAccessToken} that succeeded, as Tessera built

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { calculateJwkThumbprint, importJWK, type JWK } from 'jose';
 import { generateSigningJwk } from '../../../gateway/cli/keys_generate_command.js';
-import { hashClientSecret } from '../../../workers/crypto/client_secret.js';
-import { verifyPassword } from '../../../workers/crypto/password_hash.js';
+import { hashClientSecret } from '../../../core/crypto/client_secret.js';
+import { verifyPassword } from '../../../core/crypto/password_hash.js';
 import { runCliInProcess } from '../../helpers/cli_in_process.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));

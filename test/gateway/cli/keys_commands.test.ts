@@ -6,7 +6,7 @@ import t from 'tap';
 import { runCliCommand } from '../../helpers/cli_in_process.js';
 import { keysListCommand } from '../../../gateway/cli/keys_list_command.js';
 import { keysRotateCommand } from '../../../gateway/cli/keys_rotate_command.js';
-import { generateSigningKey } from '../../../gateway/key_loader.js';
+import { generateSigningKey } from '../../../gateway/keys/key_loader.js';
 import { baseTestConfig } from '../../helpers/test_gateway.js';
 
 const dir = t.testdir({});

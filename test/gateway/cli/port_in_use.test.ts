@@ -9,7 +9,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { validateConfig } from '../../../gateway/config/load.js';
 import { Listener } from '../../../gateway/http/listener.js';
-import { startGateway } from '../../../gateway/server.js';
+import { startGateway } from '../../../gateway/start/server.js';
 import { startCli } from '../../helpers/cli_process.js';
 import { freePort } from '../../helpers/free_port.js';
 import { startRedisServer } from '../../helpers/redis_server.js';

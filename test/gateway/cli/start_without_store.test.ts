@@ -9,7 +9,7 @@ import { offlineUserClient } from '../../helpers/password_users.js';
 import { startRedisServer } from '../../helpers/redis_server.js';
 import { startSpawnedGateway } from '../../helpers/spawned_gateway.js';
 import { sha256Secret } from '../../helpers/test_gateway.js';
-import { newFamilyId, newRefreshHandle } from '../../../workers/tokens/refresh_token_handle.js';
+import { newFamilyId, newRefreshHandle } from '../../../core/records/refresh_token_handle.js';
 
 t.setTimeout(300_000);
 

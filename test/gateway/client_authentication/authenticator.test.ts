@@ -1,9 +1,9 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
 import { clientSchema } from '../../../gateway/config/schema.js';
-import type { ClientConfig } from '../../../workers/protocol/worker_config.js';
+import type { ClientConfig } from '../../../core/worker_config.js';
 import { ClientAuthenticator } from '../../../gateway/client_authentication/authenticator.js';
-import { registerClients } from '../../../workers/protocol/client_model.js';
+import { registerClients } from '../../../core/client_model.js';
 import { basicAuthorization } from '../../helpers/basic_authorization.js';
 
 const sha = (s: string) => createHash('sha256').update(s, 'utf8').digest('base64');

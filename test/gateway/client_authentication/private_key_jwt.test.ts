@@ -8,9 +8,9 @@ import { freePort } from '../../helpers/free_port.js';
 import { startRedisServer } from '../../helpers/redis_server.js';
 import { formPost, releaseAtOnce } from '../../helpers/release_at_once.js';
 import { startTestGateway, type TestGateway } from '../../helpers/test_gateway.js';
-import { laneOf } from '../../../gateway/worker_dispatcher.js';
-import { mayRunAgainAfterStart } from '../../../workers/protocol/rerun.js';
-import type { ClientAssertionCheck } from '../../../workers/protocol/client_assertion.js';
+import { laneOf } from '../../../gateway/dispatch/worker_dispatcher.js';
+import { mayRunAgainAfterStart } from '../../../wire/rerun.js';
+import type { ClientAssertionCheck } from '../../../core/client_assertion.js';
 
 // RFC 7523 §2.2 / OpenID Connect Core §9 private_key_jwt, over real HTTP against real gateways:
 // every refusal is 401 invalid_client with the fixed body, never a hint of which check failed.

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
 import { pino } from 'pino';
 import { RemoteJwks } from '../../../gateway/client_authentication/remote_jwks.js';
-import type { PublicJwkConfig } from '../../../workers/protocol/worker_config.js';
+import type { PublicJwkConfig } from '../../../core/worker_config.js';
 
 const ec = (kid: string) => ({ kty: 'EC', crv: 'P-256', x: 'x', y: 'y', kid });
 

@@ -1,9 +1,9 @@
 // The client-authentication throttle counts per client id and source address (docs/security.md).
 import t from 'tap';
 import { pino } from 'pino';
-import { ClientAuthThrottle, type PendingAttempt } from '../../../workers/store/throttles.js';
-import { MemoryStore } from '../../../workers/store/memory_store.js';
-import type { Store } from '../../../workers/store/store.js';
+import { ClientAuthThrottle, type PendingAttempt } from '../../../core/throttles.js';
+import { MemoryStore } from '../../../core/store/memory_store.js';
+import type { Store } from '../../../core/store/store.js';
 
 const limits = { maxFailures: 3, windowSeconds: 60 };
 const silent = pino({ level: 'silent' });

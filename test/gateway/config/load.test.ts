@@ -6,10 +6,10 @@ import { ConfigError, formatProblems } from '../../../gateway/config/config_erro
 import { loadConfigFile, validateConfig, type LoadedConfig, type ValidateConfigOptions } from '../../../gateway/config/load.js';
 import { checkSigningKeyFiles } from '../../../gateway/config/signing_key_files.js';
 import { configSchema } from '../../../gateway/config/schema.js';
-import { builtInGrantTypes } from '../../../workers/protocol/grant_types.js';
+import { builtInGrantTypes } from '../../../core/grant_types.js';
 import { generateSigningJwk } from '../../../gateway/cli/keys_generate_command.js';
-import { hashClientSecret } from '../../../workers/crypto/client_secret.js';
-import { verifyPassword } from '../../../workers/crypto/password_hash.js';
+import { hashClientSecret } from '../../../core/crypto/client_secret.js';
+import { verifyPassword } from '../../../core/crypto/password_hash.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const demoPath = join(repoRoot, 'config/demo.json');

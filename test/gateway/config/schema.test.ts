@@ -1,9 +1,9 @@
 // The config schema and the config types the workers declare on their side of the thread
-// boundary (workers/protocol/worker_config.ts) describe the same sections. gateway/config/schema.ts
+// boundary (core/worker_config.ts) describe the same sections. gateway/config/schema.ts
 // checks that at compile time with SameShape; these checks show SameShape can tell a drift.
 import t from 'tap';
 import { clientSchema, type SameShape } from '../../../gateway/config/schema.js';
-import type { ClientConfig } from '../../../workers/protocol/worker_config.js';
+import type { ClientConfig } from '../../../core/worker_config.js';
 
 // Checked by `tsc` (npm run typecheck): each @ts-expect-error fails the typecheck if SameShape
 // ever accepts the drifted shape below it.

@@ -8,7 +8,7 @@ import { runCliCommand } from '../../helpers/cli_in_process.js';
 import { keysListCommand } from '../../../gateway/cli/keys_list_command.js';
 import { keysRotateCommand } from '../../../gateway/cli/keys_rotate_command.js';
 import { validateConfig } from '../../../gateway/config/load.js';
-import { startGateway, type RunningGateway, type StartOptions } from '../../../gateway/server.js';
+import { startGateway, type RunningGateway, type StartOptions } from '../../../gateway/start/server.js';
 import { basicAuthorization } from '../../helpers/basic_authorization.js';
 import { BrowserSession } from '../../helpers/browser_session.js';
 import { freePort } from '../../helpers/free_port.js';

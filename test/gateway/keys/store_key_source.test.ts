@@ -5,11 +5,11 @@ import { pino } from 'pino';
 import { validateConfig } from '../../../gateway/config/load.js';
 import { KeyRing } from '../../../gateway/keys/key_ring.js';
 import { rotationPolicyOf } from '../../../gateway/config/signing_rotation.js';
-import { generateSigningKey } from '../../../gateway/key_loader.js';
+import { generateSigningKey } from '../../../gateway/keys/key_loader.js';
 import { StoreKeySource } from '../../../gateway/keys/store_key_source.js';
-import { createStore } from '../../../workers/store/create_store.js';
-import { MemoryStore } from '../../../workers/store/memory_store.js';
-import type { Store } from '../../../workers/store/store.js';
+import { createStore } from '../../../core/store/create_store.js';
+import { MemoryStore } from '../../../core/store/memory_store.js';
+import type { Store } from '../../../core/store/store.js';
 import { startRedisServer } from '../../helpers/redis_server.js';
 
 const redis = await startRedisServer();

@@ -1,7 +1,7 @@
 // The schedule of store-kept keys (gateway/keys/stored_key.ts): states, expiry, and one order on
 // every node.
 import t from 'tap';
-import { generateSigningKey } from '../../../gateway/key_loader.js';
+import { generateSigningKey } from '../../../gateway/keys/key_loader.js';
 import { publishedSetOf, scheduleKeys, type StoredSigningKey } from '../../../gateway/keys/stored_key.js';
 
 const hour = 3_600_000;

@@ -4,7 +4,7 @@
 // browser; an unregistered or unproven return address is never redirected to.
 import t from 'tap';
 import { SignJWT, importJWK, type JWK } from 'jose';
-import { generateSigningKey } from '../../../gateway/key_loader.js';
+import { generateSigningKey } from '../../../gateway/keys/key_loader.js';
 import { AuthorizeFlow, codeFlowClient, pkcePair } from '../../helpers/authorize_flow.js';
 import { BrowserSession, type PageResponse } from '../../helpers/browser_session.js';
 import { addPasswordFixtures, passwordFixtures } from '../../helpers/password_users.js';

@@ -5,15 +5,15 @@ import t from 'tap';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { redeemOnce, refuseRedeemed, type RedeemServices, type SingleUseItem } from '../../../workers/grants/redeem_once.js';
-import { OAuthError, OAuthErrors } from '../../../workers/protocol/oauth_errors.js';
-import { MemoryStore } from '../../../workers/store/memory_store.js';
-import { RedisStore } from '../../../workers/store/redis_store.js';
-import type { Store } from '../../../workers/store/store.js';
-import { issuedTokensFamily, newFamilyHandle, newFamilyId, newRefreshHandle } from '../../../workers/tokens/refresh_token_handle.js';
+import { OAuthError, OAuthErrors } from '../../../core/oauth_errors.js';
+import { MemoryStore } from '../../../core/store/memory_store.js';
+import { RedisStore } from '../../../core/store/redis_store.js';
+import type { Store } from '../../../core/store/store.js';
+import { issuedTokensFamily, newFamilyHandle, newFamilyId, newRefreshHandle } from '../../../core/records/refresh_token_handle.js';
 import { issuedAccessTokenRecord } from '../../../workers/tokens/token_revocation.js';
 import { revokedJtiKey } from '../../../workers/tokens/token_validator.js';
 import { startRedisServer } from '../../helpers/redis_server.js';
-import type { TapTest } from '../store/store_conformance.js';
+import type { TapTest } from '../../core/store/store_conformance.js';
 
 interface CodeRecord {
   clientId: string;

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { GrantRegistry } from '../../../workers/grants/registry.js';
 import type { GrantHandler } from '../../../workers/grants/grant_handler.js';
-import { builtInGrantTypes } from '../../../workers/protocol/grant_types.js';
+import { builtInGrantTypes } from '../../../core/grant_types.js';
 
 const grant = (grantType: string): GrantHandler => ({
   grantType,

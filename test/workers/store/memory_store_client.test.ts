@@ -1,14 +1,14 @@
 import t from 'tap';
 import { MessageChannel, Worker } from 'node:worker_threads';
-import { MemoryStoreHost } from '../../../gateway/store/memory_store_host.js';
-import { isStorePortOffer, type BridgeRequest, type BridgeResponse } from '../../../workers/protocol/store_bridge.js';
-import { MemoryStore } from '../../../workers/store/memory_store.js';
+import { MemoryStoreHost } from '../../../gateway/dispatch/memory_store_host.js';
+import { isStorePortOffer, type BridgeRequest, type BridgeResponse } from '../../../wire/store_bridge.js';
+import { MemoryStore } from '../../../core/store/memory_store.js';
 import { createBridgedStore, type BridgedStoreOptions } from '../../../workers/store/memory_store_client.js';
-import { FamilyRevokedError, StoreUnavailableError } from '../../../workers/store/store.js';
-import type { Store, StoreKey } from '../../../workers/store/store.js';
+import { FamilyRevokedError, StoreUnavailableError } from '../../../core/store/store.js';
+import type { Store, StoreKey } from '../../../core/store/store.js';
 import type { BridgeWorkerReport, BridgeWorkerTask } from '../../fixtures/memory_store_client_worker.js';
-import { newFamily, newId, runStoreConformance } from './store_conformance.js';
-import type { TapTest } from './store_conformance.js';
+import { newFamily, newId, runStoreConformance } from '../../core/store/store_conformance.js';
+import type { TapTest } from '../../core/store/store_conformance.js';
 
 const workerFile = new URL('../../fixtures/memory_store_client_worker.ts', import.meta.url);
 

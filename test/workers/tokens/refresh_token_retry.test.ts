@@ -1,7 +1,7 @@
 import { createCipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 import t from 'tap';
-import { newFamilyId, newRefreshHandle, parseRefreshHandle } from '../../../workers/tokens/refresh_token_handle.js';
-import { packRecordText } from '../../../workers/store/record_codec.js';
+import { newFamilyId, newRefreshHandle, parseRefreshHandle } from '../../../core/records/refresh_token_handle.js';
+import { packRecordText } from '../../../core/store/record_codec.js';
 import { openRetryRecord, retriableSuccessor, type RetryRecord } from '../../../workers/tokens/refresh_token_retry.js';
 
 // A version 1 record, sealed with node:crypto's hkdfSync: what a rotation of an earlier version

@@ -2,9 +2,9 @@
 // set taken from the gateway without a restart.
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import t from 'tap';
-import { generateSigningKey } from '../../../gateway/key_loader.js';
-import { KeySetCell } from '../../../workers/protocol/key_set_cell.js';
-import { publicJwk, type SigningKeyMaterial } from '../../../workers/protocol/signing_key.js';
+import { generateSigningKey } from '../../../gateway/keys/key_loader.js';
+import { KeySetCell } from '../../../wire/key_set_cell.js';
+import { publicJwk, type SigningKeyMaterial } from '../../../core/signing_key.js';
 import { SigningKeyRing } from '../../../workers/tokens/signing_key_ring.js';
 
 const [a, b, c] = await Promise.all([generateSigningKey('ES256'), generateSigningKey('ES256'), generateSigningKey('ES256')]);

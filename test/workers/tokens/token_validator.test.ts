@@ -6,9 +6,9 @@
 import { createHmac, createPublicKey, generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { createLocalJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import t from 'tap';
-import { generateSigningKey } from '../../../gateway/key_loader.js';
-import { importPrivateKey, publicJwk, type SigningKeyMaterial } from '../../../workers/protocol/signing_key.js';
-import { MemoryStore } from '../../../workers/store/memory_store.js';
+import { generateSigningKey } from '../../../gateway/keys/key_loader.js';
+import { importPrivateKey, publicJwk, type SigningKeyMaterial } from '../../../core/signing_key.js';
+import { MemoryStore } from '../../../core/store/memory_store.js';
 import { JwtSigner } from '../../../workers/tokens/jwt_signer.js';
 import { AccessTokenValidator, clockToleranceSeconds, revokedJtiKey } from '../../../workers/tokens/token_validator.js';
 

@@ -1,0 +1,71 @@
+import type { LoadedConfig } from '../config/load.js';
+import type { SigningKeyMaterial } from '../../core/signing_key.js';
+import { publicJwk } from '../../core/signing_key.js';
+import { clientAssertionAlgorithms } from '../../core/client_assertion.js';
+import { dpopSigningAlgorithms } from '../../core/dpop_algorithms.js';
+import { ScopeRules } from '../../core/rules/scope_rules.js';
+import { IdTokenBuilder } from '../../workers/tokens/id_token.js';
+
+export const discoveryPath = '/.well-known/openid-configuration';
+export const jwksPath = '/.well-known/openid-configuration/jwks';
+
+/**
+ * Where RFC 8414 §3.1 puts the authorization server metadata: the well-known name inserted
+ * between the issuer's host and its path (`https://as.example/tenant` →
+ * `/.well-known/oauth-authorization-server/tenant`).
+ */
+export function authorizationServerMetadataPath(issuer: string): string {
+  const path = new URL(issuer).pathname;
+  return `/.well-known/oauth-authorization-server${path === '/' ? '' : path}`;
+}
+
+/**
+ * The discovery document (OIDC Discovery 1.0 §3), which is also the RFC 8414 §2 authorization
+ * server metadata: one document, served at both well-known addresses. Built once at start (and
+ * again when grants change), then served as a ready string.
+ */
+export function buildDiscoveryDocument(config: LoadedConfig, grantTypes: readonly string[], keys: readonly SigningKeyMaterial[]): string {
+  const issuer = config.issuer;
+  const document = {
+    issuer,
+    jwks_uri: `${issuer}${jwksPath}`,
+    authorization_endpoint: `${issuer}/connect/authorize`,
+    token_endpoint: `${issuer}/connect/token`,
+    device_authorization_endpoint: `${issuer}/connect/deviceauthorization`,
+    introspection_endpoint: `${issuer}/connect/introspect`,
+    revocation_endpoint: `${issuer}/connect/revocation`,
+    userinfo_endpoint: `${issuer}/connect/userinfo`,
+    end_session_endpoint: `${issuer}/connect/endsession`,
+    grant_types_supported: grantTypes,
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
+    // RFC 8414 §2: the algorithms a private_key_jwt assertion may be signed with (never none or HMAC).
+    token_endpoint_auth_signing_alg_values_supported: clientAssertionAlgorithms,
+    // API resources authenticate with Basic only; confidential clients as at the token endpoint.
+    introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'],
+    introspection_endpoint_auth_signing_alg_values_supported: clientAssertionAlgorithms,
+    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
+    revocation_endpoint_auth_signing_alg_values_supported: clientAssertionAlgorithms,
+    scopes_supported: new ScopeRules(config).supportedScopes(),
+    response_types_supported: ['code'],
+    response_modes_supported: ['query'],
+    authorization_response_iss_parameter_supported: true,
+    // The authorization endpoint refuses request objects (docs/endpoints.md, "Authorization
+    // endpoint and its pages"). OIDC Discovery §3 makes request_uri_parameter_supported true
+    // when left out, so both are stated.
+    request_parameter_supported: false,
+    request_uri_parameter_supported: false,
+    claims_supported: new IdTokenBuilder(config, issuer, keys[0]?.alg ?? config.signing.algorithm).supportedClaims(),
+    prompt_values_supported: ['none', 'login', 'consent'],
+    subject_types_supported: ['public'],
+    // Every key has the configured algorithm; before store-kept keys are loaded there is none to read it from.
+    id_token_signing_alg_values_supported: keys.length > 0 ? [...new Set(keys.map((k) => k.alg))] : [config.signing.algorithm],
+    code_challenge_methods_supported: ['S256'],
+    dpop_signing_alg_values_supported: dpopSigningAlgorithms,
+  };
+  return JSON.stringify(document);
+}
+
+/** The JWKS document: public halves only, every key that is published (RFC 7517 §5, docs/endpoints.md "Discovery and JWKS"). */
+export function buildJwksDocument(keys: readonly SigningKeyMaterial[]): string {
+  return JSON.stringify({ keys: keys.map(publicJwk) });
+}

@@ -1,0 +1,95 @@
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import type { RegisteredClient } from '../../core/client_model.js';
+import { OAuthErrors } from '../../core/oauth_errors.js';
+import type { TokenItem } from '../../wire/token_task.js';
+import type { AuthenticatedClient } from '../client_authentication/step.js';
+import {
+  checkDPoPHeader,
+  createApiRoute,
+  dispatchToWorker,
+  noDPoPNonces,
+  serveClientRequest,
+  type ApiEndpointDeps,
+  type ApiRoute,
+  type DPoPNonceFor,
+} from '../http/api_endpoint.js';
+import { requireParameter, type FormRequest } from '../http/form_request.js';
+import type { WorkerDispatcher } from '../dispatch/worker_dispatcher.js';
+
+export interface TokenEndpointDeps extends ApiEndpointDeps {
+  /** Read per request so that grant registration can change at run time. */
+  grantTypes: () => ReadonlySet<string>;
+  dispatcher: WorkerDispatcher;
+  /**
+   * The DPoP nonce to hand a client that must use one (RFC 9449 §8), `undefined` for the others;
+   * `null` while the nonces' key has not come from the store (docs/operations.md, "Starting without
+   * the store").
+   */
+  dpopNonceFor?: DPoPNonceFor | undefined;
+}
+
+/** What the token endpoint's steps share, built once at start. */
+interface TokenRoute extends ApiRoute {
+  readonly grantTypes: () => ReadonlySet<string>;
+  readonly dispatcher: WorkerDispatcher;
+  readonly dpopNonceFor: DPoPNonceFor;
+}
+
+/**
+ * `POST /connect/token` (RFC 6749 §3.2). The form is read and the client authenticated
+ * (gateway/http/api_endpoint.ts), then {@link answerTokenRequest}'s steps run; the grant itself
+ * runs in a worker.
+ */
+export function createTokenEndpoint(deps: TokenEndpointDeps): (res: HttpResponse, req: HttpRequest) => void {
+  const route: TokenRoute = createApiRoute(deps, OAuthErrors.tokenPostOnly, {
+    grantTypes: deps.grantTypes,
+    dispatcher: deps.dispatcher,
+    dpopNonceFor: deps.dpopNonceFor ?? noDPoPNonces,
+  });
+  return serveClientRequest(route, answerTokenRequest);
+}
+
+/**
+ * The token request of an authenticated client, step by step (RFC 6749 §3.2, §5.2). Each step
+ * answers the request itself when it stops there.
+ */
+function answerTokenRequest(route: TokenRoute, request: FormRequest, caller: AuthenticatedClient): void {
+  const { client } = caller;
+  const grantType = requireParameter(request, 'grant_type', OAuthErrors.missingGrantType);
+  if (grantType === undefined) return;
+  if (!checkGrantTypeSupported(route, request, grantType)) return;
+  // Registered grant types only: a metrics label must not take any string a caller sends.
+  request.exchange.grantType = grantType;
+  if (!checkGrantTypeAllowed(request, client, grantType)) return;
+  // RFC 9449 §5: a client that requires DPoP sends a proof with every token request.
+  if (!checkDPoPHeader(route.dpopNonceFor, request, client, client.config.requireDPoP)) return;
+  runGrant(route, request, caller, grantType);
+}
+
+/** RFC 6749 §5.2 `unsupported_grant_type`: no grant of this type is registered. */
+function checkGrantTypeSupported(route: TokenRoute, request: FormRequest, grantType: string): boolean {
+  if (route.grantTypes().has(grantType)) return true;
+  request.exchange.sendError(OAuthErrors.unsupportedGrantType);
+  return false;
+}
+
+/** RFC 6749 §5.2 `unauthorized_client`: the client is not registered for this grant type. */
+function checkGrantTypeAllowed(request: FormRequest, client: RegisteredClient, grantType: string): boolean {
+  if (client.grantTypes.has(grantType)) return true;
+  request.exchange.sendError(OAuthErrors.grantTypeNotAllowed);
+  return false;
+}
+
+/** The grant runs in a worker, which answers the request. */
+function runGrant(route: TokenRoute, request: FormRequest, caller: AuthenticatedClient, grantType: string): void {
+  const { exchange, params, dpop } = request;
+  const { clientId } = caller.client;
+  // A password check logs who tried from where (docs/operations.md, "Logs"); other grants need no
+  // address, and reading it costs the hot path.
+  let item: TokenItem =
+    grantType === 'password'
+      ? { kind: 'token', grantType, clientId, params, address: exchange.remoteAddress() }
+      : { kind: 'token', grantType, clientId, params };
+  if (dpop) item = { ...item, dpop };
+  dispatchToWorker(route.dispatcher, request, item, caller);
+}

@@ -1,0 +1,27 @@
+import type { Logger } from 'pino';
+import type { Exchange } from '../../http/exchange.js';
+import type { AnsweredRequest } from './answered_request.js';
+
+/**
+ * Whether a request gets an access line: one per token request and per refused client
+ * authentication, at info (docs/operations.md, "Logs").
+ */
+export function wantsAccessLine(logger: Logger, exchange: Exchange, isToken: boolean): boolean {
+  return (isToken || exchange.authFailure !== undefined) && logger.isLevelEnabled('info');
+}
+
+/** The access line: never a secret, a token or a code. */
+export function writeAccessLine(logger: Logger, answered: AnsweredRequest, durationSeconds: number): void {
+  logger.info(
+    {
+      endpoint: answered.path,
+      grantType: answered.grantType,
+      clientId: answered.clientId,
+      status: answered.status,
+      error: answered.error,
+      durationMs: Math.round(durationSeconds * 10_000) / 10,
+      address: answered.remoteAddress,
+    },
+    answered.endpoint === 'token' ? 'token request' : 'request refused: client authentication',
+  );
+}

@@ -1,0 +1,30 @@
+import type { TaskFacts } from '../../../wire/task_facts.js';
+import type { Exchange } from '../../http/exchange.js';
+import type { MetricsEndpoint } from '../metrics.js';
+
+/** The path each endpoint's log lines, events and spans name. */
+export const endpointPaths: Readonly<Record<MetricsEndpoint, string>> = {
+  token: '/connect/token',
+  introspection: '/connect/introspect',
+  revocation: '/connect/revocation',
+  device_authorization: '/connect/deviceauthorization',
+};
+
+/**
+ * An answered request as its log line and its audit events see it: read off the exchange once,
+ * and only when one of them is wanted (the address lookup is not free).
+ */
+export interface AnsweredRequest {
+  readonly endpoint: MetricsEndpoint;
+  readonly path: string;
+  readonly status: number;
+  /** The answer's `error` code, on failures. */
+  readonly error: string | undefined;
+  readonly remoteAddress: string;
+  readonly clientId: string | undefined;
+  readonly grantType: string | undefined;
+  /** Set when client authentication refused the request; `blocked` by the failure throttle. */
+  readonly authFailure: Exchange['authFailure'];
+  /** What the worker learned (wire/task_facts.ts). */
+  readonly facts: TaskFacts | undefined;
+}

@@ -1,0 +1,721 @@
+/**
+ * The rules every {@link Store} keeps (docs/storage.md: both implementations pass the same conformance
+ * tests). Each test file runs this suite against one implementation.
+ *
+ * Races are real: 50 calls are started in one tick and awaited together.
+ */
+import { FamilyRevokedError, StoreUnavailableError, subFamily } from '../../../core/store/store.js';
+import type { ConsumeResult, Store, StoreKey } from '../../../core/store/store.js';
+import { hashHandle, newHandle } from '../../../core/store/handle.js';
+
+/** The `t` a tap subtest callback receives. */
+export type TapTest = Parameters<Parameters<typeof import('tap')['test']>[0]>[0];
+
+/**
+ * Creates a fresh store for one subtest. It may register teardowns of its own on `t` (a server
+ * behind the store); the suite closes the store itself.
+ */
+export type MakeStore = (t: TapTest) => Store | Promise<Store>;
+
+const concurrency = 50;
+/** Short TTLs with real waits: long enough for a round trip, short enough for a fast suite. */
+const shortTtlMs = 150;
+const pastShortTtlMs = 300;
+const longTtlMs = 60_000;
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** A fresh hashed id, as the grants produce them. */
+export function newId(): string {
+  return hashHandle(newHandle());
+}
+
+/** A fresh family name, so subtests never see each other's state. */
+export function newFamily(): string {
+  return `fam-${newHandle(32).slice(0, 16)}`;
+}
+
+const nested = {
+  clientId: 'web',
+  scope: ['openid', 'api1'],
+  subject: { id: '818727', claims: { name: 'Alice Smith', email_verified: true, age: 42, ratio: 0.5 } },
+  nothing: null,
+  issuedAt: new Date('2025-01-02T03:04:05.678Z'),
+  unicode: 'Ünïcødé ✓',
+  empty: { list: [], map: {} },
+};
+
+function countStatuses<T>(results: ConsumeResult<T>[]): Record<ConsumeResult<T>['status'], number> {
+  const counts = { consumed: 0, replayed: 0, missing: 0 };
+  for (const result of results) counts[result.status] += 1;
+  return counts;
+}
+
+/**
+ * Runs the conformance suite as subtests of `t`. Every subtest gets its own store from
+ * `makeStore` and closes it in its teardown.
+ */
+export function runStoreConformance(t: TapTest, makeStore: MakeStore): void {
+  const open = async (tt: TapTest): Promise<Store> => {
+    const store = await makeStore(tt);
+    tt.teardown(() => store.close());
+    return store;
+  };
+
+  t.test('set then get returns an equal copy of a nested object', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'code', id: newId() };
+    await store.set(key, nested, longTtlMs);
+    tt.same(await store.get(key), nested);
+    tt.ok((await store.get<typeof nested>(key))?.issuedAt instanceof Date, 'a Date comes back as a Date');
+  });
+
+  t.test('get of a key never written resolves null', async (tt) => {
+    const store = await open(tt);
+    tt.equal(await store.get({ kind: 'code', id: newId() }), null);
+  });
+
+  t.test('set overwrites an existing record', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'misc', id: newId() };
+    await store.set(key, { v: 1 }, longTtlMs);
+    await store.set(key, { v: 2 }, longTtlMs);
+    tt.same(await store.get(key), { v: 2 });
+  });
+
+  t.test('delete removes a record and resolves whether one existed', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'rt', id: newId(), family: newFamily() };
+    await store.set(key, { v: 1 }, longTtlMs);
+    tt.equal(await store.delete(key), true);
+    tt.equal(await store.get(key), null);
+    tt.equal(await store.delete(key), false);
+  });
+
+  t.test('a stored record cannot be changed through the object written or read', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'misc', id: newId() };
+    const value = { list: [1, 2], inner: { a: 'x' } };
+    await store.set(key, value, longTtlMs);
+    value.list.push(3);
+    value.inner.a = 'changed';
+    const read = await store.get<typeof value>(key);
+    tt.same(read, { list: [1, 2], inner: { a: 'x' } });
+    read?.list.push(4);
+    tt.same(await store.get(key), { list: [1, 2], inner: { a: 'x' } });
+  });
+
+  t.test('a record expires when its TTL ends', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'code', id: newId() };
+    await store.set(key, { v: 1 }, shortTtlMs);
+    tt.same(await store.get(key), { v: 1 });
+    await sleep(pastShortTtlMs);
+    tt.equal(await store.get(key), null);
+    tt.same(await store.consume(key), { status: 'missing' });
+  });
+
+  t.test('a TTL that is not a positive number is refused with a RangeError', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'misc', id: newId() };
+    await tt.rejects(store.set(key, 1, 0), RangeError);
+    await tt.rejects(store.set(key, 1, -5), RangeError);
+    await tt.rejects(store.set(key, 1, Number.NaN), RangeError);
+    await tt.rejects(store.increment('x', 0), RangeError);
+    tt.equal(await store.get(key), null);
+  });
+
+  t.test('consume of a missing key resolves missing', async (tt) => {
+    const store = await open(tt);
+    tt.same(await store.consume({ kind: 'code', id: newId() }), { status: 'missing' });
+  });
+
+  t.test('of 50 concurrent consumers exactly one consumes and 49 see a replay of the same value', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'code', id: newId() };
+    await store.set(key, nested, longTtlMs);
+    const results = await Promise.all(Array.from({ length: concurrency }, () => store.consume<typeof nested>(key)));
+    tt.same(countStatuses(results), { consumed: 1, replayed: concurrency - 1, missing: 0 });
+    for (const result of results) tt.same(result.status === 'missing' ? null : result.value, nested);
+  });
+
+  t.test('a consumed record is hidden from get and replays until its TTL ends', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'dc', id: newId() };
+    await store.set(key, { v: 1 }, shortTtlMs);
+    tt.same(await store.consume(key), { status: 'consumed', value: { v: 1 } });
+    tt.equal(await store.get(key), null);
+    tt.same(await store.consume(key), { status: 'replayed', value: { v: 1 } });
+    await sleep(pastShortTtlMs);
+    tt.same(await store.consume(key), { status: 'missing' });
+  });
+
+  t.test('set over a consumed record makes it live again', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'dc', id: newId() };
+    await store.set(key, { v: 1 }, longTtlMs);
+    await store.consume(key);
+    await store.set(key, { v: 2 }, longTtlMs);
+    tt.same(await store.get(key), { v: 2 });
+    tt.same(await store.consume(key), { status: 'consumed', value: { v: 2 } });
+  });
+
+  t.test('of 50 concurrent rotations exactly one wins and exactly one successor exists', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const oldKey: StoreKey = { kind: 'rt', id: newId(), family };
+    await store.set(oldKey, { gen: 0 }, longTtlMs);
+    const successors = Array.from({ length: concurrency }, (): StoreKey => ({ kind: 'rt', id: newId(), family }));
+    const results = await Promise.all(successors.map((newKey, i) => store.rotate(oldKey, newKey, { gen: 1, by: i }, longTtlMs)));
+    tt.same(countStatuses(results), { consumed: 1, replayed: concurrency - 1, missing: 0 });
+    const winner = results.findIndex((r) => r.status === 'consumed');
+    const stored = await Promise.all(successors.map((key) => store.get(key)));
+    tt.same(
+      stored.flatMap((value, i) => (value === null ? [] : [i])),
+      [winner],
+      'only the winner wrote its successor',
+    );
+    tt.same(stored[winner], { gen: 1, by: winner });
+    tt.same(await store.consume(oldKey), { status: 'replayed', value: { gen: 0 } });
+  });
+
+  t.test('rotate between two standalone keys consumes the old one and writes the new one', async (tt) => {
+    const store = await open(tt);
+    const oldKey: StoreKey = { kind: 'dc', id: newId() };
+    const newKey: StoreKey = { kind: 'dc', id: newId() };
+    await store.set(oldKey, { state: 'pending' }, longTtlMs);
+    tt.same(await store.rotate(oldKey, newKey, { state: 'approved' }, longTtlMs), {
+      status: 'consumed',
+      value: { state: 'pending' },
+    });
+    tt.same(await store.get(newKey), { state: 'approved' });
+    tt.equal(await store.get(oldKey), null);
+  });
+
+  t.test('rotate of a missing or already rotated token writes nothing', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const missingKey: StoreKey = { kind: 'rt', id: newId(), family };
+    const firstSuccessor: StoreKey = { kind: 'rt', id: newId(), family };
+    tt.same(await store.rotate(missingKey, firstSuccessor, { gen: 1 }, longTtlMs), { status: 'missing' });
+    tt.equal(await store.get(firstSuccessor), null);
+
+    const oldKey: StoreKey = { kind: 'rt', id: newId(), family };
+    await store.set(oldKey, { gen: 0 }, longTtlMs);
+    await store.consume(oldKey);
+    const lateSuccessor: StoreKey = { kind: 'rt', id: newId(), family };
+    tt.same(await store.rotate(oldKey, lateSuccessor, { gen: 1 }, longTtlMs), { status: 'replayed', value: { gen: 0 } });
+    tt.equal(await store.get(lateSuccessor), null);
+  });
+
+  t.test('rotate into a revoked family resolves missing and writes nothing', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const oldKey: StoreKey = { kind: 'rt', id: newId(), family };
+    const newKey: StoreKey = { kind: 'rt', id: newId(), family };
+    await store.set(oldKey, { gen: 0 }, longTtlMs);
+    tt.equal(await store.revokeFamily(family, longTtlMs), 1);
+    tt.same(await store.rotate(oldKey, newKey, { gen: 1 }, longTtlMs), { status: 'missing' });
+    tt.equal(await store.get(newKey), null);
+    tt.equal(await store.get(oldKey), null);
+  });
+
+  t.test('rotate refuses keys of different families with a plain Error', async (tt) => {
+    const store = await open(tt);
+    const oldKey: StoreKey = { kind: 'rt', id: newId(), family: newFamily() };
+    const newKey: StoreKey = { kind: 'rt', id: newId(), family: newFamily() };
+    await store.set(oldKey, { gen: 0 }, longTtlMs);
+    const err = await store.rotate(oldKey, newKey, { gen: 1 }, longTtlMs).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    tt.type(err, Error);
+    tt.notOk(err instanceof StoreUnavailableError || err instanceof FamilyRevokedError, 'not a store error');
+    tt.same(await store.get(oldKey), { gen: 0 }, 'the old record is untouched');
+    await tt.rejects(store.rotate(oldKey, { kind: 'rt', id: newId() }, { gen: 1 }, longTtlMs), Error);
+  });
+
+  t.test('a rotation writes its companion record in the same step, and only when it wins', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const issued = subFamily(family, 'at');
+    const oldKey: StoreKey = { kind: 'rt', id: newId(), family };
+    await store.set(oldKey, { gen: 0 }, longTtlMs);
+    const successors = Array.from({ length: concurrency }, (): StoreKey => ({ kind: 'rt', id: newId(), family }));
+    const companions = Array.from({ length: concurrency }, (): StoreKey => ({ kind: 'at', id: newId(), family: issued }));
+    const results = await Promise.all(
+      successors.map((newKey, i) =>
+        store.rotate(oldKey, newKey, { gen: 1 }, longTtlMs, { key: companions[i] as StoreKey, value: { by: i }, ttlMs: longTtlMs }),
+      ),
+    );
+    tt.same(countStatuses(results), { consumed: 1, replayed: concurrency - 1, missing: 0 });
+    const winner = results.findIndex((r) => r.status === 'consumed');
+    const written = await Promise.all(companions.map((key) => store.get(key)));
+    tt.same(
+      written.flatMap((value, i) => (value === null ? [] : [i])),
+      [winner],
+      "only the winner's companion was written",
+    );
+    tt.same(await store.familyRecords(issued, 'at'), [{ by: winner }], 'it is a record of its sub-family');
+    tt.same(await store.familyRecords(family, 'at'), [], 'not of the family itself');
+
+    // Revoking the family leaves its sub-family: the list of what to deny survives the revocation.
+    tt.equal(await store.revokeFamily(family, longTtlMs), 2, 'the old and the new refresh token');
+    tt.same(await store.familyRecords(issued, 'at'), [{ by: winner }]);
+    const late: StoreKey = { kind: 'at', id: newId(), family: issued };
+    tt.same(
+      await store.rotate(successors[winner] as StoreKey, { kind: 'rt', id: newId(), family }, { gen: 2 }, longTtlMs, {
+        key: late,
+        value: { by: 'late' },
+        ttlMs: longTtlMs,
+      }),
+      { status: 'missing' },
+      'a revoked family refuses the rotation',
+    );
+    tt.equal(await store.get(late), null, 'and its companion');
+
+    const missingCompanion: StoreKey = { kind: 'at', id: newId(), family: issued };
+    const otherFamily = newFamily();
+    tt.same(
+      await store.rotate(
+        { kind: 'rt', id: newId(), family: otherFamily },
+        { kind: 'rt', id: newId(), family: otherFamily },
+        { gen: 1 },
+        longTtlMs,
+        {
+          key: { kind: 'at', id: missingCompanion.id, family: subFamily(otherFamily, 'at') },
+          value: { by: 'missing' },
+          ttlMs: longTtlMs,
+        },
+      ),
+      { status: 'missing' },
+    );
+    tt.same(await store.familyRecords(subFamily(otherFamily, 'at'), 'at'), [], 'a rotation of a missing record writes no companion');
+  });
+
+  t.test("rotate refuses a companion outside the successor's family with a plain Error", async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const oldKey: StoreKey = { kind: 'rt', id: newId(), family };
+    const newKey: StoreKey = { kind: 'rt', id: newId(), family };
+    await store.set(oldKey, { gen: 0 }, longTtlMs);
+    const refused = [
+      { key: { kind: 'at', id: newId(), family: subFamily(newFamily(), 'at') }, value: 1, ttlMs: longTtlMs },
+      { key: { kind: 'at', id: newId() }, value: 1, ttlMs: longTtlMs },
+      { key: newKey, value: 1, ttlMs: longTtlMs },
+    ] as const;
+    for (const companion of refused) {
+      const err = await store.rotate(oldKey, newKey, { gen: 1 }, longTtlMs, companion).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      tt.type(err, Error, JSON.stringify(companion.key));
+      tt.notOk(err instanceof StoreUnavailableError || err instanceof FamilyRevokedError, 'not a store error');
+    }
+    tt.same(await store.get(oldKey), { gen: 0 }, 'the old record is untouched');
+    tt.equal(await store.get(newKey), null, 'and no successor written');
+    const standalone = store.rotate({ kind: 'dc', id: newId() }, { kind: 'dc', id: newId() }, 1, longTtlMs, {
+      key: { kind: 'at', id: newId(), family: subFamily(family, 'at') },
+      value: 1,
+      ttlMs: longTtlMs,
+    });
+    await tt.rejects(standalone, Error, 'a standalone rotation has no family to share');
+  });
+
+  t.test('a rotation writes a list of companions in its step: records of the family and of its sub-family', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const oldKey: StoreKey = { kind: 'rt', id: newId(), family };
+    await store.set(oldKey, { gen: 0 }, longTtlMs);
+    const successors = Array.from({ length: concurrency }, (): StoreKey => ({ kind: 'rt', id: newId(), family }));
+    const companionsOf = (i: number) => [
+      { key: { kind: 'at', id: newId(), family: subFamily(family, 'at') } as StoreKey, value: { at: i }, ttlMs: longTtlMs },
+      { key: { kind: 'retry', id: `${oldKey.id}-${i}`, family } as StoreKey, value: { retry: i }, ttlMs: shortTtlMs },
+    ];
+    const companions = successors.map((_, i) => companionsOf(i));
+    const results = await Promise.all(successors.map((newKey, i) => store.rotate(oldKey, newKey, { gen: 1 }, longTtlMs, companions[i])));
+    tt.same(countStatuses(results), { consumed: 1, replayed: concurrency - 1, missing: 0 });
+    const winner = results.findIndex((r) => r.status === 'consumed');
+    const written = await Promise.all(companions.flat().map((c) => store.get(c.key)));
+    tt.same(
+      written.filter((value) => value !== null),
+      [{ at: winner }, { retry: winner }],
+      "both of the winner's companions, and no loser's",
+    );
+    const retry = companions[winner]?.[1]?.key as StoreKey;
+    await sleep(pastShortTtlMs);
+    tt.equal(await store.get(retry), null, 'each companion keeps its own TTL');
+    tt.equal(
+      await store
+        .rotate({ kind: 'rt', id: newId(), family }, { kind: 'rt', id: newId(), family }, 1, longTtlMs, [
+          { key: retry, value: 1, ttlMs: longTtlMs },
+          { key: retry, value: 2, ttlMs: longTtlMs },
+        ])
+        .then(
+          () => null,
+          (e: unknown) => (e instanceof Error && !(e instanceof StoreUnavailableError) ? 'plain Error' : e),
+        ),
+      'plain Error',
+      'two companions with one key are refused',
+    );
+  });
+
+  t.test('writeWhileLive writes only while every guard is live, in one step', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const issued = subFamily(family, 'at');
+    const live: StoreKey = { kind: 'retry', id: newId(), family };
+    const successor: StoreKey = { kind: 'rt', id: newId(), family };
+    await store.set(live, { sealed: 1 }, longTtlMs);
+    await store.set(successor, { gen: 1 }, longTtlMs);
+    const record = (by: string) => ({ key: { kind: 'at', id: newId(), family: issued } as StoreKey, value: { by }, ttlMs: longTtlMs });
+
+    const first = record('first');
+    tt.equal(await store.writeWhileLive([live, successor], first), true, 'both guards live');
+    tt.same(await store.get(first.key), { by: 'first' });
+    tt.same(await store.familyRecords(issued, 'at'), [{ by: 'first' }], 'the record joins its family');
+    tt.equal(await store.writeWhileLive([live, successor]), true, 'a check alone writes nothing and answers the same');
+
+    const missing = record('missing');
+    tt.equal(await store.writeWhileLive([live, { kind: 'rt', id: newId(), family }], missing), false, 'a missing guard');
+    tt.equal(await store.get(missing.key), null, 'nothing written');
+
+    const consumedGuard = record('consumed');
+    tt.equal((await store.consume(successor)).status, 'consumed');
+    tt.equal(await store.writeWhileLive([live, successor], consumedGuard), false, 'a consumed guard');
+    tt.equal(await store.get(consumedGuard.key), null);
+
+    const short: StoreKey = { kind: 'retry', id: newId(), family };
+    const other: StoreKey = { kind: 'rt', id: newId(), family };
+    await store.set(short, 1, shortTtlMs);
+    await store.set(other, 1, longTtlMs);
+    await sleep(pastShortTtlMs);
+    const expired = record('expired');
+    tt.equal(await store.writeWhileLive([short, other], expired), false, 'an expired guard');
+    tt.equal(await store.get(expired.key), null);
+
+    // Of concurrent checks against a consume of their guard, those before it write, none after.
+    const guard: StoreKey = { kind: 'rt', id: newId(), family };
+    await store.set(guard, 1, longTtlMs);
+    const racing = Array.from({ length: concurrency }, (_, i) => record(`race-${i}`));
+    const [outcomes] = await Promise.all([Promise.all(racing.map((r) => store.writeWhileLive([guard], r))), store.consume(guard)]);
+    const stored = await Promise.all(racing.map((r) => store.get(r.key)));
+    tt.same(
+      stored.map((value) => value !== null),
+      outcomes,
+      'a record is stored exactly when its call answered true',
+    );
+
+    await store.revokeFamily(family, longTtlMs);
+    const afterRevocation = record('after');
+    tt.equal(await store.writeWhileLive([live], afterRevocation), false, 'a revoked family has no live guard');
+    tt.equal(await store.get(afterRevocation.key), null);
+  });
+
+  t.test('writeWhileLive refuses keys outside one family with a plain Error', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const guard: StoreKey = { kind: 'rt', id: newId(), family };
+    await store.set(guard, 1, longTtlMs);
+    const refusals: [StoreKey[], StoreKey | undefined][] = [
+      [[], undefined],
+      [[{ kind: 'rt', id: newId() }], undefined],
+      [[guard, { kind: 'rt', id: newId(), family: newFamily() }], undefined],
+      [[guard], { kind: 'at', id: newId(), family: subFamily(newFamily(), 'at') }],
+      [[guard], { kind: 'at', id: newId() }],
+    ];
+    for (const [guards, key] of refusals) {
+      const err = await store.writeWhileLive(guards, key === undefined ? undefined : { key, value: 1, ttlMs: longTtlMs }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      tt.type(err, Error, JSON.stringify({ guards, key }));
+      tt.notOk(err instanceof StoreUnavailableError || err instanceof FamilyRevokedError, 'not a store error');
+    }
+  });
+
+  t.test('revokeFamily removes every member and a later write into the family throws FamilyRevokedError', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const other = newFamily();
+    const members: StoreKey[] = [
+      { kind: 'rt', id: newId(), family },
+      { kind: 'rt', id: newId(), family },
+      { kind: 'code', id: newId(), family },
+    ];
+    for (const key of members) await store.set(key, { family }, longTtlMs);
+    await store.consume(members[0]!);
+    const bystander: StoreKey = { kind: 'rt', id: newId(), family: other };
+    await store.set(bystander, { family: other }, longTtlMs);
+
+    tt.equal(await store.revokeFamily(family, longTtlMs), 3, 'consumed members count too');
+    for (const key of members) {
+      tt.equal(await store.get(key), null);
+      tt.same(await store.consume(key), { status: 'missing' });
+    }
+    tt.equal(await store.isFamilyRevoked(family), true);
+    tt.equal(await store.isFamilyRevoked(other), false);
+    tt.same(await store.get(bystander), { family: other }, 'another family is untouched');
+
+    const late: StoreKey = { kind: 'rt', id: newId(), family };
+    const err = await store.set(late, { late: true }, longTtlMs).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    tt.type(err, FamilyRevokedError);
+    tt.equal((err as FamilyRevokedError).code, 'family_revoked');
+    tt.equal((err as FamilyRevokedError).message, `family ${family} is revoked`);
+    await tt.rejects(store.putIfAbsent(late, { late: true }, longTtlMs), FamilyRevokedError);
+    tt.equal(await store.get(late), null);
+    tt.equal(await store.revokeFamily(family, longTtlMs), 0, 'a second revocation finds nothing left');
+  });
+
+  t.test('familyRecords lists the live records of one kind in a family', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const a: StoreKey = { kind: 'jti', id: newId(), family };
+    const b: StoreKey = { kind: 'jti', id: newId(), family };
+    const consumed: StoreKey = { kind: 'jti', id: newId(), family };
+    await store.set(a, { jti: 'a' }, longTtlMs);
+    await store.set(b, { jti: 'b' }, longTtlMs);
+    await store.set(consumed, { jti: 'c' }, longTtlMs);
+    await store.consume(consumed);
+    await store.set({ kind: 'rt', id: newId(), family }, { jti: 'not a jti record' }, longTtlMs);
+    await store.set({ kind: 'jti', id: newId(), family: newFamily() }, { jti: 'other family' }, longTtlMs);
+    const found = (await store.familyRecords<{ jti: string }>(family, 'jti')).map((r) => r.jti).sort();
+    tt.same(found, ['a', 'b']);
+    tt.same(await store.familyRecords(newFamily(), 'jti'), [], 'an unknown family has none');
+  });
+
+  t.test('revokeFamily of an unknown family removes nothing and still refuses later writes', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    tt.equal(await store.isFamilyRevoked(family), false);
+    tt.equal(await store.revokeFamily(family, longTtlMs), 0);
+    tt.equal(await store.isFamilyRevoked(family), true);
+    await tt.rejects(store.set({ kind: 'rt', id: newId(), family }, 1, longTtlMs), FamilyRevokedError);
+  });
+
+  t.test('a family revocation ends when its TTL ends', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    await store.revokeFamily(family, shortTtlMs);
+    tt.equal(await store.isFamilyRevoked(family), true);
+    await sleep(pastShortTtlMs);
+    tt.equal(await store.isFamilyRevoked(family), false);
+    const key: StoreKey = { kind: 'rt', id: newId(), family };
+    await store.set(key, { again: true }, longTtlMs);
+    tt.same(await store.get(key), { again: true });
+  });
+
+  t.test('standalone records are untouched by any family revocation', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'jti', id: newId() };
+    await store.set(key, true, longTtlMs);
+    await store.revokeFamily(newFamily(), longTtlMs);
+    tt.equal(await store.get(key), true);
+  });
+
+  t.test('of 50 concurrent putIfAbsent callers one writes and every caller gets the stored value', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'key', id: 'dev-signing-key:ES256' };
+    const results = await Promise.all(
+      Array.from({ length: concurrency }, (_, i) => store.putIfAbsent(key, { kid: `k${i}`, d: 'secret' }, longTtlMs)),
+    );
+    const stored = await store.get<{ kid: string }>(key);
+    tt.ok(stored !== null && /^k\d+$/.test(stored.kid), 'one of the offered values is stored');
+    tt.same(new Set(results.map((r) => r.kid)), new Set([stored?.kid]));
+    for (const result of results) tt.same(result, stored);
+  });
+
+  t.test('putIfAbsent keeps a live record and replaces an expired or consumed one', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'key', id: newId() };
+    await store.set(key, { v: 'first' }, shortTtlMs);
+    tt.same(await store.putIfAbsent(key, { v: 'second' }, longTtlMs), { v: 'first' });
+    await sleep(pastShortTtlMs);
+    tt.same(await store.putIfAbsent(key, { v: 'third' }, longTtlMs), { v: 'third' });
+    await store.consume(key);
+    tt.same(await store.putIfAbsent(key, { v: 'fourth' }, longTtlMs), { v: 'fourth' });
+    tt.same(await store.get(key), { v: 'fourth' });
+  });
+
+  t.test('increment counts within a fixed window and starts over after it', async (tt) => {
+    const store = await open(tt);
+    const name = `pw:${newId()}`;
+    const first = await store.increment(name, shortTtlMs);
+    tt.equal(first.count, 1);
+    tt.ok(first.resetInMs > 0 && first.resetInMs <= shortTtlMs, `resetInMs ${first.resetInMs} is within the window`);
+    await sleep(50);
+    const second = await store.increment(name, longTtlMs);
+    tt.equal(second.count, 2);
+    tt.ok(second.resetInMs <= first.resetInMs, 'a later increment does not extend the window');
+    await sleep(pastShortTtlMs);
+    const third = await store.increment(name, shortTtlMs);
+    tt.same(third.count, 1, 'a new window starts');
+  });
+
+  t.test('increment by a negative step takes a count back, within the same window', async (tt) => {
+    const store = await open(tt);
+    const name = `uc:${newId()}`;
+    await store.increment(name, longTtlMs);
+    const two = await store.increment(name, longTtlMs);
+    tt.equal(two.count, 2);
+    const back = await store.increment(name, longTtlMs, -1);
+    tt.equal(back.count, 1, 'one taken back');
+    tt.ok(back.resetInMs <= two.resetInMs, 'the window is not extended');
+    tt.equal((await store.increment(name, longTtlMs)).count, 2);
+  });
+
+  t.test('50 concurrent increments count to exactly 50', async (tt) => {
+    const store = await open(tt);
+    const name = `client:${newId()}`;
+    const results = await Promise.all(Array.from({ length: concurrency }, () => store.increment(name, longTtlMs)));
+    tt.same(
+      results.map((r) => r.count).sort((a, b) => a - b),
+      Array.from({ length: concurrency }, (_, i) => i + 1),
+    );
+  });
+
+  t.test('resetCounter starts the count again', async (tt) => {
+    const store = await open(tt);
+    const name = `pw:${newId()}`;
+    await store.increment(name, longTtlMs);
+    await store.increment(name, longTtlMs);
+    await store.resetCounter(name);
+    tt.equal((await store.increment(name, longTtlMs)).count, 1);
+    await store.resetCounter(`never-used:${newId()}`);
+  });
+
+  // Refresh-token chains (docs/storage.md, "Refresh-token chains").
+  const chainOf = (limit = 60, windowMs = longTtlMs) => ({ limit, windowMs, ttlMs: longTtlMs });
+  const chainKey = (family: string): StoreKey => ({ kind: 'rt', id: newId(), family });
+
+  t.test('a chain rotation retires the old token for good: gone from get, a replay after, the successor live', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const [a, b, c] = [chainKey(family), chainKey(family), chainKey(family)];
+    await store.set(a, { gen: 0 }, longTtlMs);
+    tt.same(await store.rotateChain(a, b, { gen: 1 }, longTtlMs, [], { ...chainOf(), retry: { n: 'nonce' } }), {
+      status: 'consumed',
+      value: { gen: 0 },
+    });
+    tt.equal(await store.get(a), null);
+    tt.same(await store.get(b), { gen: 1 });
+    tt.same(
+      await store.rotateChain(a, c, { gen: 2 }, longTtlMs, [], chainOf()),
+      { status: 'replayed', value: { gen: 0 } },
+      'a second rotation of it is a replay',
+    );
+    tt.equal(await store.get(c), null, 'which wrote nothing');
+    tt.same(
+      await store.chainLookup(a, 5000, chainOf()),
+      { status: 'retry', successorId: b.id, successor: { gen: 1 }, retry: { n: 'nonce' } },
+      'within the grace window: its successor and the retry value',
+    );
+    tt.same(await store.chainLookup(a, 0, chainOf()), { status: 'replayed', value: { gen: 0 } }, 'without one: a replay');
+    tt.same(await store.chainLookup(b, 5000, chainOf()), { status: 'missing' }, 'a live token is not retired');
+  });
+
+  t.test('every retired token of a chain replays, however far back; a token never issued in it is missing', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const keys = Array.from({ length: 6 }, () => chainKey(family));
+    await store.set(keys[0] as StoreKey, { gen: 0 }, longTtlMs);
+    for (let i = 1; i < keys.length; i += 1) {
+      const rotated = await store.rotateChain(keys[i - 1] as StoreKey, keys[i] as StoreKey, { gen: i }, longTtlMs, [], chainOf());
+      tt.equal(rotated.status, 'consumed');
+    }
+    for (let i = 0; i < keys.length - 1; i += 1) {
+      const found = await store.chainLookup(keys[i] as StoreKey, 5000, chainOf());
+      tt.equal(found.status, i === keys.length - 2 ? 'retry' : 'replayed', `generation ${i}`);
+    }
+    tt.same(await store.chainLookup(chainKey(family), 5000, chainOf()), { status: 'missing' }, 'a stranger of the family');
+    tt.same(await store.chainLookup(chainKey(newFamily()), 5000, chainOf()), { status: 'missing' }, 'a family without a chain');
+  });
+
+  t.test('the grace window ends graceMs after the rotation was applied, on the store clock', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const [a, b, c] = [chainKey(family), chainKey(family), chainKey(family)];
+    await store.set(a, { gen: 0 }, longTtlMs);
+    await store.rotateChain(a, b, { gen: 1 }, longTtlMs, [], chainOf());
+    tt.equal((await store.chainLookup(a, shortTtlMs, chainOf())).status, 'retry');
+    await sleep(pastShortTtlMs);
+    tt.same(await store.chainLookup(a, shortTtlMs, chainOf()), { status: 'replayed', value: { gen: 0 } }, 'after it: a replay');
+    tt.equal((await store.chainLookup(a, longTtlMs, chainOf())).status, 'retry', 'a longer window still covers it');
+    await store.rotateChain(b, c, { gen: 2 }, longTtlMs, [], chainOf());
+    tt.same(
+      await store.chainLookup(a, longTtlMs, chainOf()),
+      { status: 'replayed', value: { gen: 1 } },
+      'once the successor is used, a replay',
+    );
+  });
+
+  t.test('a chain past its rate refuses rotations and retries, writing nothing, until its window ends', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const keys = Array.from({ length: 5 }, () => chainKey(family));
+    await store.set(keys[0] as StoreKey, { gen: 0 }, longTtlMs);
+    for (let i = 1; i <= 2; i += 1) {
+      tt.equal(
+        (await store.rotateChain(keys[i - 1] as StoreKey, keys[i] as StoreKey, { gen: i }, longTtlMs, [], chainOf(3, 1000))).status,
+        'consumed',
+      );
+    }
+    tt.equal((await store.chainLookup(keys[1] as StoreKey, 5000, chainOf(3, 1000))).status, 'retry', 'a retry counts: the third');
+    const limited = await store.rotateChain(keys[2] as StoreKey, keys[3] as StoreKey, { gen: 3 }, longTtlMs, [], chainOf(3, 1000));
+    tt.equal(limited.status, 'limited');
+    tt.ok(limited.status === 'limited' && limited.retryAfterMs > 0 && limited.retryAfterMs <= 1000, 'with the rest of the window');
+    tt.same(await store.get(keys[2] as StoreKey), { gen: 2 }, 'the token is still live');
+    tt.equal(await store.get(keys[3] as StoreKey), null, 'and no successor written');
+    tt.equal((await store.chainLookup(keys[1] as StoreKey, 5000, chainOf(3, 1000))).status, 'limited', 'retries too');
+    await sleep(1100);
+    tt.equal(
+      (await store.rotateChain(keys[2] as StoreKey, keys[3] as StoreKey, { gen: 3 }, longTtlMs, [], chainOf(3, 1000))).status,
+      'consumed',
+      'a new window',
+    );
+  });
+
+  t.test('of 50 concurrent chain rotations one wins and every other sees a replay', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const old = chainKey(family);
+    await store.set(old, { gen: 0 }, longTtlMs);
+    const results = await Promise.all(
+      Array.from({ length: concurrency }, (_, i) => store.rotateChain(old, chainKey(family), { by: i }, longTtlMs, [], chainOf())),
+    );
+    tt.same(countStatuses(results as ConsumeResult<unknown>[]), { consumed: 1, replayed: concurrency - 1, missing: 0 });
+  });
+
+  t.test('revoking a family drops its chain: lookups and rotations find nothing', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const [a, b, c] = [chainKey(family), chainKey(family), chainKey(family)];
+    await store.set(a, { gen: 0 }, longTtlMs);
+    await store.rotateChain(a, b, { gen: 1 }, longTtlMs, [], chainOf());
+    tt.ok((await store.revokeFamily(family, longTtlMs)) >= 1);
+    tt.same(await store.chainLookup(a, 5000, chainOf()), { status: 'missing' });
+    tt.same(await store.rotateChain(b, c, { gen: 2 }, longTtlMs, [], chainOf()), { status: 'missing' });
+  });
+
+  t.test('ping and checkReady resolve while open and every call after close rejects with StoreUnavailableError', async (tt) => {
+    const store = await makeStore(tt);
+    await store.ping();
+    await store.checkReady();
+    await store.close();
+    const err = await store.get({ kind: 'code', id: newId() }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    tt.type(err, StoreUnavailableError);
+    tt.equal((err as StoreUnavailableError).code, 'store_unavailable');
+    await tt.rejects(store.ping(), StoreUnavailableError);
+    await tt.rejects(store.checkReady(), StoreUnavailableError);
+    await tt.rejects(store.consume({ kind: 'code', id: newId() }), StoreUnavailableError);
+    await store.close();
+  });
+}
