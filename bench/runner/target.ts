@@ -24,7 +24,7 @@ export interface BaselineCheckout {
 /** Source files whose compiled twin in dist/ is missing or older than them. */
 export function staleDistFiles(root: string): string[] {
   const stale: string[] = [];
-  for (const folder of ['gateway', 'workers']) {
+  for (const folder of ['gateway', 'core', 'wire', 'workers']) {
     for (const source of sourceFiles(path.join(root, folder))) {
       const relative = path.relative(root, source);
       const compiled = path.join(root, 'dist', relative.replace(/\.ts$/, '.js'));

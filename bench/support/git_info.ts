@@ -10,10 +10,14 @@ export interface GitInfo {
 export function describeCheckout(root: string): GitInfo | null {
   try {
     const commit = execFileSync('git', ['-C', root, 'rev-parse', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    const status = execFileSync('git', ['-C', root, 'status', '--porcelain', '--', 'gateway', 'workers', 'validators', 'index.ts'], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
+    const status = execFileSync(
+      'git',
+      ['-C', root, 'status', '--porcelain', '--', 'gateway', 'core', 'wire', 'workers', 'validators', 'index.ts'],
+      {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      },
+    );
     return { commit, dirty: status.trim().length > 0 };
   } catch {
     return null;

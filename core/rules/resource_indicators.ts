@@ -6,7 +6,6 @@
  * widen. Without `resource` anywhere, the audience is every resource of the granted scopes.
  */
 import { OAuthError, OAuthErrors } from '../oauth_errors.js';
-import type { FormParams } from '../../wire/token_task.js';
 import type { GrantedScopes, ScopeRules } from './scope_rules.js';
 
 // RFC 3986 §3: a scheme, a colon, and no fragment (RFC 8707 §2). Spaces cannot occur in a URI.
@@ -17,7 +16,7 @@ const absoluteUriWithoutFragment = /^[A-Za-z][A-Za-z0-9+.-]*:[^#\s]*$/;
  * Repeated values arrive joined by a space (gateway/http/form_parser.ts).
  * @throws OAuthError `invalid_target` for a value that is not an absolute URI without a fragment
  */
-export function requestedResources(params: FormParams): readonly string[] | undefined {
+export function requestedResources(params: Readonly<Record<string, string>>): readonly string[] | undefined {
   const raw = params.resource;
   if (raw === undefined) return undefined;
   const names = raw.split(' ');

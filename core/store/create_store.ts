@@ -3,7 +3,6 @@
  */
 import { isMainThread } from 'node:worker_threads';
 import type { StoreConfig } from '../worker_config.js';
-import { connectMemoryStoreHost } from '../../workers/store/memory_store_client.js';
 import { MemoryStore } from './memory_store.js';
 import { RedisStore } from './redis_store.js';
 import type { Store } from './store.js';
@@ -15,13 +14,19 @@ export interface CreateStoreOptions {
   onError?: (err: Error) => void;
   /** Each Redis command's name, duration and failure, for the store metrics (wire/store_command_stats.ts). */
   observe?: (command: string, seconds: number, failed: boolean) => void;
+  /**
+   * In a worker thread, the `memory` store is the bridge to the main thread's one: the worker
+   * passes its connector (workers/store/memory_store_client.ts), so that this shared module
+   * loads nothing of the worker side.
+   */
+  connectMemoryHost?: () => Store;
 }
 
 /**
  * Creates the configured store.
  *
  * - `memory`: a {@link MemoryStore} on the main thread; in a worker thread the bridge to the main
- *   thread's one ({@link connectMemoryStoreHost}, served by the gateway's `MemoryStoreHost`). A
+ *   thread's one (`connectMemoryHost`, served by the gateway's `MemoryStoreHost`). A
  *   private MemoryStore per worker would let each thread redeem the same code once.
  * - `redis` / `redis-cluster` / `redis-sentinel`: a {@link RedisStore} (one connection per thread
  *   that calls this; on Sentinel, to whichever server the Sentinels name master).
@@ -36,7 +41,8 @@ export function createStore(config: StoreConfig, options: CreateStoreOptions = {
     case 'memory':
       if (isMainThread)
         return new MemoryStore({ maxRecords: config.maxRecords, ...(options.now === undefined ? {} : { now: options.now }) });
-      return connectMemoryStoreHost();
+      if (options.connectMemoryHost === undefined) throw new Error('the memory store in a worker thread needs connectMemoryHost');
+      return options.connectMemoryHost();
     case 'redis':
       return new RedisStore({
         url: config.url,

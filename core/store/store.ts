@@ -10,7 +10,7 @@
  * {@link subFamily}) has its own records, members and revocation, but shares its family's hash
  * tag, so one atomic step can write into both (a rotation's {@link CompanionRecord}).
  *
- * Rules both implementations keep (the conformance suite in `test/workers/store/` checks each):
+ * Rules both implementations keep (the conformance suite in `test/core/store/` checks each):
  * - Every record carries a TTL in milliseconds (a positive number; fractions round up). There is
  *   no record without an expiry.
  * - Values are packed with msgpackr (`record_codec.ts`): what comes back is a copy, and only what

@@ -14,6 +14,7 @@ import type { ProcessSlot, RunningGateway } from '../start/server.js';
 import { describeSigning } from './check_config_command.js';
 import { describeError, ExitCode, UsageError, type CliCommand, type CliIo } from './command.js';
 import { processCountVariable, processIndexVariable, superviseProcesses, type ListeningMessage } from './supervisor.js';
+import { endpointPaths } from '../endpoints/endpoint_paths.js';
 
 const defaultConfigFile = 'config/demo.json';
 
@@ -195,18 +196,18 @@ export function formatBanner(
   // Endpoints are published under the issuer (that is what discovery advertises), which may be a
   // proxy in front of the listening address.
   const endpoints: [string, string][] = [
-    ['token', '/connect/token'],
-    ['authorize', '/connect/authorize'],
-    ['device', '/connect/deviceauthorization'],
-    ['device page', '/device'],
-    ['introspect', '/connect/introspect'],
-    ['revocation', '/connect/revocation'],
-    ['userinfo', '/connect/userinfo'],
-    ['end session', '/connect/endsession'],
-    ['discovery', '/.well-known/openid-configuration'],
-    ['jwks', '/.well-known/openid-configuration/jwks'],
-    ['healthz', '/healthz'],
-    ['readyz', '/readyz'],
+    ['token', endpointPaths.token],
+    ['authorize', endpointPaths.authorize],
+    ['device', endpointPaths.deviceAuthorization],
+    ['device page', endpointPaths.devicePage],
+    ['introspect', endpointPaths.introspection],
+    ['revocation', endpointPaths.revocation],
+    ['userinfo', endpointPaths.userinfo],
+    ['end session', endpointPaths.endSession],
+    ['discovery', endpointPaths.discovery],
+    ['jwks', endpointPaths.jwks],
+    ['healthz', endpointPaths.healthz],
+    ['readyz', endpointPaths.readyz],
   ];
   const lines = ['Tessera is running.', `  issuer     ${config.issuer}`, `  listening  ${gateway.url}`];
   const processes = gateway.processes ?? [];

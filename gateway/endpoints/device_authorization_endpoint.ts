@@ -20,9 +20,10 @@ import type { Exchange } from '../http/exchange.js';
 import type { FormRequest } from '../http/form_request.js';
 import { RequestRate, type RateLimits } from '../../core/throttles.js';
 import { deliver, type WorkerDispatcher } from '../dispatch/worker_dispatcher.js';
+import { endpointPaths } from './endpoint_paths.js';
 
-export const deviceAuthorizationPath = '/connect/deviceauthorization';
-export const devicePagePath = '/device';
+export const deviceAuthorizationPath = endpointPaths.deviceAuthorization;
+export const devicePagePath = endpointPaths.devicePage;
 
 export interface DeviceAuthorizationDeps extends ApiEndpointDeps {
   scopes: ScopeRules;

@@ -4,10 +4,11 @@ import { publicJwk } from '../../core/signing_key.js';
 import { clientAssertionAlgorithms } from '../../core/client_assertion.js';
 import { dpopSigningAlgorithms } from '../../core/dpop_algorithms.js';
 import { ScopeRules } from '../../core/rules/scope_rules.js';
-import { IdTokenBuilder } from '../../workers/tokens/id_token.js';
+import { supportedIdTokenClaims } from '../../core/id_token_claims.js';
+import { endpointPaths } from './endpoint_paths.js';
 
-export const discoveryPath = '/.well-known/openid-configuration';
-export const jwksPath = '/.well-known/openid-configuration/jwks';
+export const discoveryPath = endpointPaths.discovery;
+export const jwksPath = endpointPaths.jwks;
 
 /**
  * Where RFC 8414 §3.1 puts the authorization server metadata: the well-known name inserted
@@ -16,7 +17,7 @@ export const jwksPath = '/.well-known/openid-configuration/jwks';
  */
 export function authorizationServerMetadataPath(issuer: string): string {
   const path = new URL(issuer).pathname;
-  return `/.well-known/oauth-authorization-server${path === '/' ? '' : path}`;
+  return `${endpointPaths.authorizationServerMetadata}${path === '/' ? '' : path}`;
 }
 
 /**
@@ -29,13 +30,13 @@ export function buildDiscoveryDocument(config: LoadedConfig, grantTypes: readonl
   const document = {
     issuer,
     jwks_uri: `${issuer}${jwksPath}`,
-    authorization_endpoint: `${issuer}/connect/authorize`,
-    token_endpoint: `${issuer}/connect/token`,
-    device_authorization_endpoint: `${issuer}/connect/deviceauthorization`,
-    introspection_endpoint: `${issuer}/connect/introspect`,
-    revocation_endpoint: `${issuer}/connect/revocation`,
-    userinfo_endpoint: `${issuer}/connect/userinfo`,
-    end_session_endpoint: `${issuer}/connect/endsession`,
+    authorization_endpoint: `${issuer}${endpointPaths.authorize}`,
+    token_endpoint: `${issuer}${endpointPaths.token}`,
+    device_authorization_endpoint: `${issuer}${endpointPaths.deviceAuthorization}`,
+    introspection_endpoint: `${issuer}${endpointPaths.introspection}`,
+    revocation_endpoint: `${issuer}${endpointPaths.revocation}`,
+    userinfo_endpoint: `${issuer}${endpointPaths.userinfo}`,
+    end_session_endpoint: `${issuer}${endpointPaths.endSession}`,
     grant_types_supported: grantTypes,
     token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
     // RFC 8414 §2: the algorithms a private_key_jwt assertion may be signed with (never none or HMAC).
@@ -54,7 +55,7 @@ export function buildDiscoveryDocument(config: LoadedConfig, grantTypes: readonl
     // when left out, so both are stated.
     request_parameter_supported: false,
     request_uri_parameter_supported: false,
-    claims_supported: new IdTokenBuilder(config, issuer, keys[0]?.alg ?? config.signing.algorithm).supportedClaims(),
+    claims_supported: supportedIdTokenClaims(config),
     prompt_values_supported: ['none', 'login', 'consent'],
     subject_types_supported: ['public'],
     // Every key has the configured algorithm; before store-kept keys are loaded there is none to read it from.

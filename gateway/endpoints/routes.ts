@@ -29,6 +29,7 @@ import type { WorkerDispatcher } from '../dispatch/worker_dispatcher.js';
 import type { KeyRing } from '../keys/key_ring.js';
 import { deriveDPoPNonceKey } from '../keys/dpop_nonce_key.js';
 import { DPoPNonces, requiresDPoPNonce } from '../../core/dpop_nonce.js';
+import { endpointPaths } from './endpoint_paths.js';
 
 /** What the routes are built from; everything here is made once at start. */
 export interface RouteDeps {
@@ -73,7 +74,7 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   const cors = allOrigins.empty ? undefined : allOrigins;
   const dpopNonceFor = dpopNonceProvider(config, deps.pageSecret);
   app.any(
-    '/connect/token',
+    endpointPaths.token,
     createTokenEndpoint({
       ...clientAuthentication,
       grantTypes: deps.grantTypes,
@@ -85,7 +86,7 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
     }),
   );
   app.any(
-    '/connect/introspect',
+    endpointPaths.introspection,
     createIntrospectionEndpoint({
       ...clientAuthentication,
       apiResources: config.apiResources,
@@ -95,7 +96,7 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
     }),
   );
   app.any(
-    '/connect/revocation',
+    endpointPaths.revocation,
     createRevocationEndpoint({
       ...clientAuthentication,
       dispatcher,
@@ -149,11 +150,11 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   );
 
   app.any(
-    '/healthz',
+    endpointPaths.healthz,
     getOnly((ex) => ex.sendStatic(200, 'application/json', '{"status":"ok"}', 'no-store')),
   );
   app.any(
-    '/readyz',
+    endpointPaths.readyz,
     getOnly((ex) =>
       answerReadiness(ex, {
         store,

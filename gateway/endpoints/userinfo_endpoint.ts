@@ -8,8 +8,9 @@ import { isFormContentType } from '../http/form_request.js';
 import { readDPoPHeader } from '../http/dpop_header.js';
 import { parseForm } from '../http/form_parser.js';
 import type { WorkerDispatcher } from '../dispatch/worker_dispatcher.js';
+import { endpointPaths } from './endpoint_paths.js';
 
-export const userInfoPath = '/connect/userinfo';
+export const userInfoPath = endpointPaths.userinfo;
 
 export interface UserInfoEndpointDeps {
   readonly dispatcher: WorkerDispatcher;

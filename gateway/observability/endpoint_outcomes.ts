@@ -3,7 +3,7 @@ import type { AuditEvents } from './events/audit_events.js';
 import type { AnswerObserver } from '../http/exchange.js';
 import type { GatewayMetrics, MetricsEndpoint } from './metrics.js';
 import { writeAccessLine, wantsAccessLine } from './outcomes/access_log.js';
-import { endpointPaths, type AnsweredRequest } from './outcomes/answered_request.js';
+import { outcomePaths, type AnsweredRequest } from './outcomes/answered_request.js';
 import { emitOutcomeEvents } from './outcomes/outcome_events.js';
 import { recordOutcomeMetrics } from './outcomes/outcome_metrics.js';
 import { finishSpan, spanStarterFor } from './outcomes/outcome_tracing.js';
@@ -55,7 +55,7 @@ export function createEndpointObservers(deps: EndpointOutcomeDeps): EndpointObse
 /** One endpoint's outcome recorder: metrics, the span, then the log line and events when wanted. */
 function recordOutcome(endpoint: MetricsEndpoint, deps: EndpointOutcomeDeps): AnswerObserver {
   const { metrics, events, logger, storeOutage, tracing } = deps;
-  const path = endpointPaths[endpoint];
+  const path = outcomePaths[endpoint];
   const isToken = endpoint === 'token';
   return (exchange, status, error) => {
     const durationSeconds = (performance.now() - exchange.startedAt) / 1000;

@@ -5,6 +5,7 @@ import { Exchange } from '../http/exchange.js';
 import { withStrictFraming } from '../http/framing.js';
 import { cannotListen, listenOnce } from '../http/listener.js';
 import type { GatewayMetrics } from './metrics.js';
+import { endpointPaths } from '../endpoints/endpoint_paths.js';
 
 /** The management listener: where it listens, and the bearer token `/metrics` may require. */
 export interface ManagementOptions {
@@ -30,7 +31,7 @@ export async function startManagementListener(metrics: GatewayMetrics, options: 
   const app = uWS.App();
   const framed = withStrictFraming(app);
   registerMetricsRoute(framed, metrics, options.token);
-  framed.any('/healthz', (res, req) => {
+  framed.any(endpointPaths.healthz, (res, req) => {
     new Exchange(res, req.getMethod()).sendStatic(200, 'application/json', '{"status":"ok"}', 'no-store');
   });
   framed.any('/*', (res, req) => {
@@ -58,7 +59,7 @@ export async function startManagementListener(metrics: GatewayMetrics, options: 
  */
 export function registerMetricsRoute(app: Pick<uWS.TemplatedApp, 'any'>, metrics: GatewayMetrics, token: string | undefined): void {
   const expected = token === undefined ? undefined : digest(`Bearer ${token}`);
-  app.any('/metrics', (res, req) => {
+  app.any(endpointPaths.metrics, (res, req) => {
     const method = req.getMethod();
     const exchange = new Exchange(res, method);
     if (method !== 'get' && method !== 'head') {

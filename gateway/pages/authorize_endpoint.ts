@@ -16,10 +16,11 @@ import { ScopeDescriptions, showConsent, showLogin, showSignInOutcome, type Logi
 import { signIn } from './sign_in.js';
 import { narrowedQuery, openConsentInteraction, sealConsentInteraction, type ConsentInteraction } from './consent_interaction.js';
 import type { AuditEvents } from '../observability/events/audit_events.js';
+import { endpointPaths } from '../endpoints/endpoint_paths.js';
 
-export const authorizePath = '/connect/authorize';
-const loginPath = '/connect/authorize/login';
-const consentPath = '/connect/authorize/consent';
+export const authorizePath = endpointPaths.authorize;
+const loginPath = endpointPaths.authorizeLogin;
+const consentPath = endpointPaths.authorizeConsent;
 
 export interface AuthorizeEndpointDeps {
   config: Pick<TesseraConfig, 'issuer' | 'identityResources' | 'apiScopes'>;

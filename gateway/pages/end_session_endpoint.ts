@@ -5,8 +5,9 @@ import { publicJwk, type SigningKeyMaterial } from '../../core/signing_key.js';
 import { createPageRoute, errorPage, type PageRequest } from './page_form.js';
 import type { PageSecrets } from './session.js';
 import { renderPage } from './templates.js';
+import { endpointPaths } from '../endpoints/endpoint_paths.js';
 
-export const endSessionPath = '/connect/endsession';
+export const endSessionPath = endpointPaths.endSession;
 const confirmPath = `${endSessionPath}/confirm`;
 
 export interface EndSessionEndpointDeps {

@@ -12,6 +12,7 @@ import type { KeyRing } from '../keys/key_ring.js';
 import { registerRoutes } from '../endpoints/routes.js';
 import type { ValidatorReload } from '../validators/validator_reload.js';
 import type { GatewayServices } from './build_services.js';
+import { endpointPaths } from '../endpoints/endpoint_paths.js';
 import type { GatewayState } from './gateway_state.js';
 
 /**
@@ -95,7 +96,7 @@ function clientAuthenticationOf(
     issuer: config.issuer,
     authenticator: new ClientAuthenticator(clients, Date.now, {
       issuer: config.issuer,
-      tokenEndpoint: `${config.issuer}/connect/token`,
+      tokenEndpoint: `${config.issuer}${endpointPaths.token}`,
       allowsTokenEndpointAudience: (clientId) => clients.get(clientId)?.config.allowTokenEndpointAudience === true,
       maxLifetimeSeconds: assertions.maxLifetimeSeconds,
       now: Date.now,

@@ -1,5 +1,5 @@
 import { pathToFileURL } from 'node:url';
-import { isGrantHandler } from '../../workers/grants/registry.js';
+import { isGrantModuleExport } from '../../core/grant_module.js';
 import { builtInGrantTypes } from '../../core/grant_types.js';
 import type { StartOptions } from './start_options.js';
 import { loadValidatorModules, type ValidatorModule } from '../validators/validator_loader.js';
@@ -41,7 +41,7 @@ async function grantTypesOfModules(urls: readonly string[]): Promise<string[]> {
   const grantTypes: string[] = [];
   for (const url of urls) {
     const module = (await import(url)) as { default?: unknown };
-    if (!isGrantHandler(module.default)) throw new Error(`${url}: default export is not a grant handler`);
+    if (!isGrantModuleExport(module.default)) throw new Error(`${url}: default export is not a grant handler`);
     grantTypes.push(module.default.grantType);
   }
   return grantTypes;

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const sourceFolders = ['gateway', 'workers', 'validators', 'bench', 'test'];
+const sourceFolders = ['gateway', 'core', 'wire', 'workers', 'validators', 'bench', 'test'];
 const sourceFile = /\.(ts|mts|mjs|js)$/;
 
 function filesUnder(dir: string, keep: RegExp): string[] {

@@ -33,7 +33,7 @@ export interface ImportEdge extends ImportRef {
 }
 
 /** The folders and entry files whose imports are checked. */
-export const scannedFolders = ['gateway', 'workers', 'validators'] as const;
+export const scannedFolders = ['gateway', 'core', 'wire', 'workers', 'validators'] as const;
 export const scannedEntries = ['index.ts', 'validator.ts'] as const;
 
 // The package's own entries: what `'tessera'` and `'tessera/validator'` resolve to (package.json

@@ -1,84 +1,26 @@
 /**
- * The dependency rules of the thread boundary (docs/architecture.md, "Dependency rules"), checked
- * against the real import graph by test/architecture/import_boundaries.test.ts.
+ * The dependency rules of the house (docs/architecture.md, "Dependency rules"), checked against
+ * the real import graph by test/architecture/import_boundaries.test.ts. There is no allow list:
+ * a module both threads need lives in `core/`, a message between them in `wire/`.
  *
- * - `workers/` never imports `gateway/` (nor the package root, which loads the gateway).
- * - `gateway/` imports `workers/` only through `workers/protocol/` (the contract between the
- *   threads) and the short list below of modules the gateway runs itself, on purpose.
- * - `workers/protocol/` loads nothing from outside itself at run time (type-only imports may name
- *   worker types), so importing the contract never drags worker code onto the gateway thread.
- * - `validator.ts` (`tessera/validator`) exports the validator API from `workers/protocol/` only.
+ * - `gateway/` (the uWS thread) imports, outside itself, `core/` and `wire/` only.
+ * - `workers/` (the Piscina threads) imports, outside itself, `core/` and `wire/` only.
+ * - `core/` (what both threads run) imports nothing outside `core/`.
+ * - `wire/` (what crosses between the threads) loads nothing but itself at run time; `import type`
+ *   may name `core/` types (the config a worker boots with, a store's type).
+ * - `validator.ts` (`tessera/validator`) exports the validator API from `core/` only.
  * - `validators/` imports `tessera/validator`, Node's built-ins, npm packages and its own helper
  *   modules: nothing of Tessera's internals.
+ * - `gateway/` keeps no source file at its root: each is in a room (`endpoints/`, `dispatch/` …).
+ *
+ * Type-only imports count for every rule but the `wire/` one: a type names the module it comes
+ * from, and a room that needs another room's types depends on it.
  */
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
 import { readImportGraph, type ImportEdge } from './import_graph.js';
 
-/** A worker module (or folder, ending in `/`) that the gateway may import, and why. */
-export interface AllowedWorkerModule {
-  readonly module: string;
-  readonly why: string;
-}
-
-/**
- * Worker modules the gateway thread runs itself. Anything else the gateway needs from the worker
- * side belongs in `workers/protocol/`.
- */
-export const gatewayMayImport: readonly AllowedWorkerModule[] = [
-  {
-    module: 'workers/store/',
-    why: 'the gateway opens the same store as the workers (pages, throttles, device authorization, development keys) and serves the in-memory one to them',
-  },
-  {
-    module: 'core/crypto/password_hash.ts',
-    why: 'the CLI hashes passwords (hash-password) and config validation checks the hash format the workers verify',
-  },
-  {
-    module: 'core/crypto/client_secret.ts',
-    why: 'the CLI prints the stored form of a client secret (hash-secret)',
-  },
-  {
-    module: 'core/rules/scope_rules.ts',
-    why: 'the authorize and device pages, device authorization and discovery apply the same scope rules as the grants',
-  },
-  {
-    module: 'core/rules/scope_narrowing.ts',
-    why: 'the authorize endpoint and device authorization read the scope and resource parameters (RFC 8707) as the grants do',
-  },
-  {
-    module: 'core/rules/acr_values.ts',
-    why: 'the login page reads acr_values (idp, tenant) as the password grant does',
-  },
-  {
-    module: 'core/rules/pkce.ts',
-    why: 'the authorize endpoint checks the code challenge that the code grant verifies',
-  },
-  {
-    module: 'workers/grants/registry.ts',
-    why: 'the gateway checks grant modules before the workers load them, and lists the built-in grant types it routes',
-  },
-  {
-    module: 'core/records/authorization_code_record.ts',
-    why: 'the authorize page writes the code record the code grant redeems',
-  },
-  {
-    module: 'core/records/device_code_record.ts',
-    why: 'device authorization and the device page write the records the device code grant redeems',
-  },
-  {
-    module: 'core/records/refresh_token_handle.ts',
-    why: 'codes issued by the pages carry the grant family of the tokens redeemed from them',
-  },
-  {
-    module: 'workers/tokens/id_token.ts',
-    why: 'discovery lists the claims the ID token builder can issue',
-  },
-  {
-    module: 'core/typescript_loader.ts',
-    why: 'the gateway imports TypeScript validator modules to check them before the workers load them',
-  },
-];
-
-/** One import that breaks a rule. */
+/** One import (or file) that breaks a rule. */
 export interface Violation {
   readonly file: string;
   readonly line: number;
@@ -87,55 +29,63 @@ export interface Violation {
 }
 
 export function formatViolation(v: Violation): string {
-  return `${v.file}:${v.line} imports '${v.specifier}': ${v.rule}`;
+  return v.specifier === '' ? `${v.file}: ${v.rule}` : `${v.file}:${v.line} imports '${v.specifier}': ${v.rule}`;
 }
 
-const rules = {
-  workersImportGateway: 'workers/ never imports gateway/ (nor the package root, which loads it)',
-  gatewayImportsWorkerInternals:
-    'gateway/ imports workers/ only through workers/protocol/ or a module of the allowlist in test/architecture/import_rules.ts',
-  protocolLoadsWorkerCode: 'workers/protocol/ loads nothing from outside itself at run time (import type only)',
-  validatorEntryImportsBeyondProtocol: 'validator.ts (tessera/validator) exports from workers/protocol/ only',
-  validatorImportsInternals: "validators/ import 'tessera/validator', node built-ins, npm packages and their own helpers only",
+export const rules = {
+  gatewayImports: 'gateway/ imports, outside itself, core/ and wire/ only',
+  workersImport: 'workers/ imports, outside itself, core/ and wire/ only',
+  coreImports: 'core/ imports nothing outside core/',
+  wireImports: 'wire/ loads nothing but itself at run time (import type may name core/)',
+  validatorEntryImports: 'validator.ts (tessera/validator) exports from core/ only',
+  validatorsImport: "validators/ import 'tessera/validator', node built-ins, npm packages and their own helpers only",
+  gatewayRoot: 'gateway/ keeps no source file at its root: put it in a room',
 } as const;
 
-/** Whether `module` (a path relative to the root) is covered by an allowlist entry. */
-export function allowlistEntryOf(
-  module: string,
-  allowlist: readonly AllowedWorkerModule[] = gatewayMayImport,
-): AllowedWorkerModule | undefined {
-  return allowlist.find((entry) => (entry.module.endsWith('/') ? module.startsWith(entry.module) : module === entry.module));
-}
+/** The top folder of a repository path (`gateway`, `core` …), or the file itself at the root. */
+const roomOf = (file: string): string => file.split('/')[0] as string;
 
 /** The rule an import breaks, if any. */
-function brokenRule(edge: ImportEdge, allowlist: readonly AllowedWorkerModule[]): string | undefined {
+function brokenRule(edge: ImportEdge): string | undefined {
   const { from, target } = edge;
   const to = target.kind === 'file' ? target.path : undefined;
-  if (from.startsWith('workers/') && to !== undefined && (to.startsWith('gateway/') || to === 'index.ts'))
-    return rules.workersImportGateway;
-  if (
-    from.startsWith('gateway/') &&
-    to?.startsWith('workers/') &&
-    !to.startsWith('workers/protocol/') &&
-    allowlistEntryOf(to, allowlist) === undefined
-  ) {
-    return rules.gatewayImportsWorkerInternals;
+  const fromRoom = roomOf(from);
+  const toRoom = to === undefined ? undefined : roomOf(to);
+  switch (fromRoom) {
+    case 'gateway':
+      return toRoom === undefined || ['gateway', 'core', 'wire'].includes(toRoom) ? undefined : rules.gatewayImports;
+    case 'workers':
+      return toRoom === undefined || ['workers', 'core', 'wire'].includes(toRoom) ? undefined : rules.workersImport;
+    case 'core':
+      return toRoom === undefined || toRoom === 'core' ? undefined : rules.coreImports;
+    case 'wire':
+      if (toRoom === undefined || toRoom === 'wire' || (toRoom === 'core' && edge.typeOnly)) return undefined;
+      return rules.wireImports;
+    case 'validators':
+      return to !== undefined && to !== 'validator.ts' && toRoom !== 'validators' ? rules.validatorsImport : undefined;
+    case 'validator.ts':
+      return toRoom === 'core' ? undefined : rules.validatorEntryImports;
+    default:
+      return undefined;
   }
-  if (from.startsWith('workers/protocol/') && to !== undefined && !to.startsWith('workers/protocol/') && !edge.typeOnly)
-    return rules.protocolLoadsWorkerCode;
-  if (from === 'validator.ts' && (to === undefined || !to.startsWith('workers/protocol/')))
-    return rules.validatorEntryImportsBeyondProtocol;
-  if (from.startsWith('validators/') && to !== undefined && to !== 'validator.ts' && !to.startsWith('validators/'))
-    return rules.validatorImportsInternals;
-  return undefined;
 }
 
-/** Every import under `root` that breaks a dependency rule. */
-export function checkImportBoundaries(root: string, allowlist: readonly AllowedWorkerModule[] = gatewayMayImport): Violation[] {
+/** Source files directly in `gateway/`, outside every room. */
+function filesAtGatewayRoot(root: string): Violation[] {
+  const dir = path.join(root, 'gateway');
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((name) => /\.(ts|mts|js|mjs)$/.test(name) && !statSync(path.join(dir, name)).isDirectory())
+    .sort()
+    .map((name) => ({ file: `gateway/${name}`, line: 0, specifier: '', rule: rules.gatewayRoot }));
+}
+
+/** Every import under `root` that breaks a dependency rule, and every file outside a room. */
+export function checkImportBoundaries(root: string): Violation[] {
   const violations: Violation[] = [];
   for (const edge of readImportGraph(root)) {
-    const rule = brokenRule(edge, allowlist);
+    const rule = brokenRule(edge);
     if (rule !== undefined) violations.push({ file: edge.from, line: edge.line, specifier: edge.specifier, rule });
   }
-  return violations;
+  return [...violations, ...filesAtGatewayRoot(root)];
 }

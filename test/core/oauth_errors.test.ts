@@ -80,7 +80,9 @@ function sourceFiles(dir: string): string[] {
   return out;
 }
 
-const sources = [...sourceFiles('gateway'), ...sourceFiles('workers')].filter((file) => relative('.', file) !== catalogueFile);
+const sources = [...sourceFiles('gateway'), ...sourceFiles('core'), ...sourceFiles('wire'), ...sourceFiles('workers')].filter(
+  (file) => relative('.', file) !== catalogueFile,
+);
 
 /**
  * Calls of `errorBody(` or `new OAuthError(` with a string literal among their own arguments

@@ -4,6 +4,7 @@ import { refreshTokenGrant } from './refresh_token.js';
 import { authorizationCodeGrant } from './authorization_code.js';
 import { deviceCodeGrant } from './device_code.js';
 import type { GrantHandler } from './grant_handler.js';
+import { isGrantModuleExport } from '../../core/grant_module.js';
 
 /** The built-in grants a thread builds itself: the password grant needs the thread's credential check. */
 export interface PerThreadGrants {
@@ -42,13 +43,7 @@ export class GrantRegistry {
   }
 }
 
-/** Validates what a grant module exports as default before it joins the registry. */
+/** Validates what a grant module exports as default before it joins the registry (the shape the gateway checks too). */
 export function isGrantHandler(value: unknown): value is GrantHandler {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof (value as GrantHandler).grantType === 'string' &&
-    (value as GrantHandler).grantType.length > 0 &&
-    typeof (value as GrantHandler).handle === 'function'
-  );
+  return isGrantModuleExport(value);
 }

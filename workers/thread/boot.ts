@@ -34,6 +34,7 @@ import { IdTokenBuilder } from '../tokens/id_token.js';
 import { IdentityClaims } from '../tokens/identity_claims.js';
 import { SigningKeyRing } from '../tokens/signing_key_ring.js';
 import { AccessTokenValidator } from '../tokens/token_validator.js';
+import { connectMemoryStoreHost } from '../store/memory_store_client.js';
 import { ensureTypeScriptLoader, isTypeScriptModule } from '../../core/typescript_loader.js';
 
 /** What the introspection, revocation and UserInfo endpoints read. */
@@ -116,6 +117,7 @@ export async function bootWorker(boot: WorkerBootData): Promise<BootedWorker> {
 function openStore(boot: WorkerBootData): Store {
   const storeStats = new StoreCommandStats(boot.storeStats);
   return createStore(boot.config.store, {
+    connectMemoryHost: connectMemoryStoreHost,
     observe: boot.recordTiming
       ? (command, seconds, failed) => {
           storeStats.record(command, seconds, failed);

@@ -54,11 +54,6 @@ export class IdTokenBuilder {
     this.claims.release(payload, input.subject, input.scopes.identityScopes, input.claims, input.profileClaims);
     return payload;
   }
-
-  /** Every claim some identity scope can carry, for discovery's `claims_supported`. */
-  supportedClaims(): string[] {
-    return [...new Set(['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'sid', ...this.claims.claimTypes()])];
-  }
 }
 
 /**

@@ -52,9 +52,4 @@ export class IdentityClaims {
   isIdentityScope(scope: string): boolean {
     return this.claimsByScope.has(scope);
   }
-
-  /** Every claim type some identity scope can carry. */
-  claimTypes(): string[] {
-    return [...new Set([...this.claimsByScope.values()].flat())];
-  }
 }

@@ -1,15 +1,15 @@
 import type { TaskFacts } from '../../../wire/task_facts.js';
 import type { Exchange } from '../../http/exchange.js';
+import { endpointPaths } from '../../endpoints/endpoint_paths.js';
 import type { MetricsEndpoint } from '../metrics.js';
 
-/** The path each endpoint's log lines, events and spans name. */
-export const endpointPaths: Readonly<Record<MetricsEndpoint, string>> = {
-  token: '/connect/token',
-  introspection: '/connect/introspect',
-  revocation: '/connect/revocation',
-  device_authorization: '/connect/deviceauthorization',
+/** The path each endpoint's log lines, events and spans name: the one path table's. */
+export const outcomePaths: Readonly<Record<MetricsEndpoint, string>> = {
+  token: endpointPaths.token,
+  introspection: endpointPaths.introspection,
+  revocation: endpointPaths.revocation,
+  device_authorization: endpointPaths.deviceAuthorization,
 };
-
 /**
  * An answered request as its log line and its audit events see it: read off the exchange once,
  * and only when one of them is wanted (the address lookup is not free).
