@@ -6,10 +6,11 @@
  */
 import type { RegisteredClient } from '../client_model.js';
 import { OAuthError, OAuthErrors } from '../oauth_errors.js';
-import type { FormParams } from '../../wire/token_task.js';
 import { requestedResources, selectResources } from './resource_indicators.js';
 import { userPolicy, type GrantedScopes, type ScopePolicy, type ScopeRules } from './scope_rules.js';
-import type { TokenGrant } from '../../workers/grants/token_grant.js';
+
+/** A request's form parameters (the workers' `FormParams`), as every rule here reads them. */
+type FormParams = Readonly<Record<string, string>>;
 
 /** What a request that makes a grant asks for: its scopes, and the resources it names. */
 export interface RequestedGrant {
@@ -40,6 +41,13 @@ export interface StoredGrant {
  */
 export type ScopeParameter = 'narrows' | 'ignored';
 
+/** The part of a grant's tokens (workers/grants/token_grant.ts) the narrowing decides. */
+export interface NarrowedGrant {
+  scopes: GrantedScopes;
+  /** RFC 8707 §2.2: the grant a refresh token stays bound to when `resource` narrowed the access token. */
+  bound?: { readonly scopes: readonly string[]; readonly resources?: readonly string[] | undefined };
+}
+
 /**
  * A token request that redeems or refreshes a grant made earlier: less than was granted, never
  * more, fewer scopes (with `narrows`) and fewer resources (RFC 8707 §2.2); with `bound`, the whole
@@ -52,7 +60,7 @@ export function narrowStoredGrant(
   stored: StoredGrant,
   params: FormParams,
   scopeParameter: ScopeParameter,
-): Pick<TokenGrant, 'scopes' | 'bound'> {
+): NarrowedGrant {
   const requested = requestedResources(params);
   const wanted = scopeParameter === 'narrows' ? wantedWithin(stored, params.scope) : undefined;
   // A refresh that asks for fewer scopes keeps its record's grant: nothing to bind.
