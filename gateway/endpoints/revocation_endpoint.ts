@@ -4,35 +4,23 @@ import type { RevocationItem } from '../../wire/token_task.js';
 import type { AuthenticatedClient } from '../client_authentication/step.js';
 import {
   checkDPoPHeader,
-  createApiRoute,
+  createDPoPWorkerRoute,
   dispatchToWorker,
-  noDPoPNonces,
   serveClientRequest,
-  type ApiEndpointDeps,
-  type ApiRoute,
-  type DPoPNonceFor,
+  type DPoPWorkerEndpointDeps,
+  type DPoPWorkerRoute,
 } from '../http/api_endpoint.js';
 import { requireParameter, type FormRequest } from '../http/form_request.js';
-import type { WorkerDispatcher } from '../dispatch/worker_dispatcher.js';
 
-export interface RevocationEndpointDeps extends ApiEndpointDeps {
-  dispatcher: WorkerDispatcher;
-  /** The DPoP nonce to hand a client that must use one (RFC 9449 §8), `undefined` for the others. */
-  dpopNonceFor?: DPoPNonceFor | undefined;
-}
+/** The revocation endpoint needs nothing beyond a DPoP-taking worker endpoint's deps. */
+export type RevocationEndpointDeps = DPoPWorkerEndpointDeps;
 
 /** What the revocation endpoint's steps share, built once at start. */
-interface RevocationRoute extends ApiRoute {
-  readonly dispatcher: WorkerDispatcher;
-  readonly dpopNonceFor: DPoPNonceFor;
-}
+type RevocationRoute = DPoPWorkerRoute;
 
 /** `POST /connect/revocation` (RFC 7009), client-authenticated like the token endpoint. */
 export function createRevocationEndpoint(deps: RevocationEndpointDeps): (res: HttpResponse, req: HttpRequest) => void {
-  const route: RevocationRoute = createApiRoute(deps, OAuthErrors.revocationPostOnly, {
-    dispatcher: deps.dispatcher,
-    dpopNonceFor: deps.dpopNonceFor ?? noDPoPNonces,
-  });
+  const route: RevocationRoute = createDPoPWorkerRoute(deps, OAuthErrors.revocationPostOnly, {});
   return serveClientRequest(route, answerRevocationRequest);
 }
 

@@ -5,34 +5,22 @@ import type { TokenItem } from '../../wire/token_task.js';
 import type { AuthenticatedClient } from '../client_authentication/step.js';
 import {
   checkDPoPHeader,
-  createApiRoute,
+  createDPoPWorkerRoute,
   dispatchToWorker,
-  noDPoPNonces,
   serveClientRequest,
-  type ApiEndpointDeps,
-  type ApiRoute,
-  type DPoPNonceFor,
+  type DPoPWorkerEndpointDeps,
+  type DPoPWorkerRoute,
 } from '../http/api_endpoint.js';
 import { requireParameter, type FormRequest } from '../http/form_request.js';
-import type { WorkerDispatcher } from '../dispatch/worker_dispatcher.js';
 
-export interface TokenEndpointDeps extends ApiEndpointDeps {
+export interface TokenEndpointDeps extends DPoPWorkerEndpointDeps {
   /** Read per request so that grant registration can change at run time. */
   grantTypes: () => ReadonlySet<string>;
-  dispatcher: WorkerDispatcher;
-  /**
-   * The DPoP nonce to hand a client that must use one (RFC 9449 §8), `undefined` for the others;
-   * `null` while the nonces' key has not come from the store (docs/operations.md, "Starting without
-   * the store").
-   */
-  dpopNonceFor?: DPoPNonceFor | undefined;
 }
 
 /** What the token endpoint's steps share, built once at start. */
-interface TokenRoute extends ApiRoute {
+interface TokenRoute extends DPoPWorkerRoute {
   readonly grantTypes: () => ReadonlySet<string>;
-  readonly dispatcher: WorkerDispatcher;
-  readonly dpopNonceFor: DPoPNonceFor;
 }
 
 /**
@@ -41,11 +29,7 @@ interface TokenRoute extends ApiRoute {
  * runs in a worker.
  */
 export function createTokenEndpoint(deps: TokenEndpointDeps): (res: HttpResponse, req: HttpRequest) => void {
-  const route: TokenRoute = createApiRoute(deps, OAuthErrors.tokenPostOnly, {
-    grantTypes: deps.grantTypes,
-    dispatcher: deps.dispatcher,
-    dpopNonceFor: deps.dpopNonceFor ?? noDPoPNonces,
-  });
+  const route: TokenRoute = createDPoPWorkerRoute(deps, OAuthErrors.tokenPostOnly, { grantTypes: deps.grantTypes });
   return serveClientRequest(route, answerTokenRequest);
 }
 

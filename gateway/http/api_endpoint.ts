@@ -49,6 +49,35 @@ export function createApiRoute<Own extends object>(deps: ApiEndpointDeps, postOn
   };
 }
 
+/**
+ * What an endpoint whose work a worker runs and whose callers may send a DPoP proof (token,
+ * revocation) is built from.
+ */
+export interface DPoPWorkerEndpointDeps extends ApiEndpointDeps {
+  dispatcher: WorkerDispatcher;
+  /**
+   * The DPoP nonce to hand a client that must use one (RFC 9449 §8), `undefined` for the others;
+   * `null` while the nonces' key has not come from the store (docs/operations.md, "Starting without
+   * the store").
+   */
+  dpopNonceFor?: DPoPNonceFor | undefined;
+}
+
+/** What the steps of such an endpoint share, built once at start. */
+export interface DPoPWorkerRoute extends ApiRoute {
+  readonly dispatcher: WorkerDispatcher;
+  readonly dpopNonceFor: DPoPNonceFor;
+}
+
+/** The route of an endpoint built from {@link DPoPWorkerEndpointDeps}, with its own members. */
+export function createDPoPWorkerRoute<Own extends object>(
+  deps: DPoPWorkerEndpointDeps,
+  postOnly: OAuthErrorEntry,
+  own: Own,
+): DPoPWorkerRoute & Own {
+  return createApiRoute(deps, postOnly, { dispatcher: deps.dispatcher, dpopNonceFor: deps.dpopNonceFor ?? noDPoPNonces, ...own });
+}
+
 /** The uWS handler of a form endpoint: reads the form, then runs `answer`, the endpoint's first step. */
 export function serveForm<R extends FormRoute>(route: R, answer: FormStep<R>): (res: HttpResponse, req: HttpRequest) => void {
   return function serveFormRequest(res, req) {
