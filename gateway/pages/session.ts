@@ -56,23 +56,16 @@ export class PageSecrets {
   }
 
   sessionCookie(session: Session): string {
-    const payload = Buffer.from(JSON.stringify(session)).toString('base64url');
-    return this.cookie(this.sessionCookieName, `${payload}.${mac(this.sessionKey, payload)}`, Math.ceil(this.sessionLifetimeMs / 1000));
+    return this.cookie(this.sessionCookieName, sealValue(this.sessionKey, session), Math.ceil(this.sessionLifetimeMs / 1000));
   }
 
   readSession(cookieHeader: string): Session | undefined {
     const value = readCookie(cookieHeader, this.sessionCookieName);
     if (value === undefined) return undefined;
-    const dot = value.indexOf('.');
-    if (dot <= 0) return undefined;
-    const payload = value.slice(0, dot);
-    if (!sameText(value.slice(dot + 1), mac(this.sessionKey, payload))) return undefined;
-    try {
-      const session = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Session;
-      return typeof session.sub === 'string' && typeof session.exp === 'number' && session.exp > this.now() ? session : undefined;
-    } catch {
-      return undefined;
-    }
+    const session = openValue(this.sessionKey, value) as Partial<Session> | null | undefined;
+    return typeof session?.sub === 'string' && typeof session.exp === 'number' && session.exp > this.now()
+      ? (session as Session)
+      : undefined;
   }
 
   /**
@@ -80,22 +73,12 @@ export class PageSecrets {
    * gateway/pages/consent_interaction.ts): JSON, base64url, HMAC-signed with a key of its own.
    */
   signFormValue(value: object): string {
-    const payload = Buffer.from(JSON.stringify(value)).toString('base64url');
-    return `${payload}.${mac(this.formKey, payload)}`;
+    return sealValue(this.formKey, value);
   }
 
   /** The value {@link signFormValue} signed, or `undefined` when the text is not one it made. */
   readFormValue(text: string | undefined): unknown {
-    if (text === undefined) return undefined;
-    const dot = text.indexOf('.');
-    if (dot <= 0) return undefined;
-    const payload = text.slice(0, dot);
-    if (!sameText(text.slice(dot + 1), mac(this.formKey, payload))) return undefined;
-    try {
-      return JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as unknown;
-    } catch {
-      return undefined;
-    }
+    return text === undefined ? undefined : openValue(this.formKey, text);
   }
 
   /** Deletes the session cookie: the browser is signed out (RFC 6265 §3.1, an expiry in the past). */
@@ -158,6 +141,25 @@ export class PageSecrets {
     if (maxAgeSeconds !== undefined) parts.push(`Max-Age=${maxAgeSeconds}`);
     if (this.secureCookies) parts.push('Secure');
     return parts.join('; ');
+  }
+}
+
+/** `value` as the session cookie and signed form values carry it: JSON, base64url, `.`, its HMAC under `key`. */
+function sealValue(key: Buffer, value: object): string {
+  const payload = Buffer.from(JSON.stringify(value)).toString('base64url');
+  return `${payload}.${mac(key, payload)}`;
+}
+
+/** The value {@link sealValue} sealed under `key`, or `undefined` when `text` is not one it made. */
+function openValue(key: Buffer, text: string): unknown {
+  const dot = text.indexOf('.');
+  if (dot <= 0) return undefined;
+  const payload = text.slice(0, dot);
+  if (!sameText(text.slice(dot + 1), mac(key, payload))) return undefined;
+  try {
+    return JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as unknown;
+  } catch {
+    return undefined;
   }
 }
 
