@@ -2,7 +2,6 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
 import { ConfigError, type ConfigProblem } from '../config/config_error.js';
 import { loadConfigFile, type LoadedConfig } from '../config/load.js';
 import { isPlainObject } from '../config/plain_object.js';
@@ -10,7 +9,7 @@ import { signingAlgorithms } from '../../core/signing_key.js';
 import { checkSigningKeyFiles } from '../config/signing_key_files.js';
 import { builtInGrantTypes } from '../../core/grant_types.js';
 import { listValidatorFiles, loadValidatorModules, peekGrantTypes } from '../validators/validator_loader.js';
-import { ExitCode, UsageError, type CliCommand } from './command.js';
+import { ExitCode, onlyArgument, type CliCommand } from './command.js';
 import { keyEncryptionEnvName, loadKeyEncryption, type KeyEncryption } from '../keys/key_encryption.js';
 
 export const checkConfigCommand: CliCommand = {
@@ -22,9 +21,7 @@ export const checkConfigCommand: CliCommand = {
     'the signing key files hold private JWKs, and prints a summary. Exit code 2 when invalid.',
   ],
   async run(args, io) {
-    const { positionals } = parseArgs({ args, options: {}, strict: true, allowPositionals: true });
-    if (positionals.length !== 1) throw new UsageError('expected exactly one config FILE');
-    const file = positionals[0] as string;
+    const file = onlyArgument(args, 'config FILE');
     // Every check runs, whatever the others found, so that one run lists every problem (issue 32):
     // the validators first, since a module that does not load also makes its grant type unknown
     // to the clients that list it, and that line alone would hide the cause.

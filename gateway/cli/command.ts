@@ -2,6 +2,7 @@
  * What every `tessera` subcommand shares: its description for the help text, the streams it
  * writes to, and the exit codes.
  */
+import { parseArgs } from 'node:util';
 import { formatProblems, type ConfigError } from '../config/config_error.js';
 
 /** Exit codes: 2 means "fix what you gave me" (usage or config), 1 means "it failed". */
@@ -30,6 +31,13 @@ export interface CliCommand {
 /** A mistake in the command line itself: printed with the command's usage, exit 2. */
 export class UsageError extends Error {
   override readonly name = 'UsageError';
+}
+
+/** The one argument of a command that takes no options (`tessera hash-secret SECRET`); `what` names it in the usage error. */
+export function onlyArgument(args: string[], what: string): string {
+  const { positionals } = parseArgs({ args, options: {}, strict: true, allowPositionals: true });
+  if (positionals.length !== 1) throw new UsageError(`expected exactly one ${what}`);
+  return positionals[0] as string;
 }
 
 /** Prints every config problem on its own line under a one-line heading. */

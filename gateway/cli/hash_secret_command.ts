@@ -1,7 +1,6 @@
 /** `tessera hash-secret SECRET`: the stored form of a client or API resource secret. */
-import { parseArgs } from 'node:util';
 import { hashClientSecret } from '../../core/crypto/client_secret.js';
-import { ExitCode, UsageError, type CliCommand } from './command.js';
+import { ExitCode, onlyArgument, UsageError, type CliCommand } from './command.js';
 
 export const hashSecretCommand: CliCommand = {
   words: ['hash-secret'],
@@ -12,9 +11,7 @@ export const hashSecretCommand: CliCommand = {
     'A secret starting with "-" goes after "--": tessera hash-secret -- -s3cret',
   ],
   async run(args, io) {
-    const { positionals } = parseArgs({ args, options: {}, strict: true, allowPositionals: true });
-    if (positionals.length !== 1) throw new UsageError('expected exactly one SECRET');
-    const secret = positionals[0] as string;
+    const secret = onlyArgument(args, 'SECRET');
     if (secret === '') throw new UsageError('the secret must not be empty');
     io.stdout.write(`${hashClientSecret(secret)}\n`);
     return ExitCode.Ok;

@@ -1,7 +1,6 @@
 /** `tessera keys list --config FILE`: the signing keys a config publishes, and which signs. */
-import { parseArgs } from 'node:util';
 import { readSigningKeyFiles } from '../keys/key_loader.js';
-import { ExitCode, UsageError, type CliCommand } from './command.js';
+import { ExitCode, type CliCommand } from './command.js';
 import { formatTime, loadKeysConfig, openStoredKeys } from './keys_store.js';
 
 const header = ['KID', 'ALG', 'STATE', 'CREATED', 'ACTIVATES', 'EXPIRES'] as const;
@@ -20,9 +19,7 @@ export const keysListCommand: CliCommand = {
     '(TESSERA_KEY_ENCRYPTION_KEY or keyEncryption.keyFile).',
   ],
   async run(args, io) {
-    const { values } = parseArgs({ args, options: { config: { type: 'string' } }, strict: true, allowPositionals: false });
-    if (values.config === undefined) throw new UsageError('--config FILE is required');
-    const config = await loadKeysConfig(values.config, io);
+    const config = await loadKeysConfig(args, io);
     const rows: string[][] = [];
     if (config.signing.keys.length > 0) {
       const keys = await readSigningKeyFiles(

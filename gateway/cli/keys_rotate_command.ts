@@ -1,7 +1,6 @@
 /** `tessera keys rotate --config FILE`: add a store-kept key that signs after the propagation delay. */
-import { parseArgs } from 'node:util';
 import { rotationPolicyOf } from '../config/signing_rotation.js';
-import { ExitCode, UsageError, type CliCommand } from './command.js';
+import { ExitCode, type CliCommand } from './command.js';
 import { formatTime, loadKeysConfig, openStoredKeys } from './keys_store.js';
 
 export const keysRotateCommand: CliCommand = {
@@ -19,9 +18,7 @@ export const keysRotateCommand: CliCommand = {
     'key-encryption key (TESSERA_KEY_ENCRYPTION_KEY or keyEncryption.keyFile), which it needs too.',
   ],
   async run(args, io) {
-    const { values } = parseArgs({ args, options: { config: { type: 'string' } }, strict: true, allowPositionals: false });
-    if (values.config === undefined) throw new UsageError('--config FILE is required');
-    const config = await loadKeysConfig(values.config, io);
+    const config = await loadKeysConfig(args, io);
     if (config.signing.keys.length > 0) {
       io.stderr.write(
         'error: this config names key files (signing.keys): add a key with "tessera keys generate", list it, and reload the gateways; see docs/operations.md "Signing keys and rotation"\n',

@@ -1,5 +1,6 @@
 /** What `tessera keys list` and `tessera keys rotate` share: the config, and the store-kept keys it names. */
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import { createStore } from '../../core/store/create_store.js';
 import type { Store } from '../../core/store/store.js';
 import type { LoadedConfig } from '../config/load.js';
@@ -8,11 +9,14 @@ import { firstStoredKey } from '../keys/key_ring.js';
 import { StoreKeySource } from '../keys/store_key_source.js';
 import { loadKeyEncryption } from '../keys/key_encryption.js';
 import { createTessera } from '../start/service_builder.js';
-import type { CliIo } from './command.js';
+import { UsageError, type CliIo } from './command.js';
 
-export async function loadKeysConfig(file: string, io: CliIo): Promise<LoadedConfig> {
+/** The config a `tessera keys` command's `--config FILE` (required) names, loaded as `start` loads it. */
+export async function loadKeysConfig(args: string[], io: CliIo): Promise<LoadedConfig> {
+  const { values } = parseArgs({ args, options: { config: { type: 'string' } }, strict: true, allowPositionals: false });
+  if (values.config === undefined) throw new UsageError('--config FILE is required');
   // Through the builder, as `start` reads it: grant types of validators count as known.
-  return createTessera(file).withEnv(io.env).loadConfig();
+  return createTessera(values.config).withEnv(io.env).loadConfig();
 }
 
 /**
