@@ -236,10 +236,7 @@ function getOnly(handler: (exchange: Exchange) => void, cors?: CorsPolicy): (res
   return (res, req) => {
     const method = req.getMethod();
     const exchange = new Exchange(res, method);
-    if (cors !== undefined) {
-      if (method === 'options' && cors.answerPreflight(exchange, req, 'GET')) return;
-      cors.mark(exchange, req);
-    }
+    if (cors !== undefined && cors.answerPreflightOrMark(exchange, req, method, 'GET')) return;
     if (method !== 'get' && method !== 'head') {
       exchange.sendError(OAuthErrors.getOnly, { allow: 'GET' });
       return;

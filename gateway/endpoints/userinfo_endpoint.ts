@@ -66,10 +66,7 @@ export function createUserInfoEndpoint(deps: UserInfoEndpointDeps): (res: HttpRe
   return function userInfoEndpoint(res, req) {
     const method = req.getMethod();
     const exchange = new Exchange(res, method);
-    if (cors !== undefined) {
-      if (method === 'options' && cors.answerPreflight(exchange, req, 'GET, POST')) return;
-      cors.mark(exchange, req);
-    }
+    if (cors !== undefined && cors.answerPreflightOrMark(exchange, req, method, 'GET, POST')) return;
     if (method !== 'get' && method !== 'post') {
       sendBearerError(exchange, BearerErrors.methodNotAllowed, 'GET, POST');
       return;

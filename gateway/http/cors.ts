@@ -36,6 +36,16 @@ export class CorsPolicy {
   }
 
   /**
+   * The CORS step in front of an endpoint that accepts `methods`: a preflight is answered here
+   * (returns true, the request is done); any other request is marked (see {@link mark}).
+   */
+  answerPreflightOrMark(exchange: Exchange, req: HttpRequest, method: string, methods: string): boolean {
+    if (method === 'options' && this.answerPreflight(exchange, req, methods)) return true;
+    this.mark(exchange, req);
+    return false;
+  }
+
+  /**
    * Answers a preflight (`OPTIONS` with `Access-Control-Request-Method`): `204` with what the
    * endpoint accepts when the origin is allowed, else `403` without CORS headers, which the
    * browser turns into a failed request. Returns false when `req` is no preflight.

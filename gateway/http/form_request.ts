@@ -49,10 +49,7 @@ const parseFailures: Record<FormParseFailure, OAuthErrorEntry> = {
 export function readForm<R extends FormRoute>(route: R, res: HttpResponse, req: HttpRequest, next: FormStep<R>): void {
   const method = req.getMethod();
   const exchange = new Exchange(res, method);
-  if (route.cors !== undefined) {
-    if (method === 'options' && route.cors.answerPreflight(exchange, req, 'POST')) return;
-    route.cors.mark(exchange, req);
-  }
+  if (route.cors !== undefined && route.cors.answerPreflightOrMark(exchange, req, method, 'POST')) return;
   if (route.observe !== undefined) {
     exchange.observer = route.observe;
     exchange.startedAt = performance.now();
