@@ -4,7 +4,7 @@
 import { isMainThread } from 'node:worker_threads';
 import type { StoreConfig } from '../worker_config.js';
 import { MemoryStore } from './memory_store.js';
-import { RedisStore } from './redis_store.js';
+import { RedisStore, type RedisStoreCommonOptions } from './redis_store.js';
 import type { Store } from './store.js';
 
 export interface CreateStoreOptions {
@@ -46,18 +46,12 @@ export function createStore(config: StoreConfig, options: CreateStoreOptions = {
     case 'redis':
       return new RedisStore({
         url: config.url,
-        keyPrefix: config.keyPrefix,
-        commandTimeoutMs: config.commandTimeoutMs,
-        ...(options.onError === undefined ? {} : { onError: options.onError }),
-        ...(options.observe === undefined ? {} : { observe: options.observe }),
+        ...redisCommonOptions(config, options),
       });
     case 'redis-cluster':
       return new RedisStore({
         nodes: config.nodes,
-        keyPrefix: config.keyPrefix,
-        commandTimeoutMs: config.commandTimeoutMs,
-        ...(options.onError === undefined ? {} : { onError: options.onError }),
-        ...(options.observe === undefined ? {} : { observe: options.observe }),
+        ...redisCommonOptions(config, options),
       });
     case 'redis-sentinel':
       return new RedisStore({
@@ -69,10 +63,20 @@ export function createStore(config: StoreConfig, options: CreateStoreOptions = {
         ...(config.sentinelUsername === undefined ? {} : { sentinelUsername: config.sentinelUsername }),
         tls: config.tls,
         waitForReplicas: config.waitForReplicas,
-        keyPrefix: config.keyPrefix,
-        commandTimeoutMs: config.commandTimeoutMs,
-        ...(options.onError === undefined ? {} : { onError: options.onError }),
-        ...(options.observe === undefined ? {} : { observe: options.observe }),
+        ...redisCommonOptions(config, options),
       });
   }
+}
+
+/** The options every Redis store gets from its config section and from the caller. */
+function redisCommonOptions(
+  config: { readonly keyPrefix: string; readonly commandTimeoutMs: number },
+  options: CreateStoreOptions,
+): RedisStoreCommonOptions {
+  return {
+    keyPrefix: config.keyPrefix,
+    commandTimeoutMs: config.commandTimeoutMs,
+    ...(options.onError === undefined ? {} : { onError: options.onError }),
+    ...(options.observe === undefined ? {} : { observe: options.observe }),
+  };
 }

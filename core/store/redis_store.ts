@@ -77,7 +77,8 @@ import type {
   StoreKey,
 } from './store.js';
 
-interface RedisStoreCommonOptions {
+/** What every Redis store takes, whichever way it finds its servers. */
+export interface RedisStoreCommonOptions {
   /** Prepended to every key. Default `tessera:`. */
   keyPrefix?: string;
   /** Bound on one store call, connection wait included. Default 500 ms. */

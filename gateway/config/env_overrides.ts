@@ -54,16 +54,21 @@ export function applyEnvOverrides(raw: unknown, env: NodeJS.ProcessEnv): EnvOver
     return isPlainObject(value) ? { ...value } : undefined;
   };
 
-  const port = read('TESSERA_PORT');
-  if (port !== undefined) {
-    const listen = section('listen');
-    if (!/^\d{1,5}$/.test(port) || Number(port) > 65535) {
-      reject('TESSERA_PORT', `must be an integer from 0 to 65535 (got ${JSON.stringify(port)})`);
-    } else if (listen) {
-      document.listen = { ...listen, port: Number(port) };
-      applied.push('TESSERA_PORT');
+  /** A whole number from `min` to `max` (written with no more digits than `max` has) into `key.field`. */
+  const overrideInteger = (name: EnvOverrideName, key: string, field: string, min: number, max: number): void => {
+    const text = read(name);
+    if (text === undefined) return;
+    const target = section(key);
+    const digits = new RegExp(`^\\d{1,${String(max).length}}$`);
+    if (!digits.test(text) || Number(text) < min || Number(text) > max) {
+      reject(name, `must be an integer from ${min} to ${max} (got ${JSON.stringify(text)})`);
+    } else if (target) {
+      document[key] = { ...target, [field]: Number(text) };
+      applied.push(name);
     }
-  }
+  };
+
+  overrideInteger('TESSERA_PORT', 'listen', 'port', 0, 65535);
 
   const host = read('TESSERA_HOST');
   if (host !== undefined) {
@@ -129,16 +134,7 @@ export function applyEnvOverrides(raw: unknown, env: NodeJS.ProcessEnv): EnvOver
     }
   }
 
-  const workers = read('TESSERA_WORKERS');
-  if (workers !== undefined) {
-    const workersSection = section('workers');
-    if (!/^\d{1,2}$/.test(workers) || Number(workers) < 1 || Number(workers) > 64) {
-      reject('TESSERA_WORKERS', `must be an integer from 1 to 64 (got ${JSON.stringify(workers)})`);
-    } else if (workersSection) {
-      document.workers = { ...workersSection, threads: Number(workers) };
-      applied.push('TESSERA_WORKERS');
-    }
-  }
+  overrideInteger('TESSERA_WORKERS', 'workers', 'threads', 1, 64);
 
   const logLevel = read('TESSERA_LOG_LEVEL');
   if (logLevel !== undefined) {
