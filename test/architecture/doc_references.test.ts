@@ -1,7 +1,8 @@
 // Comments cite the RFCs or the repository's own documents, never a file that is not in the
 // repository (docs/architecture.md). This reads every source and test file and fails on a citation
 // of the external contract ("SPEC §n") and on a cited `docs/…`, `README.md` or `…/README.md` path
-// that does not exist; the README's and docs' relative links must resolve too.
+// that does not exist; the README's and docs' relative links must resolve too, and the source files
+// docs/architecture.md and docs/lifecycle.md name must exist.
 import t from 'tap';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -49,6 +50,21 @@ export function missingCitedDocs(file: string, source: string, repoRoot: string)
   return found;
 }
 
+/** Source paths (`gateway/x.ts`, `wire/y.ts`, …) a document names that do not exist. */
+export function missingCitedSources(file: string, source: string, repoRoot: string): Finding[] {
+  const found: Finding[] = [];
+  source.split('\n').forEach((text, i) => {
+    for (const match of text.matchAll(/\b((?:gateway|workers|core|wire|validators|test)\/[\w./-]*\.(?:ts|mts|mjs))\b/g)) {
+      const cited = match[1] as string;
+      if (!existsSync(path.join(repoRoot, cited))) found.push({ file, line: i + 1, text: cited });
+    }
+  });
+  return found;
+}
+
+/** The documents that say where the code lives: every source path they name must exist. */
+const codeMaps = ['docs/architecture.md', 'docs/lifecycle.md'];
+
 /** Relative Markdown links (`[x](docs/y.md#z)`) whose file does not exist. */
 export function brokenMarkdownLinks(file: string, source: string): Finding[] {
   const found: Finding[] = [];
@@ -71,6 +87,14 @@ t.test('the checks fire on a synthetic bad file', async (t) => {
   t.same(show(brokenMarkdownLinks(path.join(root, 'README.md'), '[a](docs/nowhere.md#x) [b](https://x.test/y.md)')), [
     'README.md:1: docs/nowhere.md',
   ]);
+  t.same(show(missingCitedSources(path.join(root, 'docs', 'x.md'), '`gateway/nowhere.ts` and `wire/token_task.ts`', root)), [
+    'docs/x.md:1: gateway/nowhere.ts',
+  ]);
+});
+
+t.test('the architecture and lifecycle documents name only source files that exist', async (t) => {
+  const missing = codeMaps.flatMap((doc) => missingCitedSources(path.join(root, doc), readFileSync(path.join(root, doc), 'utf8'), root));
+  t.same(show(missing), []);
 });
 
 t.test('no source or test file cites a file outside the repository', async (t) => {
@@ -96,7 +120,7 @@ t.test('the README and docs/ link only to files that exist', async (t) => {
   const broken = markdown.flatMap((f) => brokenMarkdownLinks(f, readFileSync(f, 'utf8')));
   t.same(show(broken), []);
   const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
-  for (const doc of ['configuration', 'endpoints', 'storage', 'operations', 'validators', 'architecture']) {
+  for (const doc of ['configuration', 'endpoints', 'storage', 'operations', 'validators', 'architecture', 'lifecycle']) {
     t.match(readme, `docs/${doc}.md`, `the README links docs/${doc}.md`);
   }
 });
