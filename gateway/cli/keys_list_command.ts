@@ -1,7 +1,7 @@
 /** `tessera keys list --config FILE`: the signing keys a config publishes, and which signs. */
 import { readSigningKeyFiles } from '../keys/key_loader.js';
 import { ExitCode, type CliCommand } from './command.js';
-import { formatTime, loadKeysConfig, openStoredKeys } from './keys_store.js';
+import { formatTime, loadKeysConfig, withStoredKeys } from './keys_store.js';
 
 const header = ['KID', 'ALG', 'STATE', 'CREATED', 'ACTIVATES', 'EXPIRES'] as const;
 
@@ -30,13 +30,9 @@ export const keysListCommand: CliCommand = {
         rows.push([key.kid, key.alg, i === 0 ? 'active' : 'published', '-', '-', '-']);
       });
     } else {
-      const { source, close } = await openStoredKeys(config, io.env);
-      try {
-        for (const { key, state, expiresAt } of await source.schedule()) {
-          rows.push([key.kid, key.alg, state, formatTime(key.createdAt), formatTime(key.activatesAt), formatTime(expiresAt)]);
-        }
-      } finally {
-        await close();
+      const schedule = await withStoredKeys(config, io.env, (source) => source.schedule());
+      for (const { key, state, expiresAt } of schedule) {
+        rows.push([key.kid, key.alg, state, formatTime(key.createdAt), formatTime(key.activatesAt), formatTime(expiresAt)]);
       }
       if (rows.length === 0)
         io.stderr.write('no keys in the store yet: the first gateway to start (or "tessera keys rotate") creates one\n');

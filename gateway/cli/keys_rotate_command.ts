@@ -1,7 +1,7 @@
 /** `tessera keys rotate --config FILE`: add a store-kept key that signs after the propagation delay. */
 import { rotationPolicyOf } from '../config/signing_rotation.js';
 import { ExitCode, type CliCommand } from './command.js';
-import { formatTime, loadKeysConfig, openStoredKeys } from './keys_store.js';
+import { formatTime, loadKeysConfig, withStoredKeys } from './keys_store.js';
 
 export const keysRotateCommand: CliCommand = {
   words: ['keys', 'rotate'],
@@ -25,23 +25,18 @@ export const keysRotateCommand: CliCommand = {
       );
       return ExitCode.Failure;
     }
-    const { source, close } = await openStoredKeys(config, io.env);
-    try {
-      const outcome = await source.rotate();
-      const { key } = outcome;
-      if (!outcome.created) {
-        io.stdout.write(
-          `A key already waits to activate: ${key.kid} (${key.alg}) signs from ${formatTime(key.activatesAt)}; nothing added.\n`,
-        );
-        return ExitCode.Ok;
-      }
-      const propagation = rotationPolicyOf(config).propagationMs / 1000;
+    const outcome = await withStoredKeys(config, io.env, (source) => source.rotate());
+    const { key } = outcome;
+    if (!outcome.created) {
       io.stdout.write(
-        `Added ${key.kid} (${key.alg}): published now, signs from ${formatTime(key.activatesAt)} (after ${propagation} s of propagation).\n`,
+        `A key already waits to activate: ${key.kid} (${key.alg}) signs from ${formatTime(key.activatesAt)}; nothing added.\n`,
       );
       return ExitCode.Ok;
-    } finally {
-      await close();
     }
+    const propagation = rotationPolicyOf(config).propagationMs / 1000;
+    io.stdout.write(
+      `Added ${key.kid} (${key.alg}): published now, signs from ${formatTime(key.activatesAt)} (after ${propagation} s of propagation).\n`,
+    );
+    return ExitCode.Ok;
   },
 };

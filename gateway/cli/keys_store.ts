@@ -20,10 +20,24 @@ export async function loadKeysConfig(args: string[], io: CliIo): Promise<LoadedC
 }
 
 /**
- * The store-kept keys of a config on Redis, opened for one command; `close` releases the
- * connection. On the memory store the keys live inside the running gateway, out of reach.
+ * Runs `use` on the store-kept keys of a config on Redis, then closes the store connection,
+ * whatever `use` did. On the memory store the keys live inside the running gateway, out of reach.
  */
-export async function openStoredKeys(
+export async function withStoredKeys<T>(
+  config: LoadedConfig,
+  env: NodeJS.ProcessEnv,
+  use: (source: StoreKeySource) => Promise<T>,
+): Promise<T> {
+  const { source, close } = await openStoredKeys(config, env);
+  try {
+    return await use(source);
+  } finally {
+    await close();
+  }
+}
+
+/** The store-kept keys, opened for one command; `close` releases the connection. */
+async function openStoredKeys(
   config: LoadedConfig,
   env: NodeJS.ProcessEnv,
 ): Promise<{ source: StoreKeySource; close: () => Promise<void> }> {
