@@ -32,7 +32,14 @@ t.test('a graceful stop finishes requests in flight, then refuses new connection
     patch: (raw) => addTester(raw, ['test_slow']),
   });
   const inFlight = Array.from({ length: 3 }, () => tokenRequest(gw.url, 'grant_type=test_slow', basicAuthorization('tester', 'secret')));
-  await new Promise((r) => setTimeout(r, 100));
+  // In flight means handed to the workers (the slow grant holds each for 300 ms): a fixed pause
+  // raced the requests' connections on a loaded machine, and a stop before they arrived reset them.
+  const inFlightGauge = async (): Promise<number> => {
+    const text = await (await fetch(`${gw.managementUrl}/metrics`)).text();
+    return Number(/^tessera_worker_requests_in_flight (\d+)/m.exec(text)?.[1] ?? 0);
+  };
+  const deadline = Date.now() + 10_000;
+  while ((await inFlightGauge()) < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   await gw.stop();
   const statuses = await Promise.all(inFlight.map(async (p) => (await p).status));
   t.same(statuses, [200, 200, 200]);
