@@ -143,6 +143,12 @@ export const OAuthErrors = {
   /** RFC 9449 §5: a public client's refresh token is bound to the key of the proof it was issued with. */
   refreshTokenKeyMismatch: defineError('invalid_grant', 'The refresh token is bound to another DPoP key.'),
 
+  // Certificate-bound tokens at the token endpoint (RFC 8705 §3, §4).
+  /** A client with `tlsClientCertificateBoundAccessTokens` sent its token request without a certificate. */
+  clientCertificateRequired: defineError('invalid_request', 'A TLS client certificate is required for this client.'),
+  /** RFC 8705 §4: a public client's refresh token is bound to the certificate it was issued with. */
+  refreshTokenCertificateMismatch: defineError('invalid_grant', 'The refresh token is bound to another client certificate.'),
+
   // Introspection and revocation (RFC 7662 §2.1, RFC 7009 §2.1).
   missingToken: defineError('invalid_request', 'The token parameter is missing.'),
   /**
@@ -388,6 +394,13 @@ export const BearerErrors = {
   // RFC 6750 §3.1: a request without any authentication gets a challenge with no error code.
   noToken: defineBearerError('invalid_token', 'No access token was sent.', 401, 'without an error'),
   invalidToken: defineBearerError('invalid_token', 'The access token is invalid, expired or revoked.', 401, 'with the error'),
+  /** RFC 8705 §3: a certificate-bound token used over a connection without that certificate. */
+  certificateMismatch: defineBearerError(
+    'invalid_token',
+    'The access token is bound to another TLS client certificate.',
+    401,
+    'with the error',
+  ),
   notOpenId: defineBearerError('insufficient_scope', 'The access token does not grant the openid scope.', 403, 'with the error', 'openid'),
   // RFC 6750 §2: a client must not use more than one method to send the token.
   twoMethods: defineBearerError('invalid_request', 'The access token was sent in more than one way.', 400, 'with the error'),

@@ -41,6 +41,9 @@ export interface PublicJwkConfig {
   readonly ext?: boolean | undefined;
 }
 
+/** The RFC 8705 §2 client authentication methods, by their registered names. */
+export type TlsClientAuthMethod = 'tls_client_auth' | 'self_signed_tls_client_auth';
+
 /** One entry of `clients`, with the schema's defaults applied. */
 export interface ClientConfig {
   readonly clientId: string;
@@ -54,6 +57,23 @@ export interface ClientConfig {
   readonly jwksUri?: string | undefined;
   /** `private_key_jwt`: `aud` may be the token endpoint URL too, not only the issuer (the gateway's). */
   readonly allowTokenEndpointAudience: boolean;
+  /**
+   * RFC 8705 §2: the client authenticates with its TLS client certificate (the gateway's); absent,
+   * the method follows from its secrets or keys.
+   */
+  readonly tokenEndpointAuthMethod?: TlsClientAuthMethod | undefined;
+  /** `tls_client_auth` (RFC 8705 §2.1.2): the certificate's subject DN, as RFC 4514 writes it. */
+  readonly tlsClientAuthSubjectDn?: string | undefined;
+  /** `tls_client_auth`: a `dNSName` SAN the certificate must carry. */
+  readonly tlsClientAuthSanDns?: string | undefined;
+  /** `tls_client_auth`: a `uniformResourceIdentifier` SAN the certificate must carry. */
+  readonly tlsClientAuthSanUri?: string | undefined;
+  /** `tls_client_auth`: an `iPAddress` SAN the certificate must carry. */
+  readonly tlsClientAuthSanIp?: string | undefined;
+  /** `tls_client_auth`: an `rfc822Name` SAN the certificate must carry. */
+  readonly tlsClientAuthSanEmail?: string | undefined;
+  /** RFC 8705 §3: access tokens (and a public client's refresh tokens) bound to the client's certificate. */
+  readonly tlsClientCertificateBoundAccessTokens: boolean;
   readonly allowedGrantTypes: readonly string[];
   readonly allowedScopes: readonly string[];
   readonly allowOfflineAccess: boolean;

@@ -27,6 +27,11 @@ export interface TokenItem {
   readonly clientAssertion?: ClientAssertionCheck;
   /** The `DPoP` header's proof (RFC 9449 §5), when the request carries one; the worker verifies it first. */
   readonly dpop?: string;
+  /**
+   * RFC 8705 §3.1: the `x5t#S256` of the request's TLS client certificate, for a client whose tokens
+   * are bound to it (`tlsClientCertificateBoundAccessTokens`).
+   */
+  readonly x5t?: string;
 }
 
 /** An introspection request (RFC 7662 §2.1) from an API resource or a confidential client. */
@@ -84,6 +89,8 @@ export interface UserInfoItem {
    * proof ('' when there was none) and the request's method.
    */
   readonly dpop?: { readonly proof: string; readonly htm: 'GET' | 'POST' };
+  /** The `x5t#S256` of the request's TLS client certificate, when it has one (RFC 8705 §3). */
+  readonly x5t?: string;
 }
 
 /**

@@ -5,6 +5,15 @@ import { carriesClientAssertion, readClientAssertion, type AssertionRules, type 
 import { ClientKeys } from './client_keys.js';
 import { decodeBasicAuthorization, type ClientAuthMethod } from './credentials.js';
 import { VerifiedHeaders } from './verified_headers.js';
+import type { PresentedCertificate } from '../http/client_certificate.js';
+import { certificateRefusal } from './certificate_match.js';
+
+/** What a request says of its TLS client certificate, read only when a client needs it (an Exchange). */
+export interface CertificateHolder {
+  clientCertificate(): PresentedCertificate | undefined;
+}
+
+const noCertificate: CertificateHolder = { clientCertificate: () => undefined };
 
 export type ClientAuthFailure =
   /** Unknown client, wrong/expired secret, disabled client, or no client identified: 401. */
@@ -38,7 +47,8 @@ const dummySecrets: readonly StoredSecret[] = [{ hash: Buffer.alloc(32), expires
 
 /**
  * Client authentication per RFC 6749 §2.3: exactly one of HTTP Basic or
- * `client_id` + `client_secret` in the body; public clients by `client_id` alone. Secrets are
+ * `client_id` + `client_secret` in the body; public clients by `client_id` alone; mutual TLS
+ * clients by `client_id` and their certificate (RFC 8705 §2). Secrets are
  * stored as SHA-256 values and compared in constant time after hashing the presented one, so its
  * length can neither leak nor make the comparison throw.
  */
@@ -66,7 +76,7 @@ export class ClientAuthenticator {
     return this.verifiedHeaders.get(authorization)?.client.clientId;
   }
 
-  authenticate(authorization: string, params: FormParams): ClientAuthResult {
+  authenticate(authorization: string, params: FormParams, certificates: CertificateHolder = noCertificate): ClientAuthResult {
     if (carriesClientAssertion(params)) return this.readAssertion(authorization, params);
     if (authorization.length > 0) {
       const known = this.verifiedHeaders.get(authorization);
@@ -93,6 +103,13 @@ export class ClientAuthenticator {
     const secret = params.client_secret;
     if (secret !== undefined) return this.verifySecret(clientId, secret, 'client_secret_post', false);
     const client = this.clients.get(clientId);
+    const tlsMethod = client?.config.tokenEndpointAuthMethod;
+    if (client !== undefined && tlsMethod !== undefined) {
+      // RFC 8705 §2: `client_id` names the client, the certificate proves it.
+      const refusal = certificateRefusal(client, certificates.clientCertificate());
+      if (refusal !== undefined || !client.enabled) return fail('invalid_client', false, clientId, refusal);
+      return { ok: true, client, method: tlsMethod };
+    }
     if (client === undefined || !client.enabled || client.requireSecret || ClientKeys.usesKeys(client)) {
       return fail('invalid_client', false, clientId);
     }
@@ -118,7 +135,14 @@ export class ClientAuthenticator {
   private verifySecret(clientId: string, secret: string, method: ClientAuthMethod, header: boolean): ClientAuthResult {
     const client = this.clients.get(clientId);
     const matched = matchesStoredSecret(secret, client?.secrets, this.now());
-    if (client === undefined || !client.enabled || !matched || ClientKeys.usesKeys(client)) return fail('invalid_client', header, clientId);
+    if (
+      client === undefined ||
+      !client.enabled ||
+      !matched ||
+      ClientKeys.usesKeys(client) ||
+      client.config.tokenEndpointAuthMethod !== undefined
+    )
+      return fail('invalid_client', header, clientId);
     return { ok: true, client, method };
   }
 }

@@ -23,9 +23,12 @@ export class ClientKeys {
     }
   }
 
-  /** Whether the client authenticates with `private_key_jwt` (and with nothing else). */
+  /**
+   * Whether the client authenticates with `private_key_jwt` (and with nothing else); a
+   * `self_signed_tls_client_auth` client's `jwks` are its certificates' keys instead (RFC 8705 §2.2).
+   */
   static usesKeys(client: RegisteredClient): boolean {
-    return client.config.jwks !== undefined || client.config.jwksUri !== undefined;
+    return client.config.tokenEndpointAuthMethod === undefined && (client.config.jwks !== undefined || client.config.jwksUri !== undefined);
   }
 
   /** The candidate keys; synchronous unless a `jwksUri` must be fetched first. Never rejects. */

@@ -1,9 +1,17 @@
 /**
  * How a client presents its credentials (RFC 6749 §2.3.1): HTTP Basic, or `client_id` and
  * `client_secret` in the form body; a public client sends its `client_id` alone (§2.1); a client
- * with keys sends a signed JWT (`private_key_jwt`, RFC 7523 §2.2).
+ * with keys sends a signed JWT (`private_key_jwt`, RFC 7523 §2.2); a client with a certificate
+ * method presents its TLS client certificate and its `client_id` (RFC 8705 §2).
  */
-export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none' | 'private_key_jwt';
+export type ClientAuthMethod =
+  | 'client_secret_basic'
+  | 'client_secret_post'
+  | 'none'
+  | 'private_key_jwt'
+  /** RFC 8705 §2: the TLS client certificate, with `client_id` in the body. */
+  | 'tls_client_auth'
+  | 'self_signed_tls_client_auth';
 
 /** Credentials from an `Authorization: Basic` header, already form-decoded. */
 export interface BasicCredentials {

@@ -68,7 +68,7 @@ export function authenticateClient<R>(
 ): void {
   const { exchange, params, authorization } = request;
   const { authenticator, gate } = authentication;
-  const auth = authenticator.authenticate(authorization, params);
+  const auth = authenticator.authenticate(authorization, params, exchange);
   const clientId = auth.ok ? auth.client.clientId : auth.clientId;
   // For the request's log line, metrics and audit events (gateway/observability/endpoint_outcomes.ts).
   exchange.clientId = clientId;

@@ -60,7 +60,17 @@ export function checkCrossReferences(config: TesseraConfig, extraGrantTypes: rea
     if (hasKeys && !client.requireClientSecret) {
       report(`${at}.requireClientSecret`, 'must not be false for a client with jwks or jwksUri (it is a confidential client)');
     }
-    if (!hasKeys && client.requireClientSecret && client.clientSecrets.length === 0) {
+    const tlsMethod = client.tokenEndpointAuthMethod;
+    if (tlsMethod !== undefined) checkTlsClientAuth(config, client, at, report);
+    else if (tlsNames(client).length > 0)
+      report(`${at}.tokenEndpointAuthMethod`, 'must be "tls_client_auth" for a client with tlsClientAuth* names');
+    if (tlsMethod === 'tls_client_auth' && (hasKeys || client.clientSecrets.length > 0)) {
+      report(
+        `${at}.tokenEndpointAuthMethod`,
+        'tls_client_auth: the client must have no clientSecrets, jwks or jwksUri (it authenticates with its certificate only)',
+      );
+    }
+    if (tlsMethod === undefined && !hasKeys && client.requireClientSecret && client.clientSecrets.length === 0) {
       report(`${at}.clientSecrets`, 'must list at least one secret when requireClientSecret is true');
     }
     client.allowedGrantTypes.forEach((grantType, j) => {
@@ -143,4 +153,40 @@ export function checkProcesses(config: Pick<TesseraConfig, 'store' | 'management
 function describeRealm(user: UserConfig): string {
   const parts = [...(user.tenant === undefined ? [] : [`tenant "${user.tenant}"`]), `idp "${user.idp}"`];
   return ` in ${parts.join(', ')}`;
+}
+
+/** The `tlsClientAuth*` names a client set: its certificate must carry exactly one (RFC 8705 §2.1.2). */
+function tlsNames(client: TesseraConfig['clients'][number]): string[] {
+  const names = [
+    'tlsClientAuthSubjectDn',
+    'tlsClientAuthSanDns',
+    'tlsClientAuthSanUri',
+    'tlsClientAuthSanIp',
+    'tlsClientAuthSanEmail',
+  ] as const;
+  return names.filter((name) => client[name] !== undefined);
+}
+
+/** RFC 8705 §2: what each mutual TLS method needs of the client and of `mtls`. */
+function checkTlsClientAuth(
+  config: TesseraConfig,
+  client: TesseraConfig['clients'][number],
+  at: string,
+  report: (path: string, message: string) => void,
+): void {
+  const names = tlsNames(client);
+  if (client.tokenEndpointAuthMethod === 'tls_client_auth') {
+    if (names.length !== 1)
+      report(
+        `${at}.tokenEndpointAuthMethod`,
+        'tls_client_auth needs exactly one of tlsClientAuthSubjectDn, tlsClientAuthSanDns, tlsClientAuthSanUri, tlsClientAuthSanIp, tlsClientAuthSanEmail',
+      );
+    if (config.mtls.caFile === undefined)
+      report('mtls.caFile', `is required by ${at} (tls_client_auth certificates are checked against it)`);
+    return;
+  }
+  if (names.length > 0) report(`${at}.${names[0]}`, 'is for tls_client_auth only');
+  if (client.jwks === undefined)
+    report(`${at}.jwks`, "self_signed_tls_client_auth needs jwks, the keys of the client's certificates (RFC 8705 §2.2)");
+  if (client.jwksUri !== undefined) report(`${at}.jwksUri`, 'is not used by self_signed_tls_client_auth: list the keys in jwks');
 }

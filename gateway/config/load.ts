@@ -119,6 +119,7 @@ function buildConfig(
     ...(config.tls === undefined
       ? {}
       : { tls: { certFile: resolve(configDir, config.tls.certFile), keyFile: resolve(configDir, config.tls.keyFile) } }),
+    mtls: config.mtls.caFile === undefined ? config.mtls : { ...config.mtls, caFile: resolve(configDir, config.mtls.caFile) },
     events: config.events.file === undefined ? config.events : { ...config.events, file: resolve(configDir, config.events.file) },
     configDir,
     ...(configPath === undefined ? {} : { configPath }),

@@ -2,6 +2,7 @@
  * The config file's schema (README, "Configuration reference"). Validated once at start; `config/tessera.schema.json` is
  * generated from it (`npm run schema`) so editors can check config files too.
  */
+import { isIP } from 'node:net';
 import { createPublicKey, type JsonWebKey } from 'node:crypto';
 import { z } from 'zod';
 import { signingAlgorithms } from '../../core/signing_key.js';
@@ -82,6 +83,33 @@ export const clientSchema = z.strictObject({
     .default(false)
     .describe(
       'Compatibility: private_key_jwt assertions may carry the token endpoint URL as aud, not only the issuer (which draft-ietf-oauth-rfc7523bis requires). For clients not yet updated.',
+    ),
+  tokenEndpointAuthMethod: z
+    .enum(['tls_client_auth', 'self_signed_tls_client_auth'])
+    .optional()
+    .describe(
+      "Mutual TLS client authentication (RFC 8705 §2): tls_client_auth (a certificate from mtls.caFile naming the client by one tlsClientAuth* value) or self_signed_tls_client_auth (a certificate whose key is in jwks). Absent: client_secret_*, private_key_jwt or none, from the client's secrets and keys.",
+    ),
+  tlsClientAuthSubjectDn: nonEmpty
+    .optional()
+    .describe(
+      'tls_client_auth: the subject DN of the client\'s certificate, as RFC 4514 writes it (last RDN first), e.g. "CN=client1,O=Acme".',
+    ),
+  tlsClientAuthSanDns: nonEmpty.optional().describe("tls_client_auth: a dNSName the certificate's subjectAltName must carry."),
+  tlsClientAuthSanUri: nonEmpty.optional().describe("tls_client_auth: a URI the certificate's subjectAltName must carry."),
+  tlsClientAuthSanIp: z
+    .string()
+    .refine((ip) => isIP(ip) !== 0, { error: 'must be an IPv4 or IPv6 address' })
+    .optional()
+    .describe("tls_client_auth: an IP address the certificate's subjectAltName must carry."),
+  tlsClientAuthSanEmail: nonEmpty
+    .optional()
+    .describe("tls_client_auth: an rfc822Name (e-mail) the certificate's subjectAltName must carry."),
+  tlsClientCertificateBoundAccessTokens: z
+    .boolean()
+    .default(false)
+    .describe(
+      "Binds access tokens (cnf.x5t#S256), and a public client's refresh tokens, to the TLS client certificate of the token request (RFC 8705 §3); the client must present one.",
     ),
   // Grant names are checked in load.ts against the built-in, shipped and validator-registered
   // grants (the last are only known once validators load); here they must be non-empty.
@@ -359,6 +387,25 @@ export const configSchema = z
       })
       .optional()
       .describe('Serve HTTPS on the listener (leave out behind a TLS-terminating proxy).'),
+    mtls: z
+      .strictObject({
+        caFile: nonEmpty
+          .optional()
+          .describe(
+            'PEM trust anchors for tls_client_auth certificates, relative to this file. With tls, the listener asks clients for a certificate and the TLS handshake checks it against these (self-signed client certificates must then be listed here too).',
+          ),
+        certificateHeader: z
+          .string()
+          .regex(/^[a-z0-9-]+$/, { error: 'must be a lower-case header name' })
+          .default('x-client-cert')
+          .describe(
+            "The header a trusted proxy (trustedProxies) writes the client's certificate into, URL-encoded PEM (nginx $ssl_client_escaped_cert); never read from another peer.",
+          ),
+      })
+      .default({ certificateHeader: 'x-client-cert' })
+      .describe(
+        'Mutual TLS (RFC 8705): client certificates for tls_client_auth, self_signed_tls_client_auth and certificate-bound tokens.',
+      ),
     trustedProxies: z
       .array(
         nonEmpty.refine((cidr) => parseCidr(cidr) !== undefined, { error: 'must be an IPv4 or IPv6 address or CIDR, e.g. 10.0.0.0/8' }),

@@ -27,6 +27,7 @@ export function authorizationServerMetadataPath(issuer: string): string {
  */
 export function buildDiscoveryDocument(config: LoadedConfig, grantTypes: readonly string[], keys: readonly SigningKeyMaterial[]): string {
   const issuer = config.issuer;
+  const tls = mutualTlsMetadata(config);
   const document = {
     issuer,
     jwks_uri: `${issuer}${jwksPath}`,
@@ -38,13 +39,13 @@ export function buildDiscoveryDocument(config: LoadedConfig, grantTypes: readonl
     userinfo_endpoint: `${issuer}${endpointPaths.userinfo}`,
     end_session_endpoint: `${issuer}${endpointPaths.endSession}`,
     grant_types_supported: grantTypes,
-    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none', ...tls.methods],
     // RFC 8414 §2: the algorithms a private_key_jwt assertion may be signed with (never none or HMAC).
     token_endpoint_auth_signing_alg_values_supported: clientAssertionAlgorithms,
     // API resources authenticate with Basic only; confidential clients as at the token endpoint.
-    introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'],
+    introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', ...tls.methods],
     introspection_endpoint_auth_signing_alg_values_supported: clientAssertionAlgorithms,
-    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
+    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none', ...tls.methods],
     revocation_endpoint_auth_signing_alg_values_supported: clientAssertionAlgorithms,
     scopes_supported: new ScopeRules(config).supportedScopes(),
     response_types_supported: ['code'],
@@ -62,8 +63,20 @@ export function buildDiscoveryDocument(config: LoadedConfig, grantTypes: readonl
     id_token_signing_alg_values_supported: keys.length > 0 ? [...new Set(keys.map((k) => k.alg))] : [config.signing.algorithm],
     code_challenge_methods_supported: ['S256'],
     dpop_signing_alg_values_supported: dpopSigningAlgorithms,
+    ...tls.bound,
   };
   return JSON.stringify(document);
+}
+
+/**
+ * RFC 8705 §2.3, §3.3: the mutual TLS methods and certificate-bound tokens, stated once some client
+ * uses them (the operator set up certificates for it: docs/operations.md, "Mutual TLS"). The same
+ * endpoints serve mutual TLS, so there is no `mtls_endpoint_aliases` (§5: clients then use these).
+ */
+function mutualTlsMetadata(config: LoadedConfig): { methods: string[]; bound: { tls_client_certificate_bound_access_tokens?: true } } {
+  const used = config.clients.some((c) => c.tokenEndpointAuthMethod !== undefined || c.tlsClientCertificateBoundAccessTokens);
+  if (!used) return { methods: [], bound: {} };
+  return { methods: ['tls_client_auth', 'self_signed_tls_client_auth'], bound: { tls_client_certificate_bound_access_tokens: true } };
 }
 
 /** The JWKS document: public halves only, every key that is published (RFC 7517 §5, docs/endpoints.md "Discovery and JWKS"). */

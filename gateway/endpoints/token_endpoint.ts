@@ -47,7 +47,9 @@ function answerTokenRequest(route: TokenRoute, request: FormRequest, caller: Aut
   if (!checkGrantTypeAllowed(request, client, grantType)) return;
   // RFC 9449 §5: a client that requires DPoP sends a proof with every token request.
   if (!checkDPoPHeader(route.dpopNonceFor, request, client, client.config.requireDPoP)) return;
-  runGrant(route, request, caller, grantType);
+  const x5t = boundCertificate(request, client);
+  if (x5t === null) return;
+  runGrant(route, request, caller, grantType, x5t);
 }
 
 /** RFC 6749 §5.2 `unsupported_grant_type`: no grant of this type is registered. */
@@ -64,8 +66,20 @@ function checkGrantTypeAllowed(request: FormRequest, client: RegisteredClient, g
   return false;
 }
 
+/**
+ * RFC 8705 §3: the thumbprint of the certificate a bound client's tokens are bound to (`undefined`
+ * for a client whose tokens are not); `null` when the client sent none, and the request is answered.
+ */
+function boundCertificate(request: FormRequest, client: RegisteredClient): string | undefined | null {
+  if (!client.config.tlsClientCertificateBoundAccessTokens) return undefined;
+  const certificate = request.exchange.clientCertificate();
+  if (certificate !== undefined) return certificate.thumbprint;
+  request.exchange.sendError(OAuthErrors.clientCertificateRequired);
+  return null;
+}
+
 /** The grant runs in a worker, which answers the request. */
-function runGrant(route: TokenRoute, request: FormRequest, caller: AuthenticatedClient, grantType: string): void {
+function runGrant(route: TokenRoute, request: FormRequest, caller: AuthenticatedClient, grantType: string, x5t: string | undefined): void {
   const { exchange, params, dpop } = request;
   const { clientId } = caller.client;
   // A password check logs who tried from where (docs/operations.md, "Logs"); other grants need no
@@ -75,5 +89,6 @@ function runGrant(route: TokenRoute, request: FormRequest, caller: Authenticated
       ? { kind: 'token', grantType, clientId, params, address: exchange.remoteAddress() }
       : { kind: 'token', grantType, clientId, params };
   if (dpop) item = { ...item, dpop };
+  if (x5t !== undefined) item = { ...item, x5t };
   dispatchToWorker(route.dispatcher, request, item, caller);
 }

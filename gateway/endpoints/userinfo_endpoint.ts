@@ -59,7 +59,10 @@ export function createUserInfoEndpoint(deps: UserInfoEndpointDeps): (res: HttpRe
   const dispatch = (exchange: Exchange, token: string, dpop?: UserInfoItem['dpop']): void => {
     const params: FormParams = Object.create(null) as FormParams;
     params.access_token = token;
-    const item: UserInfoItem = dpop === undefined ? { kind: 'userinfo', params } : { kind: 'userinfo', params, dpop };
+    let item: UserInfoItem = dpop === undefined ? { kind: 'userinfo', params } : { kind: 'userinfo', params, dpop };
+    // RFC 8705 §3: the worker compares it with a certificate-bound token's `cnf.x5t#S256`.
+    const x5t = exchange.clientCertificate()?.thumbprint;
+    if (x5t !== undefined) item = { ...item, x5t };
     dispatcher.submit((result) => answer(exchange, result, dpop !== undefined), item);
   };
 

@@ -3,6 +3,7 @@ import type { HttpResponse } from 'uWebSockets.js';
 import type { ErrorCode, OAuthErrorEntry } from '../../core/oauth_errors.js';
 import { servingNow, type ServingState } from './serving_state.js';
 import { clientAddressOf } from './trusted_proxies.js';
+import { clientCertificateOf, type PresentedCertificate } from './client_certificate.js';
 import type { TaskFacts } from '../../wire/task_facts.js';
 
 const statusLines: Record<number, string> = {
@@ -81,6 +82,8 @@ export class Exchange {
   dpopNonce: string | undefined = undefined;
   /** The client's address once read ({@link remoteAddress}). */
   private address: string | undefined = undefined;
+  /** The TLS client certificate once read ({@link clientCertificate}); `null` until then. */
+  private certificate: PresentedCertificate | undefined | null = null;
   /** RFC 9110 §9.3.2: a HEAD answer has the headers GET would have, and no content. */
   private readonly head: boolean;
   /** The gateway serving it: counts it in flight, and says when answers close their connection. */
@@ -111,6 +114,15 @@ export class Exchange {
     // each read of the peer is a getpeername(2) system call in uSockets and a new ArrayBuffer.
     this.address ??= clientAddressOf(this.res);
     return this.address;
+  }
+
+  /**
+   * The request's TLS client certificate (RFC 8705), from the own listener or a trusted proxy's
+   * header (gateway/http/client_certificate.ts); read only when a step needs it.
+   */
+  clientCertificate(): PresentedCertificate | undefined {
+    if (this.certificate === null) this.certificate = this.aborted ? undefined : clientCertificateOf(this.res);
+    return this.certificate;
   }
 
   get open(): boolean {

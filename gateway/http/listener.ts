@@ -7,6 +7,11 @@ import * as uWS from 'uWebSockets.js';
 export interface TlsFiles {
   readonly certFile: string;
   readonly keyFile: string;
+  /**
+   * `mtls.caFile`: clients are asked for a certificate, which the handshake checks against these
+   * anchors (a client without one still connects; RFC 8705 §2).
+   */
+  readonly clientCaFile?: string | undefined;
 }
 
 export interface ListenerOptions {
@@ -75,7 +80,7 @@ export class Listener {
     if (this.socket === undefined) return;
     const pair = await readTlsPair(tls);
     // A reload of the config alone must not cost the moment without a listening socket.
-    if (this.served !== undefined && pair.cert.equals(this.served.cert) && pair.key.equals(this.served.key)) return;
+    if (this.served !== undefined && samePair(pair, this.served)) return;
     const app = createApp(tls, pair);
     this.options.mount(app);
     uWS.us_listen_socket_close(this.socket);
@@ -110,16 +115,27 @@ export class Listener {
 interface TlsPair {
   readonly cert: Buffer;
   readonly key: Buffer;
+  readonly ca?: Buffer | undefined;
+}
+
+function samePair(a: TlsPair, b: TlsPair): boolean {
+  const sameCa = a.ca === undefined || b.ca === undefined ? a.ca === b.ca : a.ca.equals(b.ca);
+  return sameCa && a.cert.equals(b.cert) && a.key.equals(b.key);
 }
 
 /** The certificate and key, read and known to make a working pair. */
 async function readTlsPair(tls: TlsFiles): Promise<TlsPair> {
   let cert: Buffer;
   let key: Buffer;
+  let ca: Buffer | undefined;
   try {
-    [cert, key] = await Promise.all([readFile(tls.certFile), readFile(tls.keyFile)]);
+    [cert, key, ca] = await Promise.all([
+      readFile(tls.certFile),
+      readFile(tls.keyFile),
+      tls.clientCaFile === undefined ? undefined : readFile(tls.clientCaFile),
+    ]);
   } catch (err) {
-    throw new Error(`tls: cannot read the certificate or key (${(err as Error).message})`);
+    throw new Error(`tls: cannot read the certificate, key or mtls.caFile (${(err as Error).message})`);
   }
   try {
     // uWS only says "App construction failed"; Node's TLS says what is wrong with the files.
@@ -127,14 +143,26 @@ async function readTlsPair(tls: TlsFiles): Promise<TlsPair> {
   } catch (err) {
     throw new Error(`tls: ${tls.certFile} and ${tls.keyFile} are not a usable certificate and key (${(err as Error).message})`);
   }
-  return { cert, key };
+  if (ca !== undefined) {
+    try {
+      createSecureContext({ cert, key, ca });
+    } catch (err) {
+      throw new Error(`mtls.caFile: ${tls.clientCaFile} holds no usable certificate (${(err as Error).message})`);
+    }
+  }
+  return { cert, key, ca };
 }
 
 /** A plain app, or a TLS app on files {@link readTlsPair} checked. */
 function createApp(tls: TlsFiles | undefined, pair: TlsPair | undefined): uWS.TemplatedApp {
   if (tls === undefined || pair === undefined) return uWS.App();
   // uWS reads the files itself (it takes no PEM text); they were checked a moment ago.
-  return uWS.SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile });
+  // With `ca_file_name`, uSockets asks every client for a certificate (SSL_VERIFY_PEER, not
+  // FAIL_IF_NO_PEER_CERT: one without still connects) and refuses one that does not chain to the
+  // file's anchors; the handler reads it with `res.getX509Certificate()` (client_certificate.ts).
+  return tls.clientCaFile === undefined
+    ? uWS.SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile })
+    : uWS.SSLApp({ cert_file_name: tls.certFile, key_file_name: tls.keyFile, ca_file_name: tls.clientCaFile });
 }
 
 /** Listens once on `host:port` (exclusively: no other process may share the port); `false` when it cannot. */

@@ -1,5 +1,6 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { serveWith, type ServingState } from './serving_state.js';
+import type { ClientCertificates } from './client_certificate.js';
 import { captureForwarding, type TrustedProxies } from './trusted_proxies.js';
 
 type RouteHandler = (res: HttpResponse, req: HttpRequest) => void | Promise<void>;
@@ -10,6 +11,8 @@ export interface RouteSet {
   readonly keys: readonly string[];
   readonly handlers: readonly RouteHandler[];
   readonly proxies: TrustedProxies;
+  /** Where the requests' TLS client certificates come from (RFC 8705); `undefined`: nowhere. */
+  readonly certificates?: ClientCertificates | undefined;
 }
 
 /** The uWS methods that register a route handler. */
@@ -20,7 +23,7 @@ const routeMethods = ['any', 'get', 'post', 'put', 'del', 'patch', 'options', 'h
  * route, so the real app gets one entry per route that calls the current set's handler, and a
  * config reload builds a new set and swaps it in (docs/operations.md, "Reload").
  */
-export function recordRoutes(register: (app: TemplatedApp) => void, proxies: TrustedProxies): RouteSet {
+export function recordRoutes(register: (app: TemplatedApp) => void, proxies: TrustedProxies, certificates?: ClientCertificates): RouteSet {
   const keys: string[] = [];
   const handlers: RouteHandler[] = [];
   const recorder: Record<string, unknown> = {};
@@ -32,7 +35,7 @@ export function recordRoutes(register: (app: TemplatedApp) => void, proxies: Tru
     };
   }
   register(recorder as unknown as TemplatedApp);
-  return { keys, handlers, proxies };
+  return { keys, handlers, proxies, certificates: certificates?.active === true ? certificates : undefined };
 }
 
 /** The routes in service; mounted once per listening app (a TLS reload opens a new app). */
@@ -53,6 +56,7 @@ export class RouteTable {
       app[method](key.slice(space + 1), (res, req) => {
         const set = this.current;
         captureForwarding(res, req, set.proxies);
+        set.certificates?.capture(res, req);
         return serveWith(this.serving, set.handlers[i] as RouteHandler, res, req);
       });
     }

@@ -102,7 +102,7 @@ function normalizedPeer(raw: string): string {
  * is written from its four bytes; uWS's own text form of it is the full IPv6 form, which costs a
  * native call, a copy and a normalisation.
  */
-function peerAddress(res: HttpResponse): string {
+export function peerAddress(res: HttpResponse): string {
   const bytes = new Uint8Array(res.getRemoteAddress());
   if (bytes.length === 4) return `${bytes[0]}.${bytes[1]}.${bytes[2]}.${bytes[3]}`;
   if (bytes.length === 16 && isIPv4Mapped(bytes)) return `${bytes[12]}.${bytes[13]}.${bytes[14]}.${bytes[15]}`;

@@ -8,6 +8,7 @@ import type { LoadedConfig } from '../config/load.js';
 import { createEndpointObservers } from '../observability/endpoint_outcomes.js';
 import { recordRoutes, RouteTable, type RouteSet } from '../http/route_table.js';
 import { TrustedProxies } from '../http/trusted_proxies.js';
+import { ClientCertificates } from '../http/client_certificate.js';
 import type { KeyRing } from '../keys/key_ring.js';
 import { registerRoutes } from '../endpoints/routes.js';
 import type { ValidatorReload } from '../validators/validator_reload.js';
@@ -55,6 +56,7 @@ export class GatewayRoutes {
     const { dispatcher, events, metrics, storeOutage, serving } = this.services;
     const { logger, tracing } = state;
     const clients = registerClients(config.clients);
+    const proxies = new TrustedProxies(config.trustedProxies, config.forwardedHeader);
     return recordRoutes(
       (app) =>
         registerRoutes(app, {
@@ -74,7 +76,13 @@ export class GatewayRoutes {
           draining: () => serving.draining,
           logger,
         }),
-      new TrustedProxies(config.trustedProxies, config.forwardedHeader),
+      proxies,
+      new ClientCertificates({
+        proxies,
+        header: config.mtls.certificateHeader,
+        ownListener: config.tls !== undefined && config.mtls.caFile !== undefined,
+        caFile: config.mtls.caFile,
+      }),
     );
   }
 }

@@ -41,7 +41,7 @@ export function reloadableGateway(state: GatewayState, targets: ReloadTargets): 
     },
     startPool: (next) => targets.startPool(next, validators.modules),
     reloadTls: async (next) => {
-      if (next.tls !== undefined && listener.secure) await listener.reloadTls(next.tls);
+      if (next.tls !== undefined && listener.secure) await listener.reloadTls({ ...next.tls, clientCaFile: next.mtls.caFile });
     },
     replaceRoutes: (next) => routes.replaceFor(next),
     commit: (next, nextPool) => {

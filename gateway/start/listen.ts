@@ -31,7 +31,7 @@ export async function listen(state: GatewayState, metrics: GatewayMetrics, route
     host: config.listen.host,
     port: config.listen.port,
     exclusive: processSlot === undefined,
-    tls: config.tls,
+    tls: config.tls === undefined ? undefined : { ...config.tls, clientCaFile: config.mtls.caFile },
     mount: (app) => routes.table.mount(app),
   });
   state.listener = listener;

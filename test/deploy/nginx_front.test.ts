@@ -6,6 +6,7 @@
 // reason, where nginx or openssl is missing; CI installs both (.ci/run).
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
+import { createHash, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { connect as netConnect } from 'node:net';
@@ -71,6 +72,16 @@ t.test('nginx in front of Tessera', { skip: skipWithoutNginx || skipWithoutOpens
       // nginx connects from 127.0.0.1; the clients below connect to it from 127.0.0.2 and up.
       raw.trustedProxies = ['127.0.0.1/32'];
       raw.throttling = { clientAuthentication: { maxFailures, windowSeconds: 60 } };
+      // RFC 8705 §2.2 through the front: the client certificate's key is this client's.
+      const clientKey = new X509Certificate(readFileSync(file('client.crt'))).publicKey.export({ format: 'jwk' });
+      (raw.clients as unknown[]).push({
+        clientId: 'mtls-self',
+        tokenEndpointAuthMethod: 'self_signed_tls_client_auth',
+        jwks: { keys: [clientKey] },
+        allowedGrantTypes: ['client_credentials'],
+        allowedScopes: ['api1'],
+        tlsClientCertificateBoundAccessTokens: true,
+      });
     },
   });
 
@@ -172,8 +183,8 @@ t.test('nginx in front of Tessera', { skip: skipWithoutNginx || skipWithoutOpens
     t.equal(issued.status, 200, 'a token request with a client certificate');
     t.type((JSON.parse(issued.body) as { access_token?: unknown }).access_token, 'string');
 
-    // Tessera does not read X-Client-Cert yet; the gateway's 4 KiB header limit shows what
-    // reaches it: a section just under it with the certificate added goes over.
+    // The gateway's 4 KiB header limit shows what reaches it: a section just under it with the
+    // certificate added goes over.
     const filler = { 'x-filler': 'a'.repeat(3_700) };
     t.equal((await https('/healthz', { headers: filler })).status, 200, 'without a certificate: under 4 KiB');
     const withCertificate = await https('/healthz', { headers: filler, clientCertificate: true });
@@ -182,6 +193,28 @@ t.test('nginx in front of Tessera', { skip: skipWithoutNginx || skipWithoutOpens
       `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Client-Cert: ${'a'.repeat(2_500)}\r\nX-Client-Cert: ${'b'.repeat(2_500)}\r\nConnection: close\r\n\r\n`,
     );
     t.same(forged.statuses, [200], "a client's own X-Client-Cert fields (5 KiB of them) are not passed on");
+  });
+
+  t.test('mutual TLS through the front: the forwarded certificate authenticates and binds (RFC 8705)', async (t) => {
+    const request = (clientCertificate: boolean) =>
+      https('/connect/token', {
+        clientCertificate,
+        headers: { 'content-type': form },
+        body: 'grant_type=client_credentials&client_id=mtls-self',
+      });
+    const issued = await request(true);
+    t.equal(issued.status, 200);
+    const accessToken = (JSON.parse(issued.body) as { access_token: string }).access_token;
+    const cnf = JSON.parse(Buffer.from(accessToken.split('.')[1] as string, 'base64url').toString()).cnf;
+    const der = new X509Certificate(readFileSync(file('client.crt'))).raw;
+    t.same(cnf, { 'x5t#S256': createHash('sha256').update(der).digest('base64url') }, 'bound to the certificate nginx saw');
+    const without = await request(false);
+    t.equal(without.status, 401, 'no certificate, no authentication');
+    const forged = await converse(
+      `POST /connect/token HTTP/1.1\r\nHost: x\r\nX-Client-Cert: ${encodeURIComponent(readFileSync(file('client.crt'), 'utf8'))}\r\n` +
+        `Content-Type: ${form}\r\nContent-Length: 49\r\nConnection: close\r\n\r\ngrant_type=client_credentials&client_id=mtls-self`,
+    );
+    t.same(forged.statuses, [401], "a client's own X-Client-Cert with the right certificate, but no TLS proof of its key, is dropped");
   });
 
   t.test('HTTP/1.0 clients are answered', async (t) => {

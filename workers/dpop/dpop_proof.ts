@@ -4,8 +4,8 @@
  * the replay check comes last so that invalid proofs never fill the replay cache.
  */
 import { hash, randomUUID } from 'node:crypto';
-import type { JWK } from 'jose';
 import { verifyProofJws } from './proof_jws.js';
+import { jwkThumbprint } from '../../core/crypto/jwk_thumbprint.js';
 import type { DPoPNonces } from '../../core/dpop_nonce.js';
 import type { Store, StoreKey } from '../../core/store/store.js';
 
@@ -89,19 +89,7 @@ export function dpopJtiKey(jkt: string, jti: string): StoreKey {
   return { kind: 'misc', id: `dpop:${hash('sha256', `${jkt}\u0000${jti}`, 'base64url')}` };
 }
 
-/**
- * RFC 7638 SHA-256 thumbprint: the key's required members, in lexicographic order, as JSON without
- * whitespace. `jwk` has the `kty` proof_jws.ts accepted for its algorithm.
- */
-export function jwkThumbprint(jwk: JWK): string {
-  const canonical =
-    jwk.kty === 'RSA'
-      ? { e: jwk.e, kty: jwk.kty, n: jwk.n }
-      : jwk.kty === 'EC'
-        ? { crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y }
-        : { crv: jwk.crv, kty: jwk.kty, x: jwk.x };
-  return hash('sha256', JSON.stringify(canonical), 'base64url');
-}
+export { jwkThumbprint };
 
 /** RFC 9449 §4.2 `ath`: base64url(SHA-256(ASCII access token)). */
 export function accessTokenHash(token: string): string {

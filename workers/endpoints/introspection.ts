@@ -96,8 +96,17 @@ async function introspectRefreshToken(
     sub: record.subject,
     iat: Math.floor(record.createdAt / 1000),
     exp: Math.floor(record.expiresAt / 1000),
-    ...(record.jkt !== undefined ? { cnf: { jkt: record.jkt } } : {}),
+    ...refreshTokenCnf(record),
   });
+}
+
+/** The binding of a refresh token (RFC 9449 §6.2, RFC 8705 §3.2), as `cnf` names it. */
+function refreshTokenCnf(record: RefreshTokenRecord): { cnf?: Record<string, string> } {
+  if (record.jkt === undefined && record.x5t === undefined) return {};
+  const cnf: Record<string, string> = {};
+  if (record.jkt !== undefined) cnf.jkt = record.jkt;
+  if (record.x5t !== undefined) cnf['x5t#S256'] = record.x5t;
+  return { cnf };
 }
 
 function visibleTo(payload: JWTPayload, callerKind: string, callerId: string): boolean {

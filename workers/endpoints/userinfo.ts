@@ -5,7 +5,7 @@ import type { UserProfiles } from '../grants/user_profiles.js';
 import { errorResult, successResult, type TokenTaskResult, type UserInfoItem } from '../../wire/token_task.js';
 import { verifyDPoPProof, type DPoPProofServices } from '../dpop/dpop_proof.js';
 import type { IdentityClaims } from '../tokens/identity_claims.js';
-import { boundKeyOf, type AccessTokenValidator } from '../tokens/token_validator.js';
+import { boundCertificateOf, boundKeyOf, type AccessTokenValidator } from '../tokens/token_validator.js';
 
 export interface UserInfoServices {
   readonly tokenValidator: AccessTokenValidator;
@@ -33,6 +33,9 @@ export async function userInfo(item: UserInfoItem, services: UserInfoServices): 
   const verified = await services.tokenValidator.verify(token);
   if (!verified.ok) return answer(BearerErrors.invalidToken);
   const { payload } = verified;
+  // RFC 8705 §3: a certificate-bound token only over a connection with that certificate.
+  const boundCertificate = boundCertificateOf(payload);
+  if (boundCertificate !== undefined && item.x5t !== boundCertificate) return answer(BearerErrors.certificateMismatch);
   const boundKey = boundKeyOf(payload);
   if (item.dpop === undefined) {
     if (boundKey !== undefined) return answer(DPoPErrors.boundTokenAsBearer);

@@ -36,6 +36,11 @@ export interface GrantRequest {
    */
   readonly jkt?: string | undefined;
   /**
+   * RFC 8705 §3.1: the `x5t#S256` of the client's TLS certificate, for a client whose tokens are
+   * bound to it: the access token carries it in `cnf`, and a public client's refresh token too (§4).
+   */
+  readonly x5t?: string | undefined;
+  /**
    * Where the grant notes what the gateway's audit events need (workers/task_facts_recorder.ts);
    * absent when the gateway asked for none. Never handed to a validator.
    */

@@ -145,6 +145,7 @@ async function grantOfRecord(request: GrantRequest, services: GrantServices, rec
 
 function checkKeyBinding(request: GrantRequest, record: RefreshTokenRecord): void {
   if (record.jkt !== undefined && request.jkt !== record.jkt) throw new OAuthError(OAuthErrors.refreshTokenKeyMismatch);
+  if (record.x5t !== undefined && request.x5t !== record.x5t) throw new OAuthError(OAuthErrors.refreshTokenCertificateMismatch);
 }
 
 /**

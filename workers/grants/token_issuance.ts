@@ -49,6 +49,7 @@ export function signAccessToken(
   if (grant.claims !== undefined) input.claims = grant.claims;
   if (grant.profile !== undefined) input.claims = { ...grant.claims, ...grant.profile.accessToken };
   if (request.jkt !== undefined) input.jkt = request.jkt;
+  if (request.x5t !== undefined) input.x5t = request.x5t;
   const claims = buildAccessTokenClaims(input);
   noteIssued(request.facts, claims.jti as string, grant.subject);
   return { token: services.signer.sign(claims, 'at+jwt'), jti: claims.jti as string, exp: claims.exp as number };
@@ -74,11 +75,16 @@ export function tokenResponse(
 }
 
 /**
- * RFC 9449 §5: a public client's refresh token is bound to the DPoP key it was issued with, and
- * every refresh must prove possession of it; a confidential client's is not (it authenticates).
+ * RFC 9449 §5, RFC 8705 §4: a public client's refresh token is bound to the DPoP key or the TLS
+ * certificate it was issued with, and every refresh must prove possession of it; a confidential
+ * client's is not (it authenticates, and may roll its certificate over).
  */
-function refreshTokenBinding(request: GrantRequest): { jkt?: string } {
-  return request.jkt !== undefined && !request.client.requireSecret ? { jkt: request.jkt } : {};
+function refreshTokenBinding(request: GrantRequest): { jkt?: string; x5t?: string } {
+  if (request.client.requireSecret || request.client.config.tokenEndpointAuthMethod !== undefined) return {};
+  const binding: { jkt?: string; x5t?: string } = {};
+  if (request.jkt !== undefined) binding.jkt = request.jkt;
+  if (request.x5t !== undefined) binding.x5t = request.x5t;
+  return binding;
 }
 
 /** An ID token for a user grant that was granted `openid`; `undefined` otherwise. */

@@ -93,7 +93,7 @@ function describeItem(item: TaskItem): Record<string, string> {
 
 async function handleTokenRequest(
   worker: BootedWorker,
-  { grantType, clientId, params, address, dpop }: TokenItem,
+  { grantType, clientId, params, address, dpop, x5t }: TokenItem,
   facts: TaskFacts | undefined,
 ): Promise<TokenTaskResult> {
   const { services } = worker;
@@ -105,6 +105,6 @@ async function handleTokenRequest(
   }
   // RFC 9449 §5: the proof first; the grant then binds its tokens to the proof's key.
   const jkt = dpop === undefined ? undefined : await worker.tokenRequestProofs.keyOf(dpop, client);
-  const response = await handler.handle({ grantType, client, params, address, jkt, facts }, services);
+  const response = await handler.handle({ grantType, client, params, address, jkt, x5t, facts }, services);
   return successResult(JSON.stringify(response));
 }

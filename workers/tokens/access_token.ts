@@ -58,6 +58,8 @@ export interface AccessTokenInput {
   claims?: Readonly<Record<string, ClaimValue>>;
   /** The DPoP key thumbprint the token is bound to (RFC 9449 §6.1: `cnf.jkt`). */
   jkt?: string | undefined;
+  /** The TLS client certificate's SHA-256 thumbprint the token is bound to (RFC 8705 §3.1: `cnf.x5t#S256`). */
+  x5t?: string | undefined;
 }
 
 /**
@@ -103,6 +105,11 @@ export function buildAccessTokenClaims(input: AccessTokenInput): Record<string, 
     for (const name in clientClaims) if (!(name in payload)) payload[name] = clientClaims[name];
   }
   // Set last: no grant or client claim can replace the binding (`cnf` is a protected claim anyway).
-  if (input.jkt !== undefined) payload.cnf = { jkt: input.jkt };
+  if (input.jkt !== undefined || input.x5t !== undefined) {
+    const cnf: Record<string, string> = {};
+    if (input.jkt !== undefined) cnf.jkt = input.jkt;
+    if (input.x5t !== undefined) cnf['x5t#S256'] = input.x5t;
+    payload.cnf = cnf;
+  }
   return payload;
 }

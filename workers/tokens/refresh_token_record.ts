@@ -27,6 +27,8 @@ export interface RefreshTokenRecord {
   readonly openId?: { readonly sid?: string | undefined };
   /** A public client's DPoP key thumbprint (RFC 9449 §5): every refresh must present a proof by that key. */
   readonly jkt?: string;
+  /** A public client's TLS certificate thumbprint (RFC 8705 §4): every refresh must come with that certificate. */
+  readonly x5t?: string;
 }
 
 /** When a token written now expires, per the client's `refreshTokenExpiration`. */

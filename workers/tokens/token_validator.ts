@@ -122,6 +122,13 @@ function mediaType(typ: string): string {
   return lower.includes('/') ? lower : `application/${lower}`;
 }
 
+/** The TLS client certificate thumbprint a token is bound to (RFC 8705 §3.1, `cnf.x5t#S256`), or `undefined`. */
+export function boundCertificateOf(payload: JWTPayload): string | undefined {
+  const cnf = payload.cnf as Record<string, unknown> | undefined;
+  const x5t = typeof cnf === 'object' && cnf !== null ? cnf['x5t#S256'] : undefined;
+  return typeof x5t === 'string' ? x5t : undefined;
+}
+
 /**
  * The DPoP key thumbprint a token is bound to (RFC 9449 §6.1, `cnf.jkt`), or `undefined` for a
  * bearer token. A bound token is only good with a proof by that key: the UserInfo endpoint checks

@@ -33,6 +33,13 @@ t.test('a client given only its required members has every member the workers re
     jwks: true,
     jwksUri: true,
     allowTokenEndpointAudience: true,
+    tokenEndpointAuthMethod: true,
+    tlsClientAuthSubjectDn: true,
+    tlsClientAuthSanDns: true,
+    tlsClientAuthSanUri: true,
+    tlsClientAuthSanIp: true,
+    tlsClientAuthSanEmail: true,
+    tlsClientCertificateBoundAccessTokens: true,
     redirectUris: true,
     requirePkce: true,
     allowPlainTextPkce: true,
@@ -55,7 +62,18 @@ t.test('a client given only its required members has every member the workers re
     properties: true,
   };
   const parsed: ClientConfig = clientSchema.parse({ clientId: 'c', allowedGrantTypes: ['client_credentials'] });
-  const optional = new Set<string>(['clientName', 'jwks', 'jwksUri', 'requireDPoPNonce']);
+  const optional = new Set<string>([
+    'clientName',
+    'jwks',
+    'jwksUri',
+    'requireDPoPNonce',
+    'tokenEndpointAuthMethod',
+    'tlsClientAuthSubjectDn',
+    'tlsClientAuthSanDns',
+    'tlsClientAuthSanUri',
+    'tlsClientAuthSanIp',
+    'tlsClientAuthSanEmail',
+  ]);
   t.same(
     Object.keys(parsed).sort(),
     Object.keys(members)
