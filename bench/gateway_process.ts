@@ -22,7 +22,7 @@
  * it starts the N − 1 others (this script again, with `BENCH_PROCESS_INDEX`), announces itself
  * once all listen with every pid in `pids` (the runner adds up their CPU), and stops them with itself.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -41,7 +41,13 @@ if (configFile === undefined || (target !== 'dist' && target !== 'source')) {
 
 const rootUrl = root === undefined ? new URL('../', import.meta.url) : pathToFileURL(`${path.resolve(root)}/`);
 const base = new URL(target === 'dist' ? 'dist/gateway/' : 'gateway/', rootUrl);
-const { startGateway } = (await import(new URL('server.js', base).href)) as ServerModule;
+// `start/server` since the rooms of issue 31; a --baseline-root from before them has `server` at
+// the gateway's root.
+const ext = target === 'dist' ? 'js' : 'ts';
+const serverUrl = existsSync(fileURLToPath(new URL(`start/server.${ext}`, base)))
+  ? new URL('start/server.js', base)
+  : new URL('server.js', base);
+const { startGateway } = (await import(serverUrl.href)) as ServerModule;
 const { validateConfig } = (await import(new URL('config/load.js', base).href)) as LoadModule;
 
 // The seed grant imports the handle code of the gateway it runs in: compiled or TypeScript.

@@ -85,8 +85,10 @@ async function main(): Promise<number> {
   let baseline: BaselineCheckout | null = null;
   if (options.baselineRoot !== undefined) {
     const root = path.resolve(options.baselineRoot);
-    if (!existsSync(path.join(root, 'gateway/start/server.ts')) && !existsSync(path.join(root, 'dist/gateway/start/server.js'))) {
-      console.error(`--baseline-root ${root}: not a Tessera checkout (no gateway/start/server.ts nor dist/gateway/start/server.js)`);
+    // gateway/server.ts before the rooms of issue 31, gateway/start/server.ts since.
+    const serverFiles = ['gateway/start/server.ts', 'dist/gateway/start/server.js', 'gateway/server.ts', 'dist/gateway/server.js'];
+    if (!serverFiles.some((file) => existsSync(path.join(root, file)))) {
+      console.error(`--baseline-root ${root}: not a Tessera checkout (none of ${serverFiles.join(', ')})`);
       return 2;
     }
     try {

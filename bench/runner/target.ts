@@ -39,7 +39,8 @@ export function staleDistFiles(root: string): string[] {
  * sources: a stale build would measure code that no longer exists.
  */
 export function resolveTarget(requested: 'dist' | 'source' | undefined, root: string = repoRoot): GatewayTarget {
-  const hasDist = existsSync(path.join(root, 'dist/gateway/start/server.js'));
+  // dist/gateway/server.js in a checkout from before the rooms of issue 31.
+  const hasDist = existsSync(path.join(root, 'dist/gateway/start/server.js')) || existsSync(path.join(root, 'dist/gateway/server.js'));
   if (requested === 'source') return { kind: 'source', note: null };
   if (!hasDist) {
     if (requested === 'dist') throw new Error('--target dist: there is no dist/gateway/start/server.js (run `npm run build`)');

@@ -19,7 +19,11 @@ const here = new URL(import.meta.url);
 const base = here.searchParams.get('base');
 const ext = here.searchParams.get('ext') === 'ts' ? 'ts' : 'js';
 if (base === null) throw new Error('seed_grant.mjs needs ?base=<URL of the gateway code>');
-const { newFamilyHandle, newFamilyId } = await import(new URL(`workers/tokens/refresh_token_handle.${ext}`, base).href);
+// core/records/ since the rooms of issue 31; workers/tokens/ in a --baseline-root from before them.
+const { newFamilyHandle, newFamilyId } = await import(new URL(`core/records/refresh_token_handle.${ext}`, base).href).catch((err) => {
+  if (err?.code !== 'ERR_MODULE_NOT_FOUND') throw err;
+  return import(new URL(`workers/tokens/refresh_token_handle.${ext}`, base).href);
+});
 
 export const seedGrantType = 'urn:tessera:bench:seed';
 
