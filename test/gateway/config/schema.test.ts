@@ -26,6 +26,8 @@ t.test('a client given only its required members has every member the workers re
     allowedGrantTypes: true,
     allowedScopes: true,
     allowOfflineAccess: true,
+    allowRememberConsent: true,
+    consentLifetime: true,
     audiences: true,
     allowClientTokenExchange: true,
     allowedCorsOrigins: true,
@@ -55,7 +57,7 @@ t.test('a client given only its required members has every member the workers re
     properties: true,
   };
   const parsed: ClientConfig = clientSchema.parse({ clientId: 'c', allowedGrantTypes: ['client_credentials'] });
-  const optional = new Set<string>(['clientName', 'jwks', 'jwksUri', 'requireDPoPNonce']);
+  const optional = new Set<string>(['clientName', 'jwks', 'jwksUri', 'requireDPoPNonce', 'consentLifetime']);
   t.same(
     Object.keys(parsed).sort(),
     Object.keys(members)
