@@ -123,6 +123,9 @@ export async function recordGrantFamily(
   const lifetimeMs =
     Math.max(config.absoluteRefreshTokenLifetime, config.authorizationCodeLifetime, config.deviceCodeLifetime + 600) * 1000;
   const record: GrantFamilyRecord = { v: 1, clientId: client.clientId, family, expiresAt: nowMs + lifetimeMs };
+  // Listing forgets the names of the user's expired grants (Redis keeps them in the family's
+  // members SET otherwise; docs/storage.md): the family stays the size of the live grants.
+  await store.familyRecords(userFamily(subject), 'grant');
   await store.set(grantFamilyKey(subject, family), record, lifetimeMs);
 }
 
