@@ -77,6 +77,10 @@ export interface ClientConfig {
   readonly allowedGrantTypes: readonly string[];
   readonly allowedScopes: readonly string[];
   readonly allowOfflineAccess: boolean;
+  /** The consent page offers "remember my decision" (IdentityServer's `AllowRememberConsent`). */
+  readonly allowRememberConsent: boolean;
+  /** Seconds a remembered consent lasts; `undefined`: until revoked. */
+  readonly consentLifetime?: number | undefined;
   readonly redirectUris: readonly string[];
   /** Where the end-session endpoint may send the browser after a sign-out (the gateway's). */
   readonly postLogoutRedirectUris: readonly string[];

@@ -17,7 +17,7 @@ import type { DeviceCodeRecord } from '../../core/records/device_code_record.js'
 import { expiredGraceMs } from '../../core/records/device_code_record.js';
 import { newFamilyHandle, newFamilyId, newRefreshHandle } from '../../core/records/refresh_token_handle.js';
 import { refreshExpiry, type RefreshTokenRecord } from '../../workers/tokens/refresh_token_record.js';
-import { issuedAccessTokenRecord } from '../../workers/tokens/token_revocation.js';
+import { issuedAccessTokenRecord } from '../../core/records/family_revocation.js';
 
 /** The client settings these writes depend on: the schema's defaults unless a config says otherwise. */
 export interface RecordClient {

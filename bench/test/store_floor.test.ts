@@ -9,7 +9,7 @@ import { refreshTokenFloor } from '../scenarios/refresh_token.js';
 import type { StoreCommand } from '../scenarios/floor.js';
 import { measureStoreCommand } from '../support/store_command_cost.js';
 import { declaredCommandNames, formatSeenCommands, seeStoreCommands, seenCommandName } from '../support/store_monitor.js';
-import { issuedAccessTokenRecord } from '../../workers/tokens/token_revocation.js';
+import { issuedAccessTokenRecord } from '../../core/records/family_revocation.js';
 import { newFamilyId, newRefreshHandle } from '../../core/records/refresh_token_handle.js';
 import { RedisStore, redisStoreScripts } from '../../core/store/redis_store.js';
 import { startRedisServer } from '../../test/helpers/redis_server.js';

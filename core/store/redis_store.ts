@@ -328,6 +328,14 @@ return removed`,
 local removed = redis.call('DEL', KEYS[1])
 redis.call('SREM', KEYS[2], KEYS[1])
 return removed`,
+  // KEYS: members, then records that read as gone. Reply: members forgotten. Checked again here, so
+  // a record written since the read keeps its membership.
+  tesseraForgetGone: `
+local forgotten = 0
+for i = 2, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 0 then forgotten = forgotten + redis.call('SREM', KEYS[1], KEYS[i]) end
+end
+return forgotten`,
   // KEYS: counter. ARGV: window. Reply: {count, ms left}. The first increment opens the window.
   tesseraIncrement: `
 local count = redis.call('INCRBY', KEYS[1], ARGV[2])
@@ -703,7 +711,14 @@ export class RedisStore implements Store {
     if (keys.length === 0) return [];
     const values = await this.#run('familyRecords', (c) => c.mgetBuffer(...keys));
     const records: T[] = [];
-    for (const bytes of values) if (bytes !== null && bytes[0] === liveHeader) records.push(unpackBody<T>(bytes));
+    const gone: string[] = [];
+    for (const [i, bytes] of values.entries()) {
+      if (bytes === null) gone.push(keys[i] as string);
+      else if (bytes[0] === liveHeader) records.push(unpackBody<T>(bytes));
+    }
+    // Expiry removes a record but not its name in the members SET: a family that lives long (a
+    // user's grants, gateway/pages/user_grants.ts) would keep the names of every expired record.
+    if (gone.length > 0) await this.#write('familyRecords', (c) => this.#script(c, 'tesseraForgetGone', [membersKey, ...gone], []));
     return records;
   }
 

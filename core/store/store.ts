@@ -32,6 +32,8 @@ export type RecordKind =
   | 'at' // access tokens issued within a family, so that revoking the family can deny them
   | 'retry' // a rotation's successor, sealed for a client that never got the answer (refresh grace window)
   | 'key' // signing keys and development keys
+  | 'consent' // a user's remembered consent to a client (gateway/pages/user_grants.ts)
+  | 'grant' // a user's grant family with a client, so that revoking the client's access finds it
   | 'misc';
 
 export interface StoreKey {

@@ -122,6 +122,13 @@ export const clientSchema = z.strictObject({
     .default([])
     .describe('Scopes this client may request: identity resources, API scopes and offline_access.'),
   allowOfflineAccess: z.boolean().default(false).describe('Allows the offline_access scope (refresh tokens).'),
+  allowRememberConsent: z
+    .boolean()
+    .default(true)
+    .describe('The consent page offers "remember my decision"; a remembered consent skips the page until it expires or is revoked.'),
+  consentLifetime: positiveSeconds
+    .optional()
+    .describe('Seconds a remembered consent lasts; absent: until the user (or an operator) revokes it.'),
   audiences: z
     .array(nonEmpty)
     .default([])

@@ -14,6 +14,8 @@ export const endpointPaths = {
   revocation: '/connect/revocation',
   userinfo: '/connect/userinfo',
   endSession: '/connect/endsession',
+  /** The signed-in user's grants: list and revoke (gateway/pages/grants_page.ts). */
+  grants: '/connect/grants',
   discovery: '/.well-known/openid-configuration',
   jwks: '/.well-known/openid-configuration/jwks',
   /** RFC 8414 §3.1: the issuer's path, if any, follows this name (discovery.ts). */

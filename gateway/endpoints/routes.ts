@@ -20,6 +20,7 @@ import type { GatewayMetrics } from '../observability/metrics.js';
 import { registerAuthorizeEndpoint } from '../pages/authorize_endpoint.js';
 import { registerDeviceEndpoint } from '../pages/device_endpoint.js';
 import { registerEndSessionEndpoint } from '../pages/end_session_endpoint.js';
+import { registerGrantsPage } from '../pages/grants_page.js';
 import { pagesUnavailable } from '../pages/pages_unavailable.js';
 import { PageSecrets } from '../pages/session.js';
 import { createRevocationEndpoint } from './revocation_endpoint.js';
@@ -137,6 +138,7 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
     onThrottled: () => metrics.countThrottleHit('user_code'),
   });
   registerEndSessionEndpoint(pages, { issuer: config.issuer, clients, secrets, keys: () => keys.set.keys });
+  registerGrantsPage(pages, { config, clients, secrets, store, events });
 
   // Resource servers cache both; a new key is published at least this long before it signs
   // (signing.rotation.propagation, docs/operations.md "Signing keys and rotation").

@@ -16,6 +16,7 @@ import { ScopeDescriptions, showConsent, showLogin, showSignInOutcome, type Logi
 import { signIn } from './sign_in.js';
 import { narrowedQuery, openConsentInteraction, sealConsentInteraction, type ConsentInteraction } from './consent_interaction.js';
 import type { AuditEvents } from '../observability/events/audit_events.js';
+import { consentCovers, findConsent, recordGrantFamily, rememberDecision } from './user_grants.js';
 import { endpointPaths } from '../endpoints/endpoint_paths.js';
 
 export const authorizePath = endpointPaths.authorize;
@@ -29,7 +30,7 @@ export interface AuthorizeEndpointDeps {
   secrets: PageSecrets;
   dispatcher: WorkerDispatcher;
   store: Store;
-  /** Sign-ins and device decisions are audit events (docs/operations.md, "Events"). */
+  /** Sign-ins and consent decisions are audit events (docs/operations.md, "Events"). */
   events: AuditEvents;
   now?: () => number;
 }
@@ -46,7 +47,8 @@ interface AuthorizeFlow {
  * validates the original request again: the query travels through the forms and is never
  * trusted because it came back. The consent form carries more: the signed interaction of the page
  * that was shown (gateway/pages/consent_interaction.ts), so that its POST grants at most the scopes
- * displayed, to the session that met the request's sign-in requirement.
+ * displayed, to the session that met the request's sign-in requirement. A consent the user asked
+ * to remember (gateway/pages/user_grants.ts) skips the page while it covers the request.
  */
 export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndpointDeps): void {
   const flow: AuthorizeFlow = { deps, now: deps.now ?? Date.now, descriptions: new ScopeDescriptions(deps.config, 'application') };
@@ -71,19 +73,34 @@ function authorize(flow: AuthorizeFlow, page: PageRequest): void {
   const request = validated(flow, page.exchange, query);
   if (request === undefined) return;
   const session = usableSession(flow, request, page.cookies);
-  // OIDC Core §3.1.2.1: prompt=none shows no page at all. Consent is never remembered, so a
-  // signed-in user still needs the consent page: consent_required.
-  if (request.prompt.has('none')) {
-    redirect(
-      page.exchange,
-      responseUrl(
-        flow,
-        request,
-        session === undefined ? errorMembers(AuthorizationErrors.loginRequired) : errorMembers(AuthorizationErrors.consentRequired),
-      ),
-    );
-  } else if (session !== undefined) showConsentFor(flow, page, request, session);
+  if (session !== undefined) continueSignedIn(flow, page, request, session);
+  // OIDC Core §3.1.2.1: prompt=none shows no page at all.
+  else if (request.prompt.has('none')) redirect(page.exchange, responseUrl(flow, request, errorMembers(AuthorizationErrors.loginRequired)));
   else showLoginFor(flow, page, request);
+}
+
+/**
+ * A signed-in user's request: a code at once when a remembered consent covers it and the request
+ * does not ask for consent again (`prompt=consent`); otherwise the consent page, or for
+ * `prompt=none`, which shows no page, `consent_required` (OIDC Core §3.1.2.1). `cookies`: a
+ * session the sign-in just started.
+ */
+function continueSignedIn(
+  flow: AuthorizeFlow,
+  page: PageRequest,
+  request: AuthorizeRequest,
+  session: Session,
+  cookies: string[] = [],
+): void {
+  guarded(page, async () => {
+    const consent = request.prompt.has('consent') ? undefined : await findConsent(flow.deps.store, session.sub, request.client);
+    if (consent !== undefined && consentCovers(consent, request.scopes.scopes, request.resources)) {
+      const code = await issueCode(flow, request, session);
+      redirect(page.exchange, responseUrl(flow, request, { code }), cookies);
+    } else if (request.prompt.has('none')) {
+      redirect(page.exchange, responseUrl(flow, request, errorMembers(AuthorizationErrors.consentRequired)), cookies);
+    } else showConsentFor(flow, page, request, session, cookies);
+  });
 }
 
 /** The login form: check the form, the request again, then the credentials (in a worker). */
@@ -106,7 +123,7 @@ function submitLogin(flow: AuthorizeFlow, page: PageRequest): void {
     (outcome) =>
       showSignInOutcome(page, outcome, {
         login: (retry) => showLoginFor(flow, page, request, retry),
-        consent: (session, cookies) => showConsentFor(flow, page, request, session, cookies),
+        consent: (session, cookies) => continueSignedIn(flow, page, request, session, cookies),
       }),
     () => errorPage(page.exchange, 500, OAuthErrors.serverError.description),
   );
@@ -127,21 +144,45 @@ function submitConsent(flow: AuthorizeFlow, page: PageRequest): void {
     return;
   }
   const decision = page.form.decision;
-  if (decision === 'deny') {
-    redirect(page.exchange, responseUrl(flow, request, errorMembers(OAuthErrors.accessDenied)));
-    return;
-  }
-  if (decision !== 'allow') {
+  if (decision !== 'allow' && decision !== 'deny') {
     errorPage(page.exchange, 400, 'Choose allow or deny.');
     return;
   }
-  issueCode(flow, request, consent.session).then(
-    (code) => redirect(page.exchange, responseUrl(flow, request, { code })),
-    // A rethrow here would be an unhandled rejection (the process ends) and an unanswered page.
-    (err: unknown) =>
-      isStoreUnavailable(err)
-        ? errorPage(page.exchange, 503, 'The service is temporarily unavailable. Try again in a moment.')
-        : errorPage(page.exchange, 500, 'The sign-in could not be completed. Try again from the application.'),
+  const { session } = consent;
+  // Only a page that offered the checkbox can remember (the interaction says whether it did),
+  // and only while the client still allows it: a forged `remember=on` is ignored.
+  const offered = consent.interaction.remember === true && request.client.config.allowRememberConsent;
+  const remember = offered && page.form.remember === 'on';
+  const event = {
+    clientId: request.client.clientId,
+    subject: session.sub,
+    remoteAddress: page.remoteAddress,
+    details: { scopes: request.scopes.scopes, remembered: decision === 'allow' && remember },
+  };
+  if (decision === 'deny') {
+    flow.deps.events.emit({ name: 'ConsentDenied', outcome: 'failure', error: 'access_denied', ...event });
+    redirect(page.exchange, responseUrl(flow, request, errorMembers(OAuthErrors.accessDenied)));
+    return;
+  }
+  guarded(page, async () => {
+    // The latest decision is the one remembered: not ticking the box forgets an earlier one.
+    if (offered) {
+      const granted = remember ? { scopes: request.scopes.scopes, resources: request.resources } : undefined;
+      await rememberDecision(flow.deps.store, session.sub, request.client, granted, flow.now());
+    }
+    const code = await issueCode(flow, request, session);
+    flow.deps.events.emit({ name: 'ConsentGranted', outcome: 'success', ...event });
+    redirect(page.exchange, responseUrl(flow, request, { code }));
+  });
+}
+
+/** Runs a step that awaits the store: a failure is an error page, never an unanswered request. */
+function guarded(page: PageRequest, run: () => Promise<void>): void {
+  // A rethrow here would be an unhandled rejection (the process ends) and an unanswered page.
+  run().catch((err: unknown) =>
+    isStoreUnavailable(err)
+      ? errorPage(page.exchange, 503, 'The service is temporarily unavailable. Try again in a moment.')
+      : errorPage(page.exchange, 500, 'The sign-in could not be completed. Try again from the application.'),
   );
 }
 
@@ -216,6 +257,7 @@ function showConsentFor(flow: AuthorizeFlow, page: PageRequest, request: Authori
       scopes: request.scopes.scopes,
       descriptions: flow.descriptions,
       interaction: sealConsentInteraction(secrets, request, session, flow.now()),
+      remember: request.client.config.allowRememberConsent,
     },
     cookies,
   );
@@ -237,9 +279,14 @@ function responseUrl(flow: AuthorizeFlow, request: AuthorizeRequest, members: Re
   return authorizationResponseUrl(request.redirectUri, flow.deps.config.issuer, { ...members, state: request.state });
 }
 
-/** Writes the code record the code grant redeems (workers/grants/authorization_code.ts). */
+/**
+ * Writes the code record the code grant redeems (workers/grants/authorization_code.ts); with
+ * `offline_access`, the grant family is noted first for the user's grants page.
+ */
 async function issueCode(flow: AuthorizeFlow, request: AuthorizeRequest, session: Session): Promise<string> {
   const family = newFamilyId();
+  if (request.scopes.scopes.includes('offline_access'))
+    await recordGrantFamily(flow.deps.store, session.sub, request.client, family, flow.now());
   const handle = newFamilyHandle('code', family);
   const record: AuthorizationCodeRecord = {
     v: 1,
@@ -261,8 +308,8 @@ async function issueCode(flow: AuthorizeFlow, request: AuthorizeRequest, session
 
 const formExpired = 'The form has expired. Go back to the application and start again.';
 
-function redirect(exchange: Exchange, location: string): void {
-  exchange.sendPage(302, '', { location });
+function redirect(exchange: Exchange, location: string, cookies: string[] = []): void {
+  exchange.sendPage(302, '', { location, cookies });
 }
 
 /** Whether the session's sign-in (`auth_time`, seconds) is at most `seconds` old. */

@@ -26,6 +26,11 @@ export interface ConsentInteraction {
    */
   readonly sid: string;
   readonly authTime: number | null;
+  /**
+   * Whether the page offered "remember my decision" (the client's `allowRememberConsent`): a
+   * `remember` member posted with a page that did not offer it is ignored.
+   */
+  readonly remember?: boolean;
   /** Epoch ms after which the form is refused. */
   readonly exp: number;
 }
@@ -40,6 +45,7 @@ export function sealConsentInteraction(secrets: PageSecrets, request: AuthorizeR
     scopes: request.scopes.scopes,
     sid: session.sid,
     authTime: authTimeOf(session),
+    remember: request.client.config.allowRememberConsent,
     exp: nowMs + consentFormSeconds * 1000,
   };
   return secrets.signFormValue(interaction);
@@ -92,6 +98,7 @@ function isInteraction(value: unknown): value is ConsentInteraction {
     v.scopes.every((s) => typeof s === 'string') &&
     typeof v.sid === 'string' &&
     (v.authTime === null || typeof v.authTime === 'number') &&
+    (v.remember === undefined || typeof v.remember === 'boolean') &&
     typeof v.exp === 'number'
   );
 }

@@ -14,6 +14,7 @@ import { renderPage } from './templates.js';
 import { signIn } from './sign_in.js';
 import { clientName, ScopeDescriptions, showConsent, showLogin, showSignInOutcome, type LoginRetry } from './page_views.js';
 import type { AuditEvents } from '../observability/events/audit_events.js';
+import { recordGrantFamily } from './user_grants.js';
 
 const loginPath = `${devicePagePath}/login`;
 const consentPath = `${devicePagePath}/consent`;
@@ -186,6 +187,9 @@ async function recordDecision(flow: DeviceFlow, device: PendingDevice, session: 
       : { ...device.record, status: 'denied' };
   const claimed = await store.consume<UserCodeRecord>(userCodeKey(device.userCode));
   if (claimed.status !== 'consumed') return false;
+  // For the user's grants page: after the claim, so that only the user who decided gets it.
+  if (decision === 'allow' && device.record.scopes.includes('offline_access'))
+    await recordGrantFamily(store, session.sub, device.client, device.record.family, flow.now());
   const ttl = Math.max(1000, device.record.expiresAt - flow.now()) + 10 * 60 * 1000;
   await store.set(device.pointer.deviceKey, decided, ttl);
   return true;

@@ -68,6 +68,8 @@ export interface ConsentView {
   readonly descriptions: ScopeDescriptions;
   readonly interaction?: string;
   readonly request?: string;
+  /** Offers "remember my decision" (the client's `allowRememberConsent`; authorization endpoint only). */
+  readonly remember?: boolean;
 }
 
 /** `cookies`: set with the page, besides the CSRF cookie (a session just started). */
@@ -84,6 +86,7 @@ export function showConsent(page: PageRequest, secrets: PageSecrets, view: Conse
       clientName: clientName(view.client),
       userName: view.session.displayName,
       scopes: view.descriptions.of(view.scopes),
+      remember: view.remember === true,
     }),
     { cookies },
   );

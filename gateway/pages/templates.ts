@@ -28,6 +28,9 @@ const layout = `<!doctype html>
   button.secondary { background: #fff; color: var(--accent); }
   .error { background: #fdecec; color: #8a1c1c; border-radius: 8px; padding: .6rem .8rem; margin: 0 0 1rem; }
   ul.scopes { padding-left: 1.2rem; margin: .5rem 0 0; }
+  label.check { font-weight: 400; margin-top: 1.25rem; }
+  section.grant { border-top: 1px solid #c5cad6; margin-top: 1.25rem; padding-top: .5rem; }
+  section.grant h2 { font-size: 1.1rem; margin: .5rem 0; }
   footer { margin-top: 1.5rem; font-size: .8rem; color: #8a91a0; text-align: center; }
   @media (prefers-color-scheme: dark) {
     body { background: #12151c; color: #e3e6ee; } main { background: #1c212b; box-shadow: none; }
@@ -69,6 +72,7 @@ const consent = `<h1>Allow access?</h1>
   <input type="hidden" name="csrf_token" value="{{csrfToken}}">
   {{#interaction}}<input type="hidden" name="interaction" value="{{interaction}}">{{/interaction}}
   {{#request}}<input type="hidden" name="request" value="{{request}}">{{/request}}
+  {{#remember}}<label class="check"><input type="checkbox" name="remember" value="on"> Remember my decision</label>{{/remember}}
   <div class="actions">
     <button type="submit" name="decision" value="deny" class="secondary">Deny</button>
     <button type="submit" name="decision" value="allow">Allow</button>
@@ -104,7 +108,26 @@ const logout = `<h1>Sign out?</h1>
   </div>
 </form>`;
 
-const pages = { login, consent, error, device, done, logout } as const;
+// Each application the user gave access to, with its own revoke form (gateway/pages/grants_page.ts).
+const grants = `<h1>Application access</h1>
+<p class="lead">Applications you{{#userName}} (<strong>{{userName}}</strong>){{/userName}} gave access to.</p>
+{{#message}}<p class="lead" role="status">{{message}}</p>{{/message}}
+{{#grants}}<section class="grant">
+  <h2>{{clientName}}</h2>
+  {{#remembered}}<p>Remembered consent{{#until}} until {{until}}{{/until}}:</p>
+  <ul class="scopes">
+  {{#scopes}}  <li>{{description}}</li>
+  {{/scopes}}</ul>{{/remembered}}
+  {{#refreshes}}<p>Can stay connected when you are not using it.</p>{{/refreshes}}
+  <form method="post" action="{{action}}">
+    <input type="hidden" name="csrf_token" value="{{csrfToken}}">
+    <input type="hidden" name="client_id" value="{{clientId}}">
+    <div class="actions"><button type="submit" class="secondary">Revoke access</button></div>
+  </form>
+</section>
+{{/grants}}{{^grants}}<p>No application has access.</p>{{/grants}}`;
+
+const pages = { login, consent, error, device, done, logout, grants } as const;
 
 export type PageName = keyof typeof pages;
 

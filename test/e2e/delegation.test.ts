@@ -10,7 +10,7 @@ import { createRemoteJWKSet, decodeJwt, generateKeyPair, importJWK, jwtVerify, S
 import { generateSigningKey } from '../../gateway/keys/key_loader.js';
 import { hashPassword } from '../../core/crypto/password_hash.js';
 import { RedisStore } from '../../core/store/redis_store.js';
-import { revokedJtiKey } from '../../workers/tokens/token_validator.js';
+import { revokedJtiKey } from '../../core/records/family_revocation.js';
 import { startRedisServer } from '../helpers/redis_server.js';
 import { sha256Secret, startTestGateway, type TestGateway } from '../helpers/test_gateway.js';
 import { basicAuthorization } from '../helpers/basic_authorization.js';

@@ -4,7 +4,7 @@ import type { TokenRequestProofs } from '../dpop/token_request_proof.js';
 import type { Store } from '../../core/store/store.js';
 import { parseRefreshHandle } from '../../core/records/refresh_token_handle.js';
 import type { RefreshTokenRecord } from '../tokens/refresh_token_record.js';
-import { denyAccessToken, revokeRefreshFamily } from '../tokens/token_revocation.js';
+import { denyAccessToken, revokeRefreshFamily } from '../../core/records/family_revocation.js';
 import type { AccessTokenValidator } from '../tokens/token_validator.js';
 import type { FormParams } from '../../wire/token_task.js';
 import { noteRevoked } from '../task_facts_recorder.js';

@@ -9,7 +9,7 @@ import type { OAuthError } from '../../core/oauth_errors.js';
 import type { ReusedItem, TaskFacts } from '../../wire/task_facts.js';
 import { noteReuse } from '../task_facts_recorder.js';
 import type { CompanionRecord, ConsumeResult, StoreKey } from '../../core/store/store.js';
-import { revokeRefreshFamily } from '../tokens/token_revocation.js';
+import { revokeRefreshFamily } from '../../core/records/family_revocation.js';
 import type { GrantServices } from './grant_handler.js';
 
 /** What every single-use record holds: the client it was issued to. */

@@ -2,7 +2,7 @@ import { OAuthError, OAuthErrors } from '../../core/oauth_errors.js';
 import { newRefreshHandle, parseRefreshHandle, type FamilyHandle } from '../../core/records/refresh_token_handle.js';
 import { refreshExpiry, type RefreshTokenRecord } from '../tokens/refresh_token_record.js';
 import { openRetryRecord, retriableSuccessor, type RetryRecord, type RetryRecordV2 } from '../tokens/refresh_token_retry.js';
-import { issuedAccessTokenRecord, recordIssuedAccessToken } from '../tokens/token_revocation.js';
+import { issuedAccessTokenRecord, recordIssuedAccessToken } from '../../core/records/family_revocation.js';
 import {
   FamilyRevokedError,
   isStoreUnavailable,

@@ -1,7 +1,7 @@
 import { buildAccessTokenClaims } from '../tokens/access_token.js';
 import { newFamilyId, newRefreshHandle } from '../../core/records/refresh_token_handle.js';
 import { refreshExpiry, type RefreshTokenRecord } from '../tokens/refresh_token_record.js';
-import { issuedAccessTokenRecord, type IssuedAccessToken } from '../tokens/token_revocation.js';
+import { issuedAccessTokenRecord, type IssuedAccessToken } from '../../core/records/family_revocation.js';
 import type { StoreKey } from '../../core/store/store.js';
 import type { GrantRequest, GrantServices, TokenResponse } from './grant_handler.js';
 import { redeemOnce, type Redeemable, type SingleUseItem } from './redeem_once.js';

@@ -4,6 +4,7 @@ import type { Store } from '../../core/store/store.js';
 import type { SigningKeyMaterial } from '../../core/signing_key.js';
 import { PublishedKeys, type JwsRefusal } from './published_keys.js';
 import { validatedTokens } from './validated_tokens.js';
+import { revokedJtiKey } from '../../core/records/family_revocation.js';
 
 /** Seconds of clock skew tolerated on `exp`/`nbf`/`iat` between gateway instances. */
 export const clockToleranceSeconds = 5;
@@ -26,11 +27,6 @@ export type TokenRefusal =
   | 'malformed token'
   | 'iat in the future'
   | 'token revoked';
-
-/** A revoked `jti` lives in the store until the token would have expired (docs/storage.md, "Records"). */
-export function revokedJtiKey(jti: string) {
-  return { kind: 'jti', id: jti } as const;
-}
 
 /**
  * Validates this service's own JWT access tokens: the signature over the published keys (so

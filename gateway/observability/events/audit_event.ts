@@ -17,6 +17,9 @@ export const auditEventNames = [
   'TokenRevoked',
   'DeviceAuthorizationSuccess',
   'DeviceAuthorizationDenied',
+  'ConsentGranted',
+  'ConsentDenied',
+  'GrantsRevoked',
   'KeyRotated',
   'ValidatorReloaded',
 ] as const;
@@ -36,6 +39,9 @@ const categories: Readonly<Record<AuditEventName, AuditEventCategory>> = {
   TokenRevoked: 'Token',
   DeviceAuthorizationSuccess: 'Device',
   DeviceAuthorizationDenied: 'Device',
+  ConsentGranted: 'Grants',
+  ConsentDenied: 'Grants',
+  GrantsRevoked: 'Grants',
   KeyRotated: 'Keys',
   ValidatorReloaded: 'Configuration',
 };

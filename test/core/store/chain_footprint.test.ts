@@ -40,7 +40,7 @@ function refreshRecord(family: string): RefreshTokenRecord {
   };
 }
 
-/** The access-token entry a rotation writes in its step (token_revocation.ts). */
+/** The access-token entry a rotation writes in its step (core/records/family_revocation.ts). */
 function issuedEntry(family: string): CompanionRecord<unknown> {
   const jti = randomBytes(16).toString('base64url');
   return {

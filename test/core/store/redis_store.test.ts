@@ -171,6 +171,23 @@ t.test(
   },
 );
 
+t.test('familyRecords forgets the names of expired records in the members set, and only theirs', async (t) => {
+  const prefix = newPrefix();
+  const store = new RedisStore({ url: redis.url, keyPrefix: prefix, commandTimeoutMs: 500 });
+  t.teardown(() => store.close());
+  const raw = openRawClient(t, redis.url);
+  const family = newFamily();
+  const membersKey = `${prefix}{${family}}:members`;
+  for (let i = 0; i < 5; i += 1) await store.set({ kind: 'grant', id: newId(), family }, { i }, 50);
+  await store.set({ kind: 'grant', id: newId(), family }, { i: 'live' }, 60_000);
+  await store.set({ kind: 'consent', id: newId(), family }, { i: 'other kind' }, 60_000);
+  t.equal(await raw.scard(membersKey), 7);
+  await sleep(100);
+  t.same(await store.familyRecords(family, 'grant'), [{ i: 'live' }]);
+  t.equal(await raw.scard(membersKey), 2, 'the five expired names are gone; the live ones stay');
+  t.same(await store.familyRecords(family, 'consent'), [{ i: 'other kind' }]);
+});
+
 t.test('calls made right after construction wait for the first connection', async (t) => {
   const store = new RedisStore({ url: redis.url, keyPrefix: newPrefix(), commandTimeoutMs: 500 });
   t.teardown(() => store.close());

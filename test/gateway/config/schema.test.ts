@@ -26,6 +26,8 @@ t.test('a client given only its required members has every member the workers re
     allowedGrantTypes: true,
     allowedScopes: true,
     allowOfflineAccess: true,
+    allowRememberConsent: true,
+    consentLifetime: true,
     audiences: true,
     allowClientTokenExchange: true,
     allowedCorsOrigins: true,
@@ -73,6 +75,7 @@ t.test('a client given only its required members has every member the workers re
     'tlsClientAuthSanUri',
     'tlsClientAuthSanIp',
     'tlsClientAuthSanEmail',
+    'consentLifetime',
   ]);
   t.same(
     Object.keys(parsed).sort(),

@@ -14,7 +14,7 @@ const secrets = new PageSecrets('a'.repeat(43), 'http://127.0.0.1', false, 3_600
 const query = 'client_id=web&redirect_uri=http%3A%2F%2F127.0.0.1%2Fcb&response_type=code&scope=openid+api1&state=s';
 const request = {
   query,
-  client: { clientId: 'web' },
+  client: { clientId: 'web', config: { allowRememberConsent: true } },
   redirectUri: 'http://127.0.0.1/cb',
   scopes: { scopes: ['openid', 'api1'] },
 } as unknown as AuthorizeRequest;
@@ -24,7 +24,7 @@ const shownAt = 1_700_000_100_000;
 t.test('opens for the session it was shown to, until it expires', async (t) => {
   const sealed = sealConsentInteraction(secrets, request, session, shownAt);
   const opened = openConsentInteraction(secrets, sealed, session, shownAt + 1000);
-  t.match(opened, { query, clientId: 'web', scopes: ['openid', 'api1'], sid: 'sid-1', authTime: 1_700_000_000 });
+  t.match(opened, { query, clientId: 'web', scopes: ['openid', 'api1'], sid: 'sid-1', authTime: 1_700_000_000, remember: true });
   t.ok(openConsentInteraction(secrets, sealed, session, shownAt + consentFormSeconds * 1000 - 1), 'open until the end');
   t.equal(openConsentInteraction(secrets, sealed, session, shownAt + consentFormSeconds * 1000), undefined, 'expired');
 });

@@ -10,8 +10,8 @@ import { MemoryStore } from '../../../core/store/memory_store.js';
 import { RedisStore } from '../../../core/store/redis_store.js';
 import type { Store } from '../../../core/store/store.js';
 import { issuedTokensFamily, newFamilyHandle, newFamilyId, newRefreshHandle } from '../../../core/records/refresh_token_handle.js';
-import { issuedAccessTokenRecord } from '../../../workers/tokens/token_revocation.js';
-import { revokedJtiKey } from '../../../workers/tokens/token_validator.js';
+import { issuedAccessTokenRecord } from '../../../core/records/family_revocation.js';
+import { revokedJtiKey } from '../../../core/records/family_revocation.js';
 import { startRedisServer } from '../../helpers/redis_server.js';
 import type { TapTest } from '../../core/store/store_conformance.js';
 

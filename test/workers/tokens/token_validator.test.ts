@@ -10,7 +10,8 @@ import { generateSigningKey } from '../../../gateway/keys/key_loader.js';
 import { importPrivateKey, publicJwk, type SigningKeyMaterial } from '../../../core/signing_key.js';
 import { MemoryStore } from '../../../core/store/memory_store.js';
 import { JwtSigner } from '../../../workers/tokens/jwt_signer.js';
-import { AccessTokenValidator, clockToleranceSeconds, revokedJtiKey } from '../../../workers/tokens/token_validator.js';
+import { AccessTokenValidator, clockToleranceSeconds } from '../../../workers/tokens/token_validator.js';
+import { revokedJtiKey } from '../../../core/records/family_revocation.js';
 
 const issuer = 'https://tessera.test';
 const nowMs = 1_800_000_000_500;

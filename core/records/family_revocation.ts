@@ -1,6 +1,15 @@
-import type { CompanionRecord, Store } from '../../core/store/store.js';
-import { issuedTokensFamily } from '../../core/records/refresh_token_handle.js';
-import { revokedJtiKey } from './token_validator.js';
+/**
+ * Revoking a grant's family and the access tokens issued in it: the refresh-token grant's reuse
+ * detection, the revocation endpoint (workers) and a user's revocation of a client's grants
+ * (gateway/pages/grants_page.ts) all go through here.
+ */
+import type { CompanionRecord, Store } from '../store/store.js';
+import { issuedTokensFamily } from './refresh_token_handle.js';
+
+/** A revoked `jti` lives in the store until the token would have expired (docs/storage.md, "Records"). */
+export function revokedJtiKey(jti: string) {
+  return { kind: 'jti', id: jti } as const;
+}
 
 /** An access token issued within a refresh family, remembered until it expires. */
 export interface IssuedAccessToken {
