@@ -32,6 +32,7 @@ export type RecordKind =
   | 'at' // access tokens issued within a family, so that revoking the family can deny them
   | 'retry' // a rotation's successor, sealed for a client that never got the answer (refresh grace window)
   | 'key' // signing keys and development keys
+  | 'par' // pushed authorization requests (RFC 9126), consumed once by the authorization endpoint
   | 'misc';
 
 export interface StoreKey {

@@ -28,6 +28,9 @@ export interface ConsentInteraction {
   readonly authTime: number | null;
   /** Epoch ms after which the form is refused. */
   readonly exp: number;
+  /** The parameters came from a pushed request (RFC 9126) / a request object (RFC 9101); absent: neither. */
+  readonly pushed?: boolean;
+  readonly signed?: boolean;
 }
 
 /** The signed form value for a consent page showing `request` to `session`. */
@@ -41,6 +44,8 @@ export function sealConsentInteraction(secrets: PageSecrets, request: AuthorizeR
     sid: session.sid,
     authTime: authTimeOf(session),
     exp: nowMs + consentFormSeconds * 1000,
+    ...(request.origin.pushed ? { pushed: true } : {}),
+    ...(request.origin.signed ? { signed: true } : {}),
   };
   return secrets.signFormValue(interaction);
 }
@@ -92,6 +97,8 @@ function isInteraction(value: unknown): value is ConsentInteraction {
     v.scopes.every((s) => typeof s === 'string') &&
     typeof v.sid === 'string' &&
     (v.authTime === null || typeof v.authTime === 'number') &&
-    typeof v.exp === 'number'
+    typeof v.exp === 'number' &&
+    (v.pushed === undefined || typeof v.pushed === 'boolean') &&
+    (v.signed === undefined || typeof v.signed === 'boolean')
   );
 }
