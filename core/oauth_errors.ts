@@ -21,6 +21,10 @@ export const TokenRequestErrors = {
   InvalidTarget: 'invalid_target',
   InvalidDPoPProof: 'invalid_dpop_proof',
   UseDPoPNonce: 'use_dpop_nonce',
+  /** RFC 9126 §2.3: the pushed authorization request endpoint answers the authorization endpoint's codes. */
+  UnsupportedResponseType: 'unsupported_response_type',
+  /** RFC 9101 §6.3, OIDC Core §3.1.2.6: a request object that fails a check. */
+  InvalidRequestObject: 'invalid_request_object',
   AuthorizationPending: 'authorization_pending',
   SlowDown: 'slow_down',
   AccessDenied: 'access_denied',
@@ -43,6 +47,8 @@ const errorStatus: Record<TokenRequestError, number> = {
   invalid_target: 400,
   invalid_dpop_proof: 400,
   use_dpop_nonce: 400,
+  unsupported_response_type: 400,
+  invalid_request_object: 400,
   authorization_pending: 400,
   slow_down: 400,
   access_denied: 400,
@@ -90,6 +96,7 @@ export const OAuthErrors = {
   introspectionPostOnly: defineError('invalid_request', 'The introspection endpoint accepts POST only.', 405),
   revocationPostOnly: defineError('invalid_request', 'The revocation endpoint accepts POST only.', 405),
   deviceAuthorizationPostOnly: defineError('invalid_request', 'The device authorization endpoint accepts POST only.', 405),
+  pushedAuthorizationPostOnly: defineError('invalid_request', 'The pushed authorization request endpoint accepts POST only.', 405),
   /** Discovery, JWKS and the health routes. */
   getOnly: defineError('invalid_request', 'Method not allowed.', 405),
   notFormEncoded: defineError('invalid_request', 'The request must be application/x-www-form-urlencoded.'),
@@ -130,6 +137,18 @@ export const OAuthErrors = {
   missingGrantType: defineError('invalid_request', 'The grant_type parameter is missing.'),
   unsupportedGrantType: defineError('unsupported_grant_type', 'The grant type is not supported.'),
   grantTypeNotAllowed: defineError('unauthorized_client', 'The client is not allowed to use this grant type.'),
+
+  // Pushed authorization requests (RFC 9126 §2.1, §2.3).
+  /** RFC 9126 §2.1: a pushed request must not itself carry `request_uri`. */
+  pushedRequestUri: defineError('invalid_request', 'The request_uri parameter is not allowed in a pushed authorization request.'),
+  /** RFC 9126 §2.1: `client_id` in the body must name the authenticated client. */
+  pushedClientMismatch: defineError('invalid_request', 'The client_id parameter does not name the authenticated client.'),
+  /** RFC 9126 §2.3: a redirect URI the client has not registered (the endpoint never redirects). */
+  pushedRedirectUri: defineError('invalid_request', 'The redirect_uri is missing or not registered for this client.'),
+  /** RFC 9449 §10: `dpop_jkt` beside a DPoP proof by another key. */
+  pushedDPoPKeyMismatch: defineError('invalid_request', 'The dpop_jkt parameter does not match the DPoP proof key.'),
+  /** RFC 9101 §6.3, RFC 9126 §3: a request object that fails a check (the log says which). */
+  invalidRequestObject: defineError('invalid_request_object', 'The request object is invalid.'),
 
   // DPoP at the token endpoint (RFC 9449 §4.3, §5, §8).
   /** A proof that fails any check of RFC 9449 §4.3; the log says which. */
@@ -181,6 +200,8 @@ export const OAuthErrors = {
   // Authorization code grant (RFC 6749 §4.1.3).
   missingCodeOrRedirectUri: defineError('invalid_request', 'The code and redirect_uri parameters are required.'),
   invalidAuthorizationCode: defineError('invalid_grant', 'The authorization code is invalid, expired or already used.'),
+  /** RFC 9449 §10.1: the code was bound with `dpop_jkt`; the token request's proof is by another key or absent. */
+  codeBoundToDPoPKey: defineError('invalid_grant', 'The authorization code is bound to another DPoP key.'),
 
   // Refresh token grant (RFC 6749 §6).
   missingRefreshToken: defineError('invalid_request', 'The refresh_token parameter is missing.'),
@@ -223,8 +244,8 @@ export type AuthorizationError =
   | 'invalid_target'
   | 'login_required'
   | 'consent_required'
-  | 'request_not_supported'
-  | 'request_uri_not_supported';
+  | 'invalid_request_object'
+  | 'invalid_request_uri';
 
 /**
  * An error of the authorization endpoint. It travels in the query of the redirect back to the
@@ -251,9 +272,15 @@ export const AuthorizationErrors = {
     'The client is not allowed to use the authorization code flow.',
   ),
   unsupportedResponseMode: defineAuthorizationError('invalid_request', 'Only response_mode=query is supported.'),
-  requestObjectNotSupported: defineAuthorizationError('request_not_supported', 'Request objects are not supported.'),
-  // OIDC Core §3.1.2.6: `request_uri` has its own code.
-  requestUriNotSupported: defineAuthorizationError('request_uri_not_supported', 'The request_uri parameter is not supported.'),
+  // RFC 9126 §5 (requirePushedAuthorizationRequests) and RFC 9101 §10.5 (requireSignedRequestObject).
+  pushedRequestRequired: defineAuthorizationError('invalid_request', 'This client must push its authorization requests.'),
+  signedRequestRequired: defineAuthorizationError('invalid_request', 'This client must send a signed request object.'),
+  /** RFC 9101 §6.3: a request object together with `request_uri`. */
+  requestAndRequestUri: defineAuthorizationError('invalid_request', 'The request and request_uri parameters cannot be combined.'),
+  /** OIDC Core §3.1.2.6: a request object that fails a check (the log says which). */
+  invalidRequestObject: defineAuthorizationError('invalid_request_object', 'The request object is invalid.'),
+  /** RFC 9449 §10: `dpop_jkt` is a base64url SHA-256 thumbprint. */
+  malformedDPoPJkt: defineAuthorizationError('invalid_request', 'The dpop_jkt parameter is malformed.'),
   // PKCE (RFC 7636 §4.3, §4.4.1).
   codeChallengeMethodNotS256: defineAuthorizationError('invalid_request', 'The code_challenge_method must be S256.'),
   malformedCodeChallenge: defineAuthorizationError('invalid_request', 'The code_challenge is malformed.'),
@@ -269,6 +296,23 @@ export const AuthorizationErrors = {
   loginRequired: defineAuthorizationError('login_required', 'The user is not signed in.'),
   consentRequired: defineAuthorizationError('consent_required', 'The user has not consented to this request.'),
 } as const satisfies Readonly<Record<string, AuthorizationErrorEntry>>;
+
+const asJsonError = new Map<AuthorizationErrorEntry, OAuthErrorEntry>(
+  Object.values(AuthorizationErrors).map((entry) => [
+    entry,
+    defineError(isTokenRequestError(entry.error) ? entry.error : 'invalid_request', entry.description),
+  ]),
+);
+
+/**
+ * The JSON answer of an authorization error at the pushed authorization request endpoint, which
+ * validates as the authorization endpoint does but answers in the body (RFC 9126 §2.3): the same
+ * code and description, status 400. Built once per entry.
+ */
+export function pushedAuthorizationError(entry: AuthorizationErrorEntry | OAuthErrorEntry): OAuthErrorEntry {
+  if ('status' in entry) return entry;
+  return asJsonError.get(entry) ?? OAuthErrors.serverError;
+}
 
 /**
  * The one kind of entry not in the catalogue: an error an extension-grant or password validator

@@ -93,6 +93,10 @@ export interface ClientConfig {
   readonly requireDPoP: boolean;
   /** DPoP proofs must carry a server nonce (RFC 9449 §8); `undefined`: `dpop.requireNonce`. */
   readonly requireDPoPNonce?: boolean | undefined;
+  /** The authorization endpoint takes only pushed requests from it (RFC 9126 §5; the gateway's). */
+  readonly requirePushedAuthorizationRequests: boolean;
+  /** Its authorization requests must be signed request objects (RFC 9101; the gateway's). */
+  readonly requireSignedRequestObject: boolean;
   /** Seconds. */
   readonly accessTokenLifetime: number;
   readonly identityTokenLifetime: number;

@@ -9,6 +9,7 @@
  */
 import { Packr } from 'msgpackr';
 import type { ClientAssertionCheck } from '../core/client_assertion.js';
+import type { RequestObjectCheck } from '../core/request_object.js';
 import type { ErrorCode } from '../core/oauth_errors.js';
 import type { TaskFacts } from './task_facts.js';
 
@@ -68,6 +69,26 @@ export interface ClientAssertionItem {
   readonly clientAssertion: ClientAssertionCheck;
 }
 
+/**
+ * The signature checks of an authorization request whose work runs on the gateway: the pushed
+ * authorization request endpoint (RFC 9126: the client's assertion, a DPoP proof, a request
+ * object) and a request object at the authorization endpoint (RFC 9101). Answered `[200,
+ * '{"jkt":"…"}']` with the DPoP proof's key thumbprint (`{}` without a proof), or the error of the
+ * first check that fails.
+ */
+export interface AuthorizationRequestItem {
+  readonly kind: 'authorization_request';
+  readonly clientId: string;
+  /** Always empty: every item has parameters. */
+  readonly params: FormParams;
+  /** `private_key_jwt` at the pushed authorization request endpoint: verified first. */
+  readonly clientAssertion?: ClientAssertionCheck;
+  /** The `DPoP` header's proof at the pushed authorization request endpoint (RFC 9449 §10). */
+  readonly dpop?: string;
+  /** A request object whose claims the gateway checked (core/request_object.ts). */
+  readonly requestObject?: RequestObjectCheck;
+}
+
 /** A sign-in on the login pages: `params` carries username, password, scope and acr_values. */
 export interface LoginItem {
   readonly kind: 'login';
@@ -97,7 +118,14 @@ export interface UserInfoItem {
  * One request of a task. Plain objects to the code on both sides; each crosses the thread boundary
  * as its JSON text ({@link packTaskItems}). `params` never contains `client_secret`.
  */
-export type TaskItem = TokenItem | IntrospectionItem | RevocationItem | LoginItem | UserInfoItem | ClientAssertionItem;
+export type TaskItem =
+  | TokenItem
+  | IntrospectionItem
+  | RevocationItem
+  | LoginItem
+  | UserInfoItem
+  | ClientAssertionItem
+  | AuthorizationRequestItem;
 
 /**
  * `[status, jsonBody, retryAfterSeconds, error, facts?]`. `error` is the body's OAuth error code,

@@ -19,6 +19,12 @@ export interface AuthorizationCodeRecord {
   readonly sid?: string | undefined;
   /** S256 only (RFC 7636 §4.2, RFC 9700 §2.1.1). */
   readonly codeChallenge?: string | undefined;
+  /**
+   * RFC 9449 §10: the JWK thumbprint of the DPoP key the authorization request bound the code to
+   * (`dpop_jkt`, or the proof at the pushed authorization request endpoint); the token request
+   * must carry a proof by that key. Absent: unbound.
+   */
+  readonly dpopJkt?: string | undefined;
   /** The family its tokens will belong to: redeeming it twice revokes them. */
   readonly family: string;
   /** Epoch ms. */

@@ -34,6 +34,7 @@ export type RecordKind =
   | 'key' // signing keys and development keys
   | 'consent' // a user's remembered consent to a client (gateway/pages/user_grants.ts)
   | 'grant' // a user's grant family with a client, so that revoking the client's access finds it
+  | 'par' // pushed authorization requests (RFC 9126), consumed once by the authorization endpoint
   | 'misc';
 
 export interface StoreKey {

@@ -177,6 +177,14 @@ export const clientSchema = z.strictObject({
     .boolean()
     .optional()
     .describe('DPoP proofs at the token endpoint must carry a server nonce (RFC 9449 §8); absent: dpop.requireNonce.'),
+  requirePushedAuthorizationRequests: z
+    .boolean()
+    .default(false)
+    .describe("The authorization endpoint takes this client's requests only through /connect/par (RFC 9126 §5)."),
+  requireSignedRequestObject: z
+    .boolean()
+    .default(false)
+    .describe("This client's authorization requests must be a signed request object (RFC 9101), at /connect/authorize or /connect/par."),
   accessTokenLifetime: positiveSeconds.default(3600).describe('Access token lifetime in seconds.'),
   identityTokenLifetime: positiveSeconds.default(300).describe('ID token lifetime in seconds.'),
   authorizationCodeLifetime: positiveSeconds.default(300).describe('Authorization code lifetime in seconds.'),
@@ -608,6 +616,22 @@ export const configSchema = z
       })
       .default({ proofWindowSeconds: 60, requireNonce: false, nonceLifetimeSeconds: 300 })
       .describe('DPoP, sender-constrained tokens (RFC 9449): proof checks and server nonces.'),
+    pushedAuthorizationRequests: z
+      .strictObject({
+        required: z
+          .boolean()
+          .default(false)
+          .describe('Every client must push its authorization requests (RFC 9126 §5); else per client requirePushedAuthorizationRequests.'),
+        lifetimeSeconds: z
+          .number()
+          .int()
+          .min(1)
+          .max(600)
+          .default(60)
+          .describe('How long a request_uri from /connect/par stays usable (its expires_in, RFC 9126 §2.2).'),
+      })
+      .default({ required: false, lifetimeSeconds: 60 })
+      .describe('Pushed authorization requests (RFC 9126).'),
     validatorTimeoutMs: z.number().int().positive().default(5000),
     clientAssertions: z
       .strictObject({

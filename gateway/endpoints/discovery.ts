@@ -51,10 +51,15 @@ export function buildDiscoveryDocument(config: LoadedConfig, grantTypes: readonl
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
     authorization_response_iss_parameter_supported: true,
-    // The authorization endpoint refuses request objects (docs/endpoints.md, "Authorization
-    // endpoint and its pages"). OIDC Discovery §3 makes request_uri_parameter_supported true
-    // when left out, so both are stated.
-    request_parameter_supported: false,
+    // RFC 9126 §5: pushed authorization requests, required of every client or of some.
+    pushed_authorization_request_endpoint: `${issuer}${endpointPaths.pushedAuthorization}`,
+    require_pushed_authorization_requests: config.pushedAuthorizationRequests.required,
+    // RFC 9101: signed request objects by value, at the authorization endpoint and pushed.
+    request_parameter_supported: true,
+    request_object_signing_alg_values_supported: clientAssertionAlgorithms,
+    // Only a request_uri from the pushed authorization request endpoint is taken: none is
+    // fetched by reference (OIDC Discovery §3's meaning, RFC 9101 §5.2). OIDC Discovery §3 makes
+    // an absent member true, so it is stated (docs/endpoints.md, "Discovery and JWKS").
     request_uri_parameter_supported: false,
     claims_supported: supportedIdTokenClaims(config),
     prompt_values_supported: ['none', 'login', 'consent'],

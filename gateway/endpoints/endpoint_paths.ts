@@ -9,6 +9,7 @@ export const endpointPaths = {
   authorizeLogin: '/connect/authorize/login',
   authorizeConsent: '/connect/authorize/consent',
   deviceAuthorization: '/connect/deviceauthorization',
+  pushedAuthorization: '/connect/par',
   devicePage: '/device',
   introspection: '/connect/introspect',
   revocation: '/connect/revocation',

@@ -8,6 +8,7 @@ import type { Store } from '../../core/store/store.js';
 import type { ClientAuthenticationDeps } from '../client_authentication/step.js';
 import type { LoadedConfig } from '../config/load.js';
 import { createDeviceAuthorizationEndpoint, deviceAuthorizationPath } from './device_authorization_endpoint.js';
+import { createPushedAuthorizationEndpoint, pushedAuthorizationPath } from './pushed_authorization_endpoint.js';
 import { authorizationServerMetadataPath, discoveryPath, jwksPath } from './discovery.js';
 import { CorsPolicy } from '../http/cors.js';
 import { Exchange } from '../http/exchange.js';
@@ -122,11 +123,34 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
       begin: observers.begin.deviceAuthorization,
     }),
   );
+  app.any(
+    pushedAuthorizationPath,
+    createPushedAuthorizationEndpoint({
+      ...clientAuthentication,
+      clients,
+      scopes,
+      store,
+      dispatcher,
+      settings: config.pushedAuthorizationRequests,
+      dpopNonceFor,
+      logger: deps.logger,
+    }),
+  );
   // Without the secret the same routes are registered, answering 503; the handlers built here
   // with a secret of their own are never called.
   const pages = deps.pageSecret === undefined ? pagesUnavailable(app) : app;
   const secrets = pageSecretsOf(config, deps.pageSecret ?? randomBytes(32).toString('base64url'));
-  registerAuthorizeEndpoint(pages, { config, clients, scopes, secrets, dispatcher, store, events });
+  registerAuthorizeEndpoint(pages, {
+    config,
+    clients,
+    scopes,
+    secrets,
+    dispatcher,
+    store,
+    events,
+    clientKeys: clientAuthentication.clientKeys,
+    logger: deps.logger,
+  });
   registerDeviceEndpoint(pages, {
     config,
     clients,

@@ -9,7 +9,24 @@ import type { AuthorizationCodeRecord } from '../../core/records/authorization_c
 import { newFamilyHandle, newFamilyId } from '../../core/records/refresh_token_handle.js';
 import type { Exchange } from '../http/exchange.js';
 import type { WorkerDispatcher } from '../dispatch/worker_dispatcher.js';
-import { authorizationResponseUrl, errorMembers, validateAuthorizeRequest, type AuthorizeRequest } from './authorize_request.js';
+import {
+  authorizationResponseUrl,
+  errorMembers,
+  frontChannel,
+  formParamsToQuery,
+  invalidRequestUriMessage,
+  parseAuthorizeQuery,
+  validateAuthorizeRequest,
+  type AuthorizeRequest,
+  type AuthorizeRules,
+  type RequestOrigin,
+} from './authorize_request.js';
+import { carryRequest, openCarriedRequest } from './carried_request.js';
+import { prepareRequestObject } from './request_object.js';
+import type { ClientKeys } from '../client_authentication/client_keys.js';
+import type { Logger } from 'pino';
+import { requestUriKey, type PushedRequestRecord } from '../../core/records/pushed_request_record.js';
+import type { FormParams } from '../../wire/token_task.js';
 import { createPageRoute, errorPage, type PageRequest } from './page_form.js';
 import type { PageSecrets, Session } from './session.js';
 import { ScopeDescriptions, showConsent, showLogin, showSignInOutcome, type LoginRetry } from './page_views.js';
@@ -24,7 +41,7 @@ const loginPath = endpointPaths.authorizeLogin;
 const consentPath = endpointPaths.authorizeConsent;
 
 export interface AuthorizeEndpointDeps {
-  config: Pick<TesseraConfig, 'issuer' | 'identityResources' | 'apiScopes'>;
+  config: Pick<TesseraConfig, 'issuer' | 'identityResources' | 'apiScopes' | 'pushedAuthorizationRequests'>;
   clients: ReadonlyMap<string, RegisteredClient>;
   scopes: ScopeRules;
   secrets: PageSecrets;
@@ -32,12 +49,17 @@ export interface AuthorizeEndpointDeps {
   store: Store;
   /** Sign-ins and consent decisions are audit events (docs/operations.md, "Events"). */
   events: AuditEvents;
+  /** The keys request objects are verified with (RFC 9101 §6.2): those of `private_key_jwt`. */
+  clientKeys?: ClientKeys | undefined;
+  /** Why a request object was refused (never on the page). */
+  logger?: Logger | undefined;
   now?: () => number;
 }
 
 /** What every step of the authorize flow reads. */
 interface AuthorizeFlow {
   readonly deps: AuthorizeEndpointDeps;
+  readonly rules: AuthorizeRules;
   readonly now: () => number;
   readonly descriptions: ScopeDescriptions;
 }
@@ -51,7 +73,12 @@ interface AuthorizeFlow {
  * to remember (gateway/pages/user_grants.ts) skips the page while it covers the request.
  */
 export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndpointDeps): void {
-  const flow: AuthorizeFlow = { deps, now: deps.now ?? Date.now, descriptions: new ScopeDescriptions(deps.config, 'application') };
+  const flow: AuthorizeFlow = {
+    deps,
+    rules: { clients: deps.clients, scopes: deps.scopes, requirePushed: deps.config.pushedAuthorizationRequests.required },
+    now: deps.now ?? Date.now,
+    descriptions: new ScopeDescriptions(deps.config, 'application'),
+  };
   // OIDC Core §3.1.2.1: GET and POST (a form-encoded body carrying the same parameters).
   app.any(
     authorizePath,
@@ -67,10 +94,90 @@ export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndp
   );
 }
 
-/** The request itself: the sign-in form, the consent form, or (prompt=none) an answer at once. */
+/** The request itself: its parameters resolved, then {@link answerRequest}. */
 function authorize(flow: AuthorizeFlow, page: PageRequest): void {
   const query = page.method === 'post' ? new URLSearchParams(page.form).toString() : page.query;
-  const request = validated(flow, page.exchange, query);
+  const parsed = parseAuthorizeQuery(query);
+  const params = parsed.ok ? parsed.params : undefined;
+  if (params?.request_uri !== undefined) {
+    // RFC 9101 §5: request and request_uri are not sent together.
+    if (params.request !== undefined)
+      errorPage(page.exchange, 400, AuthorizationErrors.requestAndRequestUri.description, 'Sign-in request refused');
+    else void answerPushedRequest(flow, page, params);
+  } else if (params?.request !== undefined) void answerSignedRequest(flow, page, params);
+  else answerRequest(flow, page, query, frontChannel);
+}
+
+/**
+ * RFC 9101 §6: a request object by value. Its signature is verified with the client's keys in a
+ * worker (never on this thread) and its `jti` spent; then only its parameters count (§6.3). A
+ * request object that fails gets an error page: the redirect URI inside it is not trusted, the
+ * one outside it is not used. Never rejects.
+ */
+async function answerSignedRequest(flow: AuthorizeFlow, page: PageRequest, params: FormParams): Promise<void> {
+  const { deps } = flow;
+  const client = params.client_id === undefined ? undefined : deps.clients.get(params.client_id);
+  if (client === undefined || !client.enabled) {
+    errorPage(page.exchange, 400, 'The application is unknown.', 'Sign-in request refused');
+    return;
+  }
+  const prepared = await prepareRequestObject(params.request ?? '', client, params, {
+    issuer: deps.config.issuer,
+    clientKeys: deps.clientKeys,
+    now: flow.now,
+  });
+  if (!prepared.ok) {
+    deps.logger?.info({ clientId: client.clientId, detail: prepared.reason }, 'authorization request refused');
+    errorPage(page.exchange, 400, AuthorizationErrors.invalidRequestObject.description, 'Sign-in request refused');
+    return;
+  }
+  const result = await deps.dispatcher.call({
+    kind: 'authorization_request',
+    clientId: client.clientId,
+    params: {},
+    requestObject: prepared.check,
+  });
+  if (result[0] !== 200) {
+    if (result[0] === 503) errorPage(page.exchange, 503, 'The service is temporarily unavailable. Try again in a moment.');
+    else if (result[0] >= 500) errorPage(page.exchange, 500, OAuthErrors.serverError.description);
+    else errorPage(page.exchange, 400, AuthorizationErrors.invalidRequestObject.description, 'Sign-in request refused');
+    return;
+  }
+  answerRequest(flow, page, formParamsToQuery(prepared.params), { pushed: false, signed: true });
+}
+
+/**
+ * RFC 9126 §4: a `request_uri` from the pushed authorization request endpoint stands for the
+ * request's parameters; the query's others are ignored, but `client_id`, which must name the
+ * client that pushed it. Consumed once (the store's atomic consume), so a second use, like an
+ * expired or unknown one, or another client's, gets an error page: its redirect URI is not known
+ * to be the client's. Never rejects.
+ */
+async function answerPushedRequest(flow: AuthorizeFlow, page: PageRequest, params: FormParams): Promise<void> {
+  const key = requestUriKey(params.request_uri ?? '');
+  if (key === undefined || params.client_id === undefined) {
+    errorPage(page.exchange, 400, invalidRequestUriMessage, 'Sign-in request refused');
+    return;
+  }
+  let found: Awaited<ReturnType<Store['consume']>>;
+  try {
+    found = await flow.deps.store.consume<PushedRequestRecord>(key);
+  } catch (err) {
+    if (isStoreUnavailable(err)) errorPage(page.exchange, 503, 'The service is temporarily unavailable. Try again in a moment.');
+    else errorPage(page.exchange, 500, OAuthErrors.serverError.description);
+    return;
+  }
+  const record = found.status === 'consumed' ? (found.value as PushedRequestRecord) : undefined;
+  if (record === undefined || record.clientId !== params.client_id) {
+    errorPage(page.exchange, 400, invalidRequestUriMessage, 'Sign-in request refused');
+    return;
+  }
+  answerRequest(flow, page, record.query, { pushed: true, signed: record.signed });
+}
+
+/** The sign-in form, the consent form, or (prompt=none) an answer at once. */
+function answerRequest(flow: AuthorizeFlow, page: PageRequest, query: string, origin: RequestOrigin): void {
+  const request = validated(flow, page.exchange, query, origin);
   if (request === undefined) return;
   const session = usableSession(flow, request, page.cookies);
   if (session !== undefined) continueSignedIn(flow, page, request, session);
@@ -135,7 +242,11 @@ function submitConsent(flow: AuthorizeFlow, page: PageRequest): void {
   const consent = shownConsent(flow, page);
   if (consent === undefined) return;
   // The request again: the client or its redirect URI may have been disabled since.
-  const request = validated(flow, page.exchange, consent.query);
+  const { interaction } = consent;
+  const request = validated(flow, page.exchange, consent.query, {
+    pushed: interaction.pushed === true,
+    signed: interaction.signed === true,
+  });
   if (request === undefined) return;
   const shown = new Set(consent.interaction.scopes);
   if (!request.scopes.scopes.every((s) => shown.has(s))) {
@@ -187,9 +298,9 @@ function guarded(page: PageRequest, run: () => Promise<void>): void {
 }
 
 /** The request, validated; an error page or an error redirect when it is refused. */
-function validated(flow: AuthorizeFlow, exchange: Exchange, query: string): AuthorizeRequest | undefined {
+function validated(flow: AuthorizeFlow, exchange: Exchange, query: string, origin: RequestOrigin): AuthorizeRequest | undefined {
   const { deps } = flow;
-  const outcome = validateAuthorizeRequest(query, deps.clients, deps.scopes);
+  const outcome = validateAuthorizeRequest(query, flow.rules, origin);
   if (outcome.kind === 'ok') return outcome.request;
   if (outcome.kind === 'page') errorPage(exchange, 400, outcome.message, 'Sign-in request refused');
   else
@@ -207,7 +318,8 @@ function validated(flow: AuthorizeFlow, exchange: Exchange, query: string): Auth
 // The login form carries the original query: check the form, then the request again.
 function submittedRequest(flow: AuthorizeFlow, page: PageRequest): AuthorizeRequest | undefined {
   if (!checkedForm(flow, page)) return undefined;
-  return validated(flow, page.exchange, page.form.request ?? '');
+  const { query, origin } = openCarriedRequest(flow.deps.secrets, page.form.request ?? '', flow.now());
+  return validated(flow, page.exchange, query, origin);
 }
 
 function checkedForm(flow: AuthorizeFlow, page: PageRequest): boolean {
@@ -242,7 +354,8 @@ function shownConsent(
 }
 
 function showLoginFor(flow: AuthorizeFlow, page: PageRequest, request: AuthorizeRequest, retry: LoginRetry = {}): void {
-  showLogin(page, flow.deps.secrets, { ...retry, action: loginPath, request: request.query, client: request.client });
+  const carried = carryRequest(flow.deps.secrets, request, flow.now());
+  showLogin(page, flow.deps.secrets, { ...retry, action: loginPath, request: carried, client: request.client });
 }
 
 function showConsentFor(flow: AuthorizeFlow, page: PageRequest, request: AuthorizeRequest, session: Session, cookies?: string[]): void {
@@ -299,6 +412,7 @@ async function issueCode(flow: AuthorizeFlow, request: AuthorizeRequest, session
     nonce: request.nonce,
     sid: session.sid,
     codeChallenge: request.codeChallenge,
+    ...(request.dpopJkt !== undefined ? { dpopJkt: request.dpopJkt } : {}),
     family,
     createdAt: flow.now(),
   };

@@ -28,31 +28,84 @@ export interface AuthorizeRequest {
   /** OIDC Core §3.1.2.1 `max_age`: seconds a sign-in may be old; `undefined` when not asked. */
   readonly maxAge: number | undefined;
   readonly acr: AcrValues;
-  /** The query as received, carried through the login and consent forms and validated again. */
+  /**
+   * RFC 9449 §10: the thumbprint of the DPoP key the code is bound to, from `dpop_jkt` (or the
+   * proof at the pushed authorization request endpoint); `undefined` when unbound.
+   */
+  readonly dpopJkt: string | undefined;
+  /**
+   * The parameters as validated: the query as received, or those of the pushed request or the
+   * request object. Carried through the login and consent forms and validated again.
+   */
   readonly query: string;
+  /** Where the parameters came from: pushed (RFC 9126) or signed (RFC 9101) ones travel sealed. */
+  readonly origin: RequestOrigin;
+}
+
+/**
+ * Where an authorization request's parameters came from. A pushed request's were stored by the
+ * pushed authorization request endpoint after the client authenticated (RFC 9126 §4); a signed
+ * one's are the claims of a request object verified with the client's keys (RFC 9101 §6).
+ */
+export interface RequestOrigin {
+  readonly pushed: boolean;
+  readonly signed: boolean;
+}
+
+/** The parameters of the query itself, as the browser brought them. */
+export const frontChannel: RequestOrigin = Object.freeze({ pushed: false, signed: false });
+
+/** What validating a request needs besides the request, built once at start. */
+export interface AuthorizeRules {
+  readonly clients: ReadonlyMap<string, RegisteredClient>;
+  readonly scopes: ScopeRules;
+  /** `pushedAuthorizationRequests.required`: every client must push (RFC 9126 §5). */
+  readonly requirePushed: boolean;
 }
 
 export type AuthorizeOutcome =
   | { kind: 'ok'; request: AuthorizeRequest }
   /** Before the redirect URI is trusted: an error page, never a redirect (RFC 6749 §4.1.2.1). */
   | { kind: 'page'; message: string }
-  | { kind: 'redirect'; redirectUri: string; error: string; description: string | undefined; state: string | undefined };
+  | {
+      kind: 'redirect';
+      redirectUri: string;
+      /** The catalogue entry (the pushed authorization request endpoint answers it as JSON). */
+      entry: AuthorizationErrorEntry | OAuthErrorEntry;
+      error: string;
+      description: string | undefined;
+      state: string | undefined;
+    };
 
 const supportedPrompts = new Set(['none', 'login', 'consent']);
+/** RFC 9449 §10: `dpop_jkt` is the base64url SHA-256 JWK thumbprint (RFC 7638) of the key. */
+const jwkThumbprint = /^[A-Za-z0-9_-]{43}$/;
 
-export function validateAuthorizeRequest(
-  query: string,
-  clients: ReadonlyMap<string, RegisteredClient>,
-  scopes: ScopeRules,
-): AuthorizeOutcome {
+/** The message of the error page for a `request_uri` that names no live pushed request. */
+export const invalidRequestUriMessage = 'The request_uri is invalid, expired or already used.';
+
+/** Parses a query (or a form body) as the authorization endpoint reads it: an error page message, or the parameters. */
+export function parseAuthorizeQuery(query: string): { ok: true; params: FormParams } | { ok: false; message: string } {
   const parsed = parseForm(Buffer.from(query, 'latin1'));
-  if (!parsed.ok) {
-    return {
-      kind: 'page',
-      message: parsed.reason === 'duplicate' ? OAuthErrors.duplicateParameter.description : 'The request is malformed.',
-    };
-  }
-  const params: FormParams = parsed.params;
+  if (parsed.ok) return parsed;
+  return { ok: false, message: parsed.reason === 'duplicate' ? OAuthErrors.duplicateParameter.description : 'The request is malformed.' };
+}
+
+/** The authorization request of `query` (RFC 6749 §4.1.1), whose parameters came from `origin`. */
+export function validateAuthorizeRequest(query: string, rules: AuthorizeRules, origin: RequestOrigin = frontChannel): AuthorizeOutcome {
+  const parsed = parseAuthorizeQuery(query);
+  if (!parsed.ok) return { kind: 'page', message: parsed.message };
+  return validateAuthorizeParams(parsed.params, query, rules, origin);
+}
+
+/**
+ * The checks of an authorization request on parsed parameters: the authorization endpoint's and,
+ * on a pushed request, the pushed authorization request endpoint's (RFC 9126 §2.1: "the same
+ * validation as the authorization endpoint"). `request` and `request_uri` must be resolved
+ * before: here they are refused.
+ */
+export function validateAuthorizeParams(params: FormParams, query: string, rules: AuthorizeRules, origin: RequestOrigin): AuthorizeOutcome {
+  const { clients, scopes } = rules;
   const client = params.client_id === undefined ? undefined : clients.get(params.client_id);
   if (client === undefined || !client.enabled) return { kind: 'page', message: 'The application is unknown.' };
   const redirectUri = params.redirect_uri;
@@ -62,19 +115,30 @@ export function validateAuthorizeRequest(
   }
 
   const state = params.state;
-  const fail = ({ error, description }: AuthorizationErrorEntry | OAuthErrorEntry): AuthorizeOutcome => ({
+  const fail = (entry: AuthorizationErrorEntry | OAuthErrorEntry): AuthorizeOutcome => ({
     kind: 'redirect',
     redirectUri,
-    error,
-    description,
+    entry,
+    error: entry.error,
+    description: entry.description,
     state,
   });
   if (params.response_type === undefined) return fail(AuthorizationErrors.missingResponseType);
   if (params.response_type !== 'code') return fail(AuthorizationErrors.unsupportedResponseType);
   if (!client.grantTypes.has('authorization_code')) return fail(AuthorizationErrors.authorizationCodeFlowNotAllowed);
   if (params.response_mode !== undefined && params.response_mode !== 'query') return fail(AuthorizationErrors.unsupportedResponseMode);
-  if (params.request_uri !== undefined) return fail(AuthorizationErrors.requestUriNotSupported);
-  if (params.request !== undefined) return fail(AuthorizationErrors.requestObjectNotSupported);
+  // Resolved before this check (authorize_endpoint.ts); left in resolved parameters, or in a
+  // query carried back through a form, they name nothing to use: RFC 9101 §4 forbids both inside
+  // a request object, RFC 9126 §2.1 `request_uri` in a pushed request.
+  if (params.request_uri !== undefined) return { kind: 'page', message: invalidRequestUriMessage };
+  if (params.request !== undefined) return fail(AuthorizationErrors.invalidRequestObject);
+  // RFC 9126 §5, per client or for all; RFC 9101 §10.5 (a client that must sign its requests).
+  if (!origin.pushed && (rules.requirePushed || client.config.requirePushedAuthorizationRequests)) {
+    return fail(AuthorizationErrors.pushedRequestRequired);
+  }
+  if (!origin.signed && client.config.requireSignedRequestObject) return fail(AuthorizationErrors.signedRequestRequired);
+  const dpopJkt = params.dpop_jkt;
+  if (dpopJkt !== undefined && !jwkThumbprint.test(dpopJkt)) return fail(AuthorizationErrors.malformedDPoPJkt);
 
   let granted: GrantedScopes;
   let resources: readonly string[] | undefined;
@@ -124,9 +188,25 @@ export function validateAuthorizeRequest(
       prompt,
       maxAge,
       acr,
+      dpopJkt,
       query,
+      origin,
     },
   };
+}
+
+/**
+ * Form parameters as a query: a repeated `resource` (kept space-joined by the form parser) as
+ * repeated members again, so that the query parses back to the same parameters.
+ */
+export function formParamsToQuery(params: FormParams, leaveOut: ReadonlySet<string> = new Set()): string {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) {
+    if (leaveOut.has(name)) continue;
+    if (name === 'resource') for (const one of value.split(' ')) query.append(name, one.replaceAll('\t', ' '));
+    else query.append(name, value);
+  }
+  return query.toString();
 }
 
 /** The query members of an error response (RFC 6749 §4.1.2.1). */

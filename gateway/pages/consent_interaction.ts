@@ -33,6 +33,9 @@ export interface ConsentInteraction {
   readonly remember?: boolean;
   /** Epoch ms after which the form is refused. */
   readonly exp: number;
+  /** The parameters came from a pushed request (RFC 9126) / a request object (RFC 9101); absent: neither. */
+  readonly pushed?: boolean;
+  readonly signed?: boolean;
 }
 
 /** The signed form value for a consent page showing `request` to `session`. */
@@ -47,6 +50,8 @@ export function sealConsentInteraction(secrets: PageSecrets, request: AuthorizeR
     authTime: authTimeOf(session),
     remember: request.client.config.allowRememberConsent,
     exp: nowMs + consentFormSeconds * 1000,
+    ...(request.origin.pushed ? { pushed: true } : {}),
+    ...(request.origin.signed ? { signed: true } : {}),
   };
   return secrets.signFormValue(interaction);
 }
@@ -99,6 +104,8 @@ function isInteraction(value: unknown): value is ConsentInteraction {
     typeof v.sid === 'string' &&
     (v.authTime === null || typeof v.authTime === 'number') &&
     (v.remember === undefined || typeof v.remember === 'boolean') &&
-    typeof v.exp === 'number'
+    typeof v.exp === 'number' &&
+    (v.pushed === undefined || typeof v.pushed === 'boolean') &&
+    (v.signed === undefined || typeof v.signed === 'boolean')
   );
 }

@@ -5,6 +5,7 @@ import { keyFitsAlgorithm, verifyJwsSignature } from '../../core/crypto/jws_sign
 import { OAuthError, OAuthErrors } from '../../core/oauth_errors.js';
 import type { PublicJwkConfig } from '../../core/worker_config.js';
 import type { Store, StoreKey } from '../../core/store/store.js';
+import type { RequestObjectCheck } from '../../core/request_object.js';
 
 /** Imported keys kept per thread; past it the cache starts again (clients' keys are few). */
 const maxCachedKeys = 1024;
@@ -38,7 +39,23 @@ export class ClientAssertionVerifier {
     if (held !== marker) throw new OAuthError(OAuthErrors.clientAssertionReplayed, { detail: 'client assertion: jti already used' });
   }
 
-  private signatureVerifies({ jwt, alg, keys }: ClientAssertionCheck): boolean {
+  /**
+   * A request object (RFC 9101 §6.2, checked the same way: the client's keys the gateway picked),
+   * then its `jti`, when it has one, spent until its `exp` (RFC 9101 §10.8: a replayed request
+   * object is refused). Every refusal is `invalid_request_object`.
+   */
+  async verifyRequestObject(clientId: string, check: RequestObjectCheck): Promise<void> {
+    if (!this.signatureVerifies(check)) {
+      throw new OAuthError(OAuthErrors.invalidRequestObject, { detail: 'request object: signature does not verify with the client keys' });
+    }
+    if (check.jti === undefined) return;
+    const ttlMs = Math.max(1000, check.exp * 1000 - this.now() + skewMs);
+    const marker = `${threadId}.${++this.sequence}`;
+    const held = await this.store.putIfAbsent(requestObjectJtiKey(clientId, check.jti), marker, ttlMs);
+    if (held !== marker) throw new OAuthError(OAuthErrors.invalidRequestObject, { detail: 'request object: jti already used' });
+  }
+
+  private signatureVerifies({ jwt, alg, keys }: Pick<ClientAssertionCheck, 'jwt' | 'alg' | 'keys'>): boolean {
     // The gateway already checked the algorithm; a worker trusts none it was not built for.
     if (!isClientAssertionAlgorithm(alg)) return false;
     const dot = jwt.lastIndexOf('.');
@@ -71,6 +88,11 @@ export class ClientAssertionVerifier {
 /** Spent assertion ids, per client, hashed like every store key (docs/storage.md). */
 function jtiKey(clientId: string, jti: string): StoreKey {
   return { kind: 'misc', id: `cajti:${hash('sha256', `${clientId}\u0000${jti}`, 'base64url')}` };
+}
+
+/** Spent request object ids, per client, apart from the assertions' (another kind of token). */
+function requestObjectJtiKey(clientId: string, jti: string): StoreKey {
+  return { kind: 'misc', id: `rojti:${hash('sha256', `${clientId}\u0000${jti}`, 'base64url')}` };
 }
 
 function refused(detail: string): OAuthError {

@@ -13,12 +13,12 @@ export class TokenRequestProofs {
   // The endpoint as discovery publishes it (docs/endpoints.md): what `htu` must name.
   readonly #htu: string;
 
-  /** `path`: the endpoint the proofs are for, `/connect/token` or `/connect/revocation`. */
+  /** `path`: the endpoint the proofs are for: token, revocation, or pushed authorization request. */
   constructor(
     issuer: string,
     private readonly config: DPoPConfig,
     private readonly services: DPoPProofServices,
-    path: '/connect/token' | '/connect/revocation' = '/connect/token',
+    path: '/connect/token' | '/connect/revocation' | '/connect/par' = '/connect/token',
   ) {
     this.#htu = normalizeHtu(`${issuer}${path}`);
   }

@@ -40,6 +40,9 @@ export const authorizationCodeGrant: GrantHandler = {
       // A verifier for a code issued without a challenge: a downgrade attempt (RFC 9700 §2.1.1).
       throw invalidCode();
     }
+    // RFC 9449 §10.1: a code bound to a key is redeemed only with a proof by that key; checked
+    // before the consume, so the code stays its client's.
+    if (record.dpopJkt !== undefined && request.jkt !== record.dpopJkt) throw new OAuthError(OAuthErrors.codeBoundToDPoPKey);
 
     // RFC 8707 §2.2: the redemption may narrow to resources of the authorization request; the
     // refresh token stays bound to the whole grant.

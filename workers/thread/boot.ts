@@ -56,6 +56,8 @@ export interface BootedWorker {
   readonly clientAssertions: ClientAssertionVerifier;
   /** DPoP proofs (RFC 9449) at the token endpoint. */
   readonly tokenRequestProofs: TokenRequestProofs;
+  /** DPoP proofs at the pushed authorization request endpoint (RFC 9449 §10). */
+  readonly pushedRequestProofs: TokenRequestProofs;
   /** The password grant's credential check, which the login pages share (thread/login.ts). */
   readonly authenticateResourceOwner: ResourceOwnerAuthenticator;
 }
@@ -109,6 +111,7 @@ export async function bootWorker(boot: WorkerBootData): Promise<BootedWorker> {
     endpoints,
     clientAssertions: new ClientAssertionVerifier(store),
     tokenRequestProofs: new TokenRequestProofs(boot.config.issuer, boot.config.dpop, dpopProofs),
+    pushedRequestProofs: new TokenRequestProofs(boot.config.issuer, boot.config.dpop, dpopProofs, '/connect/par'),
     authenticateResourceOwner,
   };
 }

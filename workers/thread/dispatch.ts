@@ -3,7 +3,14 @@ import { revoke } from '../endpoints/revocation.js';
 import { userInfo } from '../endpoints/userinfo.js';
 import { OAuthError } from '../../core/oauth_errors.js';
 import type { TaskFacts } from '../../wire/task_facts.js';
-import { errorResult, successResult, type TaskItem, type TokenItem, type TokenTaskResult } from '../../wire/token_task.js';
+import {
+  errorResult,
+  successResult,
+  type AuthorizationRequestItem,
+  type TaskItem,
+  type TokenItem,
+  type TokenTaskResult,
+} from '../../wire/token_task.js';
 import { isStoreUnavailable } from '../../core/store/store.js';
 import { timingStoreCommands } from '../task_facts_recorder.js';
 import type { BootedWorker } from './boot.js';
@@ -42,6 +49,8 @@ async function routeItem(worker: BootedWorker, item: TaskItem, facts: TaskFacts 
   switch (item.kind) {
     case 'client_assertion':
       return successResult('');
+    case 'authorization_request':
+      return await checkAuthorizationRequest(worker, item);
     case 'token':
       return await handleTokenRequest(worker, item, facts);
     case 'introspection':
@@ -107,4 +116,23 @@ async function handleTokenRequest(
   const jkt = dpop === undefined ? undefined : await worker.tokenRequestProofs.keyOf(dpop, client);
   const response = await handler.handle({ grantType, client, params, address, jkt, x5t, facts }, services);
   return successResult(JSON.stringify(response));
+}
+
+/**
+ * The signature checks of a pushed authorization request or a request object (the assertion ran
+ * before, in {@link handleItem}): the DPoP proof, its key's thumbprint the answer (RFC 9449 §10),
+ * then the request object (RFC 9101 §6.2).
+ */
+async function checkAuthorizationRequest(
+  worker: BootedWorker,
+  { clientId, dpop, requestObject }: AuthorizationRequestItem,
+): Promise<TokenTaskResult> {
+  const client = worker.services.clients.get(clientId);
+  if (client === undefined) {
+    worker.logger.error('authorization request task for an unknown client');
+    return serverError;
+  }
+  const jkt = dpop === undefined ? undefined : await worker.pushedRequestProofs.keyOf(dpop, client);
+  if (requestObject !== undefined) await worker.clientAssertions.verifyRequestObject(clientId, requestObject);
+  return successResult(jkt === undefined ? '{}' : JSON.stringify({ jkt }));
 }

@@ -47,6 +47,8 @@ t.test('a client given only its required members has every member the workers re
     allowPlainTextPkce: true,
     requireDPoP: true,
     requireDPoPNonce: true,
+    requirePushedAuthorizationRequests: true,
+    requireSignedRequestObject: true,
     accessTokenLifetime: true,
     identityTokenLifetime: true,
     authorizationCodeLifetime: true,

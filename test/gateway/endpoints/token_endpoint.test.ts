@@ -294,9 +294,11 @@ t.test('token endpoint', async (t) => {
     t.same(doc.code_challenge_methods_supported, ['S256']);
     t.same(doc.id_token_signing_alg_values_supported, ['ES256']);
     t.same(doc.response_types_supported, ['code']);
-    // OIDC Discovery §3: request_uri_parameter_supported means true when absent; both are refused.
-    t.equal(doc.request_parameter_supported, false);
+    // Request objects by value (RFC 9101); a request_uri only from /connect/par, none fetched by
+    // reference: OIDC Discovery §3 reads an absent request_uri_parameter_supported as true.
+    t.equal(doc.request_parameter_supported, true);
     t.equal(doc.request_uri_parameter_supported, false);
+    t.equal(doc.pushed_authorization_request_endpoint, `${gw.config.issuer}/connect/par`);
     const jwks = (await (await fetch(`${gw.url}/.well-known/openid-configuration/jwks`)).json()) as { keys: Record<string, unknown>[] };
     t.equal(jwks.keys.length, 1);
     for (const key of jwks.keys) {

@@ -125,6 +125,14 @@ t.test('an error page, never a redirect, until the redirect URI is trusted', asy
       'A parameter was sent more than once.',
     ],
     ['a client_id sent twice', [...Object.entries(webParams()), ['client_id', 'web']], 'A parameter was sent more than once.'],
+    // RFC 9101 §6.3: the redirect URI beside a request object is not the request's.
+    ['a request object that is no JWS', webParams({ request: 'eyJhbGciOiJub25lIn0.e30.' }), 'The request object is invalid.'],
+    // RFC 9126 §4: a request_uri names the request; one not pushed names nothing.
+    [
+      'a request_uri not pushed',
+      webParams({ request_uri: 'urn:ietf:params:oauth:request_uri:abc' }),
+      'The request_uri is invalid, expired or already used.',
+    ],
     // Checked before response_type: an unsupported response type with a bad URI is not redirected.
     [
       'response_type=token with an unregistered URI',
@@ -211,16 +219,6 @@ t.test('an error redirect with state and iss once the redirect URI is trusted', 
       'response_mode=fragment',
       webParams({ response_mode: 'fragment' }),
       { error: 'invalid_request', error_description: 'Only response_mode=query is supported.' },
-    ],
-    [
-      'a request object',
-      webParams({ request: 'eyJhbGciOiJub25lIn0.e30.' }),
-      { error: 'request_not_supported', error_description: 'Request objects are not supported.' },
-    ],
-    [
-      'a request_uri',
-      webParams({ request_uri: 'urn:ietf:params:oauth:request_uri:abc' }),
-      { error: 'request_uri_not_supported', error_description: 'The request_uri parameter is not supported.' },
     ],
     [
       'prompt=none without a session',

@@ -17,6 +17,7 @@ const request = {
   client: { clientId: 'web', config: { allowRememberConsent: true } },
   redirectUri: 'http://127.0.0.1/cb',
   scopes: { scopes: ['openid', 'api1'] },
+  origin: { pushed: false, signed: false },
 } as unknown as AuthorizeRequest;
 const session: Session = { sub: 'sub-alice', sid: 'sid-1', claims: { auth_time: 1_700_000_000 }, exp: Number.MAX_SAFE_INTEGER };
 const shownAt = 1_700_000_100_000;
