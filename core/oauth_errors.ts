@@ -148,7 +148,7 @@ export const OAuthErrors = {
   /** RFC 9449 §10: `dpop_jkt` beside a DPoP proof by another key. */
   pushedDPoPKeyMismatch: defineError('invalid_request', 'The dpop_jkt parameter does not match the DPoP proof key.'),
   /** RFC 9101 §6.3, RFC 9126 §3: a request object that fails a check (the log says which). */
-  invalidRequestObject: defineError('invalid_request_object', 'The request object is invalid.'),
+  invalidRequestObject: defineError('invalid_request_object', 'The pushed request object failed its checks.'),
 
   // DPoP at the token endpoint (RFC 9449 §4.3, §5, §8).
   /** A proof that fails any check of RFC 9449 §4.3; the log says which. */
