@@ -40,18 +40,29 @@ export interface SpawnedGateway {
  * `validatorsDir`, so a test reads the log as an operator does: worker threads write their own
  * lines, which an in-process gateway cannot capture. Killed when the test ends.
  */
-export async function startSpawnedGateway(
-  t: Test,
-  options: {
-    validators: readonly string[];
-    patch?: (raw: Record<string, unknown>) => void;
-    env?: Record<string, string>;
-    /** Return once `/readyz` answers at all, 503 included (a gateway started without its store). */
-    untilListening?: boolean;
-  },
-): Promise<SpawnedGateway> {
+export async function startSpawnedGateway(t: Test, options: SpawnOptions): Promise<SpawnedGateway> {
+  // A port drawn free can still be taken by another test file's server before this gateway
+  // listens (files run side by side): the gateway refuses it, and another port is drawn.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(t, options);
+    } catch (err) {
+      if (attempt === 3 || !String((err as Error).message).includes('the port is in use')) throw err;
+    }
+  }
+}
+
+interface SpawnOptions {
+  validators: readonly string[];
+  patch?: (raw: Record<string, unknown>) => void;
+  env?: Record<string, string>;
+  /** Return once `/readyz` answers at all, 503 included (a gateway started without its store). */
+  untilListening?: boolean;
+}
+
+async function startOnce(t: Test, options: SpawnOptions): Promise<SpawnedGateway> {
   const dir = t.testdir();
-  mkdirSync(join(dir, 'validators'));
+  mkdirSync(join(dir, 'validators'), { recursive: true });
   for (const file of options.validators) copyFileSync(file, join(dir, 'validators', basename(file)));
   const port = await freePort();
   const raw = baseTestConfig();

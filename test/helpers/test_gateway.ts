@@ -117,6 +117,18 @@ export interface TestGatewayOptions {
 
 /** Starts a real gateway on a free port; stopped when the test ends. */
 export async function startTestGateway(t: Test, options: TestGatewayOptions = {}): Promise<TestGateway> {
+  // A port drawn free can still be taken by another test file's server before this gateway
+  // listens (files run side by side): the gateway refuses it, and another port is drawn.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startTestGatewayOnce(t, options);
+    } catch (err) {
+      if (attempt === 3 || !String((err as Error).message).includes('the port is in use')) throw err;
+    }
+  }
+}
+
+async function startTestGatewayOnce(t: Test, options: TestGatewayOptions): Promise<TestGateway> {
   const raw = baseTestConfig();
   // The issuer must be where the gateway listens, for discovery-driven clients.
   const port = await freePort();
