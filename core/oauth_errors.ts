@@ -165,6 +165,14 @@ export const OAuthErrors = {
   // Certificate-bound tokens at the token endpoint (RFC 8705 §3, §4).
   /** A client with `tlsClientCertificateBoundAccessTokens` sent its token request without a certificate. */
   clientCertificateRequired: defineError('invalid_request', 'A TLS client certificate is required for this client.'),
+  /**
+   * FAPI 2.0 §5.3.2.1: a `fapi2` client's access tokens are sender-constrained, so its token
+   * requests carry a DPoP proof (RFC 9449) or a TLS client certificate (RFC 8705).
+   */
+  senderConstraintRequired: defineError(
+    'invalid_request',
+    "This client's tokens must be sender-constrained: send a DPoP proof or a TLS client certificate.",
+  ),
   /** RFC 8705 §4: a public client's refresh token is bound to the certificate it was issued with. */
   refreshTokenCertificateMismatch: defineError('invalid_grant', 'The refresh token is bound to another client certificate.'),
 

@@ -89,6 +89,12 @@ export interface ClientConfig {
   readonly requirePkce: boolean;
   /** Always `false`: PKCE is S256 only. */
   readonly allowPlainTextPkce: false;
+  /**
+   * A client profile whose rules Tessera enforces: `fapi2`, the FAPI 2.0 Security Profile
+   * (docs/endpoints.md, "FAPI 2.0"). Its settings are applied when the config loads
+   * (`gateway/config/client_profiles.ts`); the token endpoint checks its sender constraint.
+   */
+  readonly profile?: 'fapi2' | undefined;
   /** Token requests must carry a DPoP proof (RFC 9449 §5). */
   readonly requireDPoP: boolean;
   /** DPoP proofs must carry a server nonce (RFC 9449 §8); `undefined`: `dpop.requireNonce`. */

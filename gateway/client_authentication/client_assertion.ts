@@ -16,6 +16,11 @@ export interface AssertionRules {
   readonly tokenEndpoint: string;
   /** Whether a client set `allowTokenEndpointAudience` (docs/configuration.md, "Private key JWT clients"). */
   readonly allowsTokenEndpointAudience: (clientId: string) => boolean;
+  /**
+   * Whether a client's assertions must write `aud` as a string, not an array of one: a `fapi2`
+   * client's (FAPI 2.0 §5.3.2.1, "as a string in the aud claim"). Absent: both are taken.
+   */
+  readonly stringAudienceOnly?: ((clientId: string) => boolean) | undefined;
   /** `exp` may be at most this far ahead (`clientAssertions.maxLifetimeSeconds`). */
   readonly maxLifetimeSeconds: number;
   readonly now: () => number;
@@ -105,9 +110,11 @@ function decodeSegment(segment: string): Record<string, unknown> | undefined {
  * audience injection the draft answers). RFC 7519 §4.1.3 writes one audience as a string or an
  * array of one; both say the same and carry no second audience, so both are accepted. The token
  * endpoint URL only from a client that opted in (`allowTokenEndpointAudience`), for clients not
- * yet updated; never another endpoint's URL, never beside another value.
+ * yet updated; never another endpoint's URL, never beside another value. A `fapi2` client's only
+ * as a string (FAPI 2.0 §5.3.2.1).
  */
 function namesThisServer(aud: unknown, clientId: string, rules: AssertionRules): boolean {
+  if (Array.isArray(aud) && rules.stringAudienceOnly?.(clientId) === true) return false;
   const sole = typeof aud === 'string' ? aud : Array.isArray(aud) && aud.length === 1 ? (aud[0] as unknown) : undefined;
   if (sole === rules.issuer) return true;
   return sole === rules.tokenEndpoint && rules.allowsTokenEndpointAudience(clientId);

@@ -6,6 +6,7 @@ import { isPasswordHash } from '../../core/crypto/password_hash.js';
 import type { UserConfig } from '../../core/worker_config.js';
 import type { ConfigProblem } from './config_error.js';
 import { builtInGrantTypes } from '../../core/grant_types.js';
+import { checkClientProfile } from './client_profiles.js';
 import { checkSigningRotation } from './signing_rotation.js';
 import { shippedExtensionGrantTypes, type TesseraConfig } from './schema.js';
 
@@ -70,7 +71,14 @@ export function checkCrossReferences(config: TesseraConfig, extraGrantTypes: rea
         'tls_client_auth: the client must have no clientSecrets, jwks or jwksUri (it authenticates with its certificate only)',
       );
     }
-    if (tlsMethod === undefined && !hasKeys && client.requireClientSecret && client.clientSecrets.length === 0) {
+    // A fapi2 client without keys or a TLS method gets the profile's own problem (client_profiles.ts).
+    if (
+      tlsMethod === undefined &&
+      !hasKeys &&
+      client.requireClientSecret &&
+      client.clientSecrets.length === 0 &&
+      client.profile === undefined
+    ) {
       report(`${at}.clientSecrets`, 'must list at least one secret when requireClientSecret is true');
     }
     client.allowedGrantTypes.forEach((grantType, j) => {
@@ -93,6 +101,7 @@ export function checkCrossReferences(config: TesseraConfig, extraGrantTypes: rea
     client.audiences.forEach((audience, j) => {
       if (!resourceNames.has(audience)) report(`${at}.audiences[${j}]`, `unknown API resource "${audience}"`);
     });
+    problems.push(...checkClientProfile(client, at));
     // Only a sliding lifetime is bounded by the absolute one; with `absolute` expiration the sliding
     // value (perhaps its default) is never read, so it contradicts nothing (IdentityServer agrees).
     if (client.refreshTokenExpiration === 'sliding' && client.slidingRefreshTokenLifetime > client.absoluteRefreshTokenLifetime) {

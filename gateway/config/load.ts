@@ -10,6 +10,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { ConfigError } from './config_error.js';
 import { parseJson } from './config_json.js';
+import { applyClientProfile } from './client_profiles.js';
 import { checkCrossReferences } from './cross_references.js';
 import { applyEnvOverrides, type EnvOverrideName } from './env_overrides.js';
 import { describeFsError } from './fs_error.js';
@@ -112,6 +113,7 @@ function buildConfig(
   const config = parsed.data;
   const loaded = {
     ...config,
+    clients: config.clients.map(applyClientProfile),
     signing: { ...config.signing, keys: config.signing.keys.map((key) => ({ ...key, file: resolve(configDir, key.file) })) },
     validatorsDir: resolve(configDir, config.validatorsDir),
     keyEncryption:

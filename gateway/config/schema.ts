@@ -169,6 +169,12 @@ export const clientSchema = z.strictObject({
     ),
   requirePkce: z.boolean().default(true).describe('Requires PKCE (S256) on the authorization code flow.'),
   allowPlainTextPkce: z.literal(false, { error: 'plain PKCE is not supported; S256 only' }).default(false),
+  profile: z
+    .enum(['fapi2'], { error: 'must be "fapi2" (the only client profile)' })
+    .optional()
+    .describe(
+      'fapi2: the FAPI 2.0 Security Profile for this client: pushed authorization requests, PKCE S256, sender-constrained tokens (DPoP or mTLS), private_key_jwt or mTLS authentication, codes of at most 60 s, no password grant (docs/endpoints.md, "FAPI 2.0").',
+    ),
   requireDPoP: z
     .boolean()
     .default(false)

@@ -134,6 +134,8 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
       settings: config.pushedAuthorizationRequests,
       dpopNonceFor,
       logger: deps.logger,
+      observe: observers.pushedAuthorization,
+      begin: observers.begin.pushedAuthorization,
     }),
   );
   // Without the secret the same routes are registered, answering 503; the handlers built here

@@ -69,12 +69,17 @@ function checkGrantTypeAllowed(request: FormRequest, client: RegisteredClient, g
 /**
  * RFC 8705 §3: the thumbprint of the certificate a bound client's tokens are bound to (`undefined`
  * for a client whose tokens are not); `null` when the client sent none, and the request is answered.
+ * A `fapi2` client's tokens are always sender-constrained (FAPI 2.0 §5.3.2.1, docs/endpoints.md
+ * "FAPI 2.0"): by the DPoP proof when the request has one, else by its certificate, else refused.
  */
 function boundCertificate(request: FormRequest, client: RegisteredClient): string | undefined | null {
-  if (!client.config.tlsClientCertificateBoundAccessTokens) return undefined;
+  const { config } = client;
+  if (!config.tlsClientCertificateBoundAccessTokens && (config.profile !== 'fapi2' || request.dpop !== '')) return undefined;
   const certificate = request.exchange.clientCertificate();
   if (certificate !== undefined) return certificate.thumbprint;
-  request.exchange.sendError(OAuthErrors.clientCertificateRequired);
+  request.exchange.sendError(
+    config.tlsClientCertificateBoundAccessTokens ? OAuthErrors.clientCertificateRequired : OAuthErrors.senderConstraintRequired,
+  );
   return null;
 }
 

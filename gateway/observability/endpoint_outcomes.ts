@@ -16,8 +16,11 @@ export interface EndpointObservers {
   readonly introspection: AnswerObserver;
   readonly revocation: AnswerObserver;
   readonly deviceAuthorization: AnswerObserver;
+  readonly pushedAuthorization: AnswerObserver;
   /** Each endpoint's span starter; all `undefined` when tracing is off. */
-  readonly begin: Readonly<Record<'token' | 'introspection' | 'revocation' | 'deviceAuthorization', SpanStarter | undefined>>;
+  readonly begin: Readonly<
+    Record<'token' | 'introspection' | 'revocation' | 'deviceAuthorization' | 'pushedAuthorization', SpanStarter | undefined>
+  >;
 }
 
 export interface EndpointOutcomeDeps {
@@ -43,11 +46,13 @@ export function createEndpointObservers(deps: EndpointOutcomeDeps): EndpointObse
     introspection: recordOutcome('introspection', deps),
     revocation: recordOutcome('revocation', deps),
     deviceAuthorization: recordOutcome('device_authorization', deps),
+    pushedAuthorization: recordOutcome('pushed_authorization', deps),
     begin: {
       token: spanStarterFor(tracing, 'token'),
       introspection: spanStarterFor(tracing, 'introspection'),
       revocation: spanStarterFor(tracing, 'revocation'),
       deviceAuthorization: spanStarterFor(tracing, 'device_authorization'),
+      pushedAuthorization: spanStarterFor(tracing, 'pushed_authorization'),
     },
   };
 }
@@ -56,12 +61,13 @@ export function createEndpointObservers(deps: EndpointOutcomeDeps): EndpointObse
 function recordOutcome(endpoint: MetricsEndpoint, deps: EndpointOutcomeDeps): AnswerObserver {
   const { metrics, events, logger, storeOutage, tracing } = deps;
   const path = outcomePaths[endpoint];
-  const isToken = endpoint === 'token';
+  // One line per token request and per pushed authorization request (a sign-in's first step).
+  const eachRequest = endpoint === 'token' || endpoint === 'pushed_authorization';
   return (exchange, status, error) => {
     const durationSeconds = (performance.now() - exchange.startedAt) / 1000;
     recordOutcomeMetrics(metrics, storeOutage, endpoint, exchange, status, durationSeconds);
     finishSpan(tracing, exchange, status, error);
-    const logLine = wantsAccessLine(logger, exchange, isToken);
+    const logLine = wantsAccessLine(logger, exchange, eachRequest);
     if (!logLine && !events.enabled) return;
     const answered: AnsweredRequest = {
       endpoint,

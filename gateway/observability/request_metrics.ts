@@ -2,7 +2,7 @@ import type { Registry } from 'prom-client';
 import { bucketBounds, histogramValues, registerComputedMetric, type MetricValue } from './computed_metrics.js';
 
 /** The endpoints the request metrics name (label `endpoint`). */
-export type MetricsEndpoint = 'token' | 'introspection' | 'revocation' | 'device_authorization';
+export type MetricsEndpoint = 'token' | 'introspection' | 'revocation' | 'device_authorization' | 'pushed_authorization';
 
 const durationBuckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5] as const;
 const durationBounds = bucketBounds(durationBuckets);

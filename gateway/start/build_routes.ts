@@ -106,6 +106,7 @@ function clientAuthenticationOf(
       issuer: config.issuer,
       tokenEndpoint: `${config.issuer}${endpointPaths.token}`,
       allowsTokenEndpointAudience: (clientId) => clients.get(clientId)?.config.allowTokenEndpointAudience === true,
+      stringAudienceOnly: (clientId) => clients.get(clientId)?.config.profile === 'fapi2',
       maxLifetimeSeconds: assertions.maxLifetimeSeconds,
       now: Date.now,
     }),

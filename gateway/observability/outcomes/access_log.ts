@@ -3,12 +3,17 @@ import type { Exchange } from '../../http/exchange.js';
 import type { AnsweredRequest } from './answered_request.js';
 
 /**
- * Whether a request gets an access line: one per token request and per refused client
- * authentication, at info (docs/operations.md, "Logs").
+ * Whether a request gets an access line: one per token request, per pushed authorization request
+ * and per refused client authentication, at info (docs/operations.md, "Logs").
  */
-export function wantsAccessLine(logger: Logger, exchange: Exchange, isToken: boolean): boolean {
-  return (isToken || exchange.authFailure !== undefined) && logger.isLevelEnabled('info');
+export function wantsAccessLine(logger: Logger, exchange: Exchange, eachRequest: boolean): boolean {
+  return (eachRequest || exchange.authFailure !== undefined) && logger.isLevelEnabled('info');
 }
+
+const accessMessages: Readonly<Partial<Record<AnsweredRequest['endpoint'], string>>> = {
+  token: 'token request',
+  pushed_authorization: 'pushed authorization request',
+};
 
 /** The access line: never a secret, a token or a code. */
 export function writeAccessLine(logger: Logger, answered: AnsweredRequest, durationSeconds: number): void {
@@ -22,6 +27,6 @@ export function writeAccessLine(logger: Logger, answered: AnsweredRequest, durat
       durationMs: Math.round(durationSeconds * 10_000) / 10,
       address: answered.remoteAddress,
     },
-    answered.endpoint === 'token' ? 'token request' : 'request refused: client authentication',
+    accessMessages[answered.endpoint] ?? 'request refused: client authentication',
   );
 }

@@ -9,6 +9,7 @@ export const outcomePaths: Readonly<Record<MetricsEndpoint, string>> = {
   introspection: endpointPaths.introspection,
   revocation: endpointPaths.revocation,
   device_authorization: endpointPaths.deviceAuthorization,
+  pushed_authorization: endpointPaths.pushedAuthorization,
 };
 /**
  * An answered request as its log line and its audit events see it: read off the exchange once,

@@ -8,6 +8,8 @@ const endpointThrottles: Readonly<Record<MetricsEndpoint, ThrottleName>> = {
   introspection: 'introspection_inactive',
   revocation: 'client_authentication',
   device_authorization: 'device_authorization',
+  // RFC 9126: the pushed authorization request endpoint has no throttle of its own.
+  pushed_authorization: 'client_authentication',
 };
 
 /**

@@ -1,10 +1,11 @@
 // What an on-call reads (docs/operations.md, "Metrics", "Logs"): /metrics on the management
 // listener (or on the public port behind a bearer token), the request, store, pool and key
-// metrics, one access line per token request, and a store outage logged once with its count.
+// metrics, one access line per token request and per pushed authorization request, and a store outage logged once with its count.
 // Real gateways, a private redis-server stopped for the outage.
 import { Writable } from 'node:stream';
 import t from 'tap';
 import { pino } from 'pino';
+import { callbackUri, codeFlowClient, pkcePair } from '../../helpers/authorize_flow.js';
 import { basicAuthorization } from '../../helpers/basic_authorization.js';
 import { addPasswordFixtures, passwordFixtures } from '../../helpers/password_users.js';
 import { startRedisServer } from '../../helpers/redis_server.js';
@@ -30,6 +31,7 @@ const gw = await startTestGateway(t, {
     addPasswordFixtures(raw, fixtures);
     raw.store = { type: 'redis', url: redis.url, keyPrefix: `metrics-test:${process.pid}:`, commandTimeoutMs: 1000 };
     raw.signing = signing;
+    (raw.clients as unknown[]).push(codeFlowClient('web'));
   },
 });
 
@@ -74,6 +76,34 @@ t.test('one info line per token request, with its outcome and never the token', 
   const accessToken = (JSON.parse(issued.text) as { access_token: string }).access_token;
   t.notOk(text.includes(accessToken), 'the token is never logged');
   t.notOk(text.includes('wrong-secret-123'), 'the secret is never logged');
+});
+
+t.test('a pushed authorization request has its access line and its request series', async (t) => {
+  const push = (secret: string) =>
+    fetch(`${gw.url}/connect/par`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basicAuthorization('web', secret) },
+      body: new URLSearchParams({
+        response_type: 'code',
+        redirect_uri: callbackUri,
+        scope: 'openid',
+        code_challenge: pkcePair().challenge,
+        code_challenge_method: 'S256',
+      }).toString(),
+    });
+  const pushed = await push('secret');
+  t.equal(pushed.status, 201);
+  const { request_uri: requestUri } = (await pushed.json()) as { request_uri: string };
+  t.equal((await push('wrong-secret-456')).status, 401);
+  const lines = logs.filter((l) => l.msg === 'pushed authorization request');
+  t.match(lines.at(-2), { level: 30, endpoint: '/connect/par', clientId: 'web', status: 201, address: '127.0.0.1' });
+  t.type(lines.at(-2)?.durationMs, 'number');
+  t.match(lines.at(-1), { endpoint: '/connect/par', clientId: 'web', status: 401, error: 'invalid_client' });
+  t.notOk(JSON.stringify(logs).includes(requestUri.split(':').at(-1) ?? requestUri), 'the request_uri is never logged');
+  const text = await scrape(gw);
+  t.ok((value(text, 'tessera_http_requests_total{endpoint="pushed_authorization",grant_type="",status="201"}') ?? 0) >= 1);
+  t.ok((value(text, 'tessera_http_requests_total{endpoint="pushed_authorization",grant_type="",status="401"}') ?? 0) >= 1);
+  t.ok((value(text, 'tessera_http_request_duration_seconds_count{endpoint="pushed_authorization",grant_type=""}') ?? 0) >= 2);
 });
 
 t.test('/metrics has the request, latency, pool, key and store series', async (t) => {
