@@ -21,6 +21,12 @@ export interface RegisteredClient {
   readonly grantTypes: ReadonlySet<string>;
   readonly scopes: ReadonlySet<string>;
   readonly redirectUris: ReadonlySet<string>;
+  /**
+   * A client kept in the store (the client registry, docs/architecture.md "Clients in the
+   * store"): its config as the task item carries it to the worker, without its secrets. Absent
+   * for a client of the config file, which every worker has from its boot data.
+   */
+  readonly stored?: Readonly<ClientConfig>;
 }
 
 export function registerClient(config: Readonly<ClientConfig>): RegisteredClient {
@@ -34,6 +40,11 @@ export function registerClient(config: Readonly<ClientConfig>): RegisteredClient
     scopes: new Set(config.allowedScopes),
     redirectUris: new Set(config.redirectUris),
   };
+}
+
+/** A client from the store: registered as a configured one, and marked for the task item. */
+export function registerStoredClient(config: Readonly<ClientConfig>): RegisteredClient {
+  return { ...registerClient(config), stored: { ...config, clientSecrets: [] } };
 }
 
 export function registerClients(clients: readonly Readonly<ClientConfig>[]): ReadonlyMap<string, RegisteredClient> {

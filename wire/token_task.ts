@@ -11,6 +11,7 @@ import { Packr } from 'msgpackr';
 import type { ClientAssertionCheck } from '../core/client_assertion.js';
 import type { RequestObjectCheck } from '../core/request_object.js';
 import type { ErrorCode } from '../core/oauth_errors.js';
+import type { ClientConfig } from '../core/worker_config.js';
 import type { TaskFacts } from './task_facts.js';
 
 /** Parsed `application/x-www-form-urlencoded` parameters; a null-prototype record. */
@@ -33,6 +34,12 @@ export interface TokenItem {
    * are bound to it (`tlsClientCertificateBoundAccessTokens`).
    */
   readonly x5t?: string;
+  /**
+   * The client's config, without secrets, when the client is kept in the store (the client
+   * registry): the worker has only the config file's clients from its boot data
+   * (docs/architecture.md, "Clients in the store").
+   */
+  readonly client?: ClientConfig;
 }
 
 /** An introspection request (RFC 7662 §2.1) from an API resource or a confidential client. */
@@ -55,6 +62,12 @@ export interface RevocationItem {
   readonly clientAssertion?: ClientAssertionCheck;
   /** The `DPoP` header's proof, when the request carries one: needed to revoke a bound refresh token. */
   readonly dpop?: string;
+  /**
+   * The client's config, without secrets, when the client is kept in the store (the client
+   * registry): the worker has only the config file's clients from its boot data
+   * (docs/architecture.md, "Clients in the store").
+   */
+  readonly client?: ClientConfig;
 }
 
 /**
@@ -87,6 +100,12 @@ export interface AuthorizationRequestItem {
   readonly dpop?: string;
   /** A request object whose claims the gateway checked (core/request_object.ts). */
   readonly requestObject?: RequestObjectCheck;
+  /**
+   * The client's config, without secrets, when the client is kept in the store (the client
+   * registry): the worker has only the config file's clients from its boot data
+   * (docs/architecture.md, "Clients in the store").
+   */
+  readonly client?: ClientConfig;
 }
 
 /** A sign-in on the login pages: `params` carries username, password, scope and acr_values. */

@@ -35,6 +35,7 @@ export type RecordKind =
   | 'consent' // a user's remembered consent to a client (gateway/pages/user_grants.ts)
   | 'grant' // a user's grant family with a client, so that revoking the client's access finds it
   | 'par' // pushed authorization requests (RFC 9126), consumed once by the authorization endpoint
+  | 'client' // clients kept in the store (the client registry, docs/storage.md "Clients in the store") and its version
   | 'misc';
 
 export interface StoreKey {

@@ -1,5 +1,6 @@
 /** The `tessera` command line (docs/operations.md, "Command line"): picks the command and maps failures to exit codes. */
 import { checkConfigCommand } from './check_config_command.js';
+import { clientsCommands } from './clients_commands.js';
 import { describeError, ExitCode, reportConfigError, UsageError, type CliCommand, type CliIo } from './command.js';
 import { hashPasswordCommand } from './hash_password_command.js';
 import { hashSecretCommand } from './hash_secret_command.js';
@@ -19,6 +20,7 @@ const commands: readonly CliCommand[] = [
   keysGenerateCommand,
   keysListCommand,
   keysRotateCommand,
+  ...clientsCommands,
 ];
 
 /** Runs one command line (without `node` and the script) and resolves to the exit code. */

@@ -42,6 +42,12 @@ export type ClientAuthResult =
       clientId: string | undefined;
     };
 
+/**
+ * Where the authenticator finds a client by id: the config file's clients, then the client
+ * registry's cache (gateway/client_registry/client_directory.ts), or the config's alone.
+ */
+export type ClientLookup = Pick<ReadonlyMap<string, RegisteredClient>, 'get'>;
+
 // Compared against when the client is unknown, so an unknown id costs the same as a wrong secret.
 const dummySecrets: readonly StoredSecret[] = [{ hash: Buffer.alloc(32), expiresAt: 0 }];
 
@@ -57,7 +63,7 @@ export class ClientAuthenticator {
   private readonly verifiedHeaders: VerifiedHeaders<ClientAuthResult & { ok: true }>;
 
   constructor(
-    private readonly clients: ReadonlyMap<string, RegisteredClient>,
+    private readonly clients: ClientLookup,
     private readonly now: () => number = Date.now,
     /** `private_key_jwt` claim checks; without them every assertion is refused. */
     private readonly assertionRules: AssertionRules = {
@@ -82,6 +88,9 @@ export class ClientAuthenticator {
       const known = this.verifiedHeaders.get(authorization);
       if (
         known !== undefined &&
+        // The same client object still: a store-kept client changed (or was removed) since, or a
+        // reload replaced the config's, and the header is checked again.
+        this.clients.get(known.client.clientId) === known.client &&
         params.client_secret === undefined &&
         (params.client_id === undefined || params.client_id === known.client.clientId)
       ) {
@@ -114,6 +123,18 @@ export class ClientAuthenticator {
       return fail('invalid_client', false, clientId);
     }
     return { ok: true, client, method: 'none' };
+  }
+
+  /**
+   * The client id a request names, without authenticating it: Basic's user name, else
+   * `client_id` of the body. The client registry looks it up before {@link authenticate} runs.
+   */
+  claimedClientId(authorization: string, params: FormParams): string | undefined {
+    if (authorization.length > 0) {
+      const basic = decodeBasicAuthorization(authorization);
+      return basic === undefined || basic === null ? undefined : basic.clientId;
+    }
+    return params.client_id;
   }
 
   /**

@@ -10,6 +10,7 @@ import { CallerGate } from './caller_gate.js';
 import type { ReadAssertion } from './client_assertion.js';
 import type { ClientKeys } from './client_keys.js';
 import type { ClientAuthThrottle, PendingAttempt } from '../../core/throttles.js';
+import type { ClientDirectory } from '../client_registry/client_directory.js';
 
 /** What client authentication is built from, at start. */
 export interface ClientAuthenticationDeps {
@@ -18,6 +19,8 @@ export interface ClientAuthenticationDeps {
   throttle: ClientAuthThrottle;
   /** `private_key_jwt` clients' keys; without it, no client has any. */
   clientKeys?: ClientKeys | undefined;
+  /** With a client registry: the clients the authenticator sees, for a store lookup first. */
+  directory?: ClientDirectory | undefined;
 }
 
 /** Client authentication as an endpoint holds it, built once per endpoint at start. */
@@ -25,6 +28,7 @@ export interface ClientAuthentication {
   readonly authenticator: ClientAuthenticator;
   readonly gate: CallerGate;
   readonly clientKeys: ClientKeys | undefined;
+  readonly directory: ClientDirectory | undefined;
 }
 
 /** A client that passed the gateway's share of authentication. */
@@ -47,7 +51,12 @@ export interface AuthenticatedClient {
 }
 
 export function createClientAuthentication(deps: ClientAuthenticationDeps): ClientAuthentication {
-  return { authenticator: deps.authenticator, gate: new CallerGate(deps.throttle, deps.issuer), clientKeys: deps.clientKeys };
+  return {
+    authenticator: deps.authenticator,
+    gate: new CallerGate(deps.throttle, deps.issuer),
+    clientKeys: deps.clientKeys,
+    directory: deps.directory,
+  };
 }
 
 /**
@@ -67,7 +76,16 @@ export function authenticateClient<R>(
   next: AuthenticatedStep<R>,
 ): void {
   const { exchange, params, authorization } = request;
-  const { authenticator, gate } = authentication;
+  const { authenticator, gate, directory } = authentication;
+  if (directory?.registry !== undefined) {
+    // A remembered Basic header names its client without decoding it again.
+    const claimed = authenticator.rememberedClientId(authorization) ?? authenticator.claimedClientId(authorization, params);
+    const toLookUp = directory.toLookUp(claimed);
+    if (toLookUp !== undefined) {
+      lookUpStoredClient(authentication, directory.registry, toLookUp, route, request, next);
+      return;
+    }
+  }
   const auth = authenticator.authenticate(authorization, params, exchange);
   const clientId = auth.ok ? auth.client.clientId : auth.clientId;
   // For the request's log line, metrics and audit events (gateway/observability/endpoint_outcomes.ts).
@@ -92,6 +110,41 @@ export function authenticateClient<R>(
     exchange.authFailure = 'failed';
     gate.refuseFailed(exchange, auth.clientId, auth.usedAuthorizationHeader, auth.reason);
   }
+}
+
+/**
+ * A client id that is neither the config file's nor cached: one store read (shared with
+ * concurrent requests for the same id), then authentication as for any client, the registry's
+ * cache now holding the client or the id as unknown (docs/architecture.md, "Clients in the
+ * store"). A store that cannot answer: `503` with `Retry-After`, never a guess either way.
+ */
+function lookUpStoredClient<R>(
+  authentication: ClientAuthentication,
+  registry: NonNullable<ClientDirectory['registry']>,
+  clientId: string,
+  route: R,
+  request: FormRequest,
+  next: AuthenticatedStep<R>,
+): void {
+  const { exchange } = request;
+  registry.lookup(clientId).then(
+    () => {
+      if (exchange.aborted) return;
+      // The cache answers now, unless an invalidation came in between: then `get` finds nothing
+      // and the id fails as unknown this once, as it would have a moment earlier.
+      authenticateWithout(authentication, route, request, next);
+    },
+    () => {
+      if (exchange.aborted) return;
+      exchange.clientId = clientId;
+      exchange.sendError(OAuthErrors.temporarilyUnavailable, { retryAfter: 2 });
+    },
+  );
+}
+
+/** {@link authenticateClient} without a store lookup: after one. */
+function authenticateWithout<R>(authentication: ClientAuthentication, route: R, request: FormRequest, next: AuthenticatedStep<R>): void {
+  authenticateClient({ ...authentication, directory: undefined }, route, request, next);
 }
 
 /**

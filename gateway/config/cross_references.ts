@@ -130,6 +130,11 @@ export function checkCrossReferences(config: TesseraConfig, extraGrantTypes: rea
     report('events.redisStream.url', 'is required unless the store is a single Redis ("type": "redis")');
   }
   problems.push(...checkProcesses(config, config.processes));
+  // The admin API writes clients to the store: a gateway that does not read them there would
+  // accept changes it never applies (docs/operations.md, "Admin API").
+  if (config.admin.tokenFile !== undefined && !config.clientRegistry.store) {
+    report('admin', 'needs clientRegistry.store: true (the admin API keeps its clients in the store)');
+  }
   return problems;
 }
 

@@ -123,6 +123,7 @@ function buildConfig(
       : { tls: { certFile: resolve(configDir, config.tls.certFile), keyFile: resolve(configDir, config.tls.keyFile) } }),
     mtls: config.mtls.caFile === undefined ? config.mtls : { ...config.mtls, caFile: resolve(configDir, config.mtls.caFile) },
     events: config.events.file === undefined ? config.events : { ...config.events, file: resolve(configDir, config.events.file) },
+    admin: config.admin.tokenFile === undefined ? config.admin : { ...config.admin, tokenFile: resolve(configDir, config.admin.tokenFile) },
     configDir,
     ...(configPath === undefined ? {} : { configPath }),
     envOverrides: overridden.applied,

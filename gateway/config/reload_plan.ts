@@ -8,7 +8,7 @@ import type { LoadedConfig } from './load.js';
 /**
  * Sections fixed for the life of the process: the listening sockets (public and management), the
  * number of processes (forked once, at start), the store connection, the pool's size and queues, the issuer every token and the pages' cookies
- * carry, the watched validators folder, the event sinks and the log format.
+ * carry, the watched validators folder, the client registry and the admin API, the event sinks and the log format.
  */
 const fixedSections = [
   'issuer',
@@ -18,6 +18,9 @@ const fixedSections = [
   'workers',
   'validatorsDir',
   'management',
+  // The client registry's cache and poller and the admin API on the management listener.
+  'clientRegistry',
+  'admin',
   'events',
   'tracing',
   'logFormat',

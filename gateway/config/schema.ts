@@ -371,6 +371,56 @@ const managementSchema = z
   })
   .default({ host: '127.0.0.1', port: 9464, onPublicPort: false });
 
+const clientRegistrySchema = z
+  .strictObject({
+    store: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Also look clients up in the store, after the config file's clients (which win on the same clientId); the admin API writes them there.",
+      ),
+    cacheSize: z
+      .number()
+      .int()
+      .positive()
+      .default(10_000)
+      .describe('Store-kept clients each gateway keeps in memory (least recently used go first).'),
+    negativeCacheSize: z
+      .number()
+      .int()
+      .positive()
+      .default(10_000)
+      .describe('Unknown client ids each gateway remembers as unknown, so that random ids do not each reach the store.'),
+    cacheTtlSeconds: z
+      .number()
+      .int()
+      .positive()
+      .max(300)
+      .default(30)
+      .describe('Longest time a gateway uses a client (or an unknown id) it looked up before asking the store again.'),
+    pollIntervalMs: z
+      .number()
+      .int()
+      .min(50)
+      .max(500)
+      .default(250)
+      .describe(
+        "How often each gateway reads the registry's version key; a change empties its cache (changes seen everywhere within a second).",
+      ),
+  })
+  .default({ store: false, cacheSize: 10_000, negativeCacheSize: 10_000, cacheTtlSeconds: 30, pollIntervalMs: 250 });
+
+const adminSchema = z
+  .strictObject({
+    tokenFile: z
+      .string()
+      .optional()
+      .describe(
+        "A file holding the admin API's static bearer token (at least 32 characters); the admin API is served on the management listener only when this is set.",
+      ),
+  })
+  .default({});
+
 const tracingSchema = z
   .strictObject({
     enabled: z
@@ -678,6 +728,8 @@ export const configSchema = z
     events: eventsSchema,
     tracing: tracingSchema,
     management: managementSchema,
+    clientRegistry: clientRegistrySchema,
+    admin: adminSchema,
     identityResources: z
       .array(z.strictObject({ name: nonEmpty, displayName: z.string().optional(), claims: z.array(nonEmpty).default([]) }))
       .default([]),

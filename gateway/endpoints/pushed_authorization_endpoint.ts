@@ -125,6 +125,7 @@ async function checkSignaturesThenStore(route: PushedAuthorizationRoute, request
       ...(assertion !== undefined ? { clientAssertion: assertion } : {}),
       ...(dpop !== undefined ? { dpop } : {}),
       ...(requestObject !== undefined ? { requestObject } : {}),
+      ...(client.stored !== undefined ? { client: client.stored } : {}),
     };
     const result = await route.dispatcher.call(item);
     if (result[0] !== 200) {

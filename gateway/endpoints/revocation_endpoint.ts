@@ -36,6 +36,11 @@ function answerRevocationRequest(route: RevocationRoute, request: FormRequest, c
 /** A worker revokes the token and answers. */
 function revokeInWorker(route: RevocationRoute, request: FormRequest, caller: AuthenticatedClient): void {
   const { params, dpop } = request;
-  const item: RevocationItem = { kind: 'revocation', clientId: caller.client.clientId, params };
+  const { stored } = caller.client;
+  // A store-kept client is not in the workers' boot data: its config goes with the request.
+  const item: RevocationItem =
+    stored === undefined
+      ? { kind: 'revocation', clientId: caller.client.clientId, params }
+      : { kind: 'revocation', clientId: caller.client.clientId, params, client: stored };
   dispatchToWorker(route.dispatcher, request, dpop ? { ...item, dpop } : item, caller);
 }

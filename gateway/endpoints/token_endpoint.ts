@@ -95,5 +95,7 @@ function runGrant(route: TokenRoute, request: FormRequest, caller: Authenticated
       : { kind: 'token', grantType, clientId, params };
   if (dpop) item = { ...item, dpop };
   if (x5t !== undefined) item = { ...item, x5t };
+  // A store-kept client is not in the workers' boot data: its config goes with the request.
+  if (caller.client.stored !== undefined) item = { ...item, client: caller.client.stored };
   dispatchToWorker(route.dispatcher, request, item, caller);
 }

@@ -12,6 +12,8 @@ export interface ManagementOptions {
   readonly host: string;
   readonly port: number;
   readonly token?: string | undefined;
+  /** Routes served here besides /metrics and /healthz (the admin API, gateway/admin/). */
+  readonly mount?: ((app: Pick<uWS.TemplatedApp, 'any'>) => void) | undefined;
 }
 
 export interface ManagementListener {
@@ -31,6 +33,7 @@ export async function startManagementListener(metrics: GatewayMetrics, options: 
   const app = uWS.App();
   const framed = withStrictFraming(app);
   registerMetricsRoute(framed, metrics, options.token);
+  options.mount?.(framed);
   framed.any(endpointPaths.healthz, (res, req) => {
     new Exchange(res, req.getMethod()).sendStatic(200, 'application/json', '{"status":"ok"}', 'no-store');
   });

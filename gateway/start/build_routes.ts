@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import { registerClients, type RegisteredClient } from '../../core/client_model.js';
+import { registerClients } from '../../core/client_model.js';
+import { ClientDirectory } from '../client_registry/client_directory.js';
 import { ClientAuthenticator } from '../client_authentication/authenticator.js';
 import { ClientKeys } from '../client_authentication/client_keys.js';
 import type { ClientAuthenticationDeps } from '../client_authentication/step.js';
@@ -65,7 +66,7 @@ export class GatewayRoutes {
           pageSecret: state.pageSecret,
           store: state.storage.store,
           clients,
-          clientAuthentication: clientAuthenticationOf(config, clients, throttle, logger),
+          clientAuthentication: clientAuthenticationOf(config, new ClientDirectory(clients, state.clientRegistry), throttle, logger),
           dispatcher,
           metrics,
           observers: createEndpointObservers({ metrics, events, logger, storeOutage, tracing }),
@@ -93,25 +94,29 @@ export class GatewayRoutes {
  */
 function clientAuthenticationOf(
   config: LoadedConfig,
-  clients: ReadonlyMap<string, RegisteredClient>,
+  directory: ClientDirectory,
   throttle: ClientAuthThrottle,
   logger: Logger,
 ): ClientAuthenticationDeps {
+  const clients = directory.configClients;
+  // The authenticator sees store-kept clients too when there is a registry; the map is cheaper.
+  const lookup = directory.registry === undefined ? clients : directory;
   const assertions = config.clientAssertions;
   // draft-ietf-oauth-rfc7523bis: `aud` is the issuer alone; the token endpoint URL only for a
   // client that allows it (docs/security.md, "Client assertions").
   return {
     issuer: config.issuer,
-    authenticator: new ClientAuthenticator(clients, Date.now, {
+    authenticator: new ClientAuthenticator(lookup, Date.now, {
       issuer: config.issuer,
       tokenEndpoint: `${config.issuer}${endpointPaths.token}`,
-      allowsTokenEndpointAudience: (clientId) => clients.get(clientId)?.config.allowTokenEndpointAudience === true,
-      stringAudienceOnly: (clientId) => clients.get(clientId)?.config.profile === 'fapi2',
+      allowsTokenEndpointAudience: (clientId) => lookup.get(clientId)?.config.allowTokenEndpointAudience === true,
+      stringAudienceOnly: (clientId) => lookup.get(clientId)?.config.profile === 'fapi2',
       maxLifetimeSeconds: assertions.maxLifetimeSeconds,
       now: Date.now,
     }),
     // API resources authenticate at introspection and are throttled the same way.
     throttle,
+    ...(directory.registry === undefined ? {} : { directory }),
     clientKeys: new ClientKeys(clients, {
       cacheMs: assertions.jwksCacheSeconds * 1000,
       cooldownMs: assertions.jwksRefreshCooldownSeconds * 1000,

@@ -7,6 +7,7 @@ import type { KeyRing } from '../keys/key_ring.js';
 import type { PageSecretLoad } from '../keys/page_secret.js';
 import { createLogger } from '../observability/logger.js';
 import type { ManagementListener } from '../observability/management_listener.js';
+import type { ClientRegistry } from '../client_registry/client_registry.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import type { ProcessSlot, StartOptions } from './start_options.js';
 import { openTracing } from '../observability/tracing/open_tracing.js';
@@ -46,6 +47,8 @@ export interface GatewayState {
   /** Declared before the key ring, whose activations count into it, is opened. */
   metrics?: GatewayMetrics;
   management?: ManagementListener;
+  /** With `clientRegistry.store`: store-kept clients, cached, polled (gateway/client_registry/). */
+  clientRegistry?: ClientRegistry;
   listener?: Listener;
   stopWatching: () => void;
 }

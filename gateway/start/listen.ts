@@ -1,3 +1,7 @@
+import { readFileSync } from 'node:fs';
+import type { TemplatedApp } from 'uWebSockets.js';
+import { registerAdminRoutes } from '../admin/admin_api.js';
+import type { AuditEvents } from '../observability/events/audit_events.js';
 import { Listener } from '../http/listener.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import { startManagementListener } from '../observability/management_listener.js';
@@ -15,7 +19,7 @@ export interface Listening {
 }
 
 /** Opens the management listener, then the public one with the routes mounted. */
-export async function listen(state: GatewayState, metrics: GatewayMetrics, routes: GatewayRoutes): Promise<Listening> {
+export async function listen(state: GatewayState, metrics: GatewayMetrics, routes: GatewayRoutes, admin: AdminSources): Promise<Listening> {
   const { config, processSlot } = state;
   // Before the public listener: a management port that is taken fails the start with nothing
   // listening yet.
@@ -23,7 +27,11 @@ export async function listen(state: GatewayState, metrics: GatewayMetrics, route
     // With several processes each has its own: management.port + index (0 stays "any free port").
     const managementPort =
       config.management.port === 0 || processSlot === undefined ? config.management.port : config.management.port + processSlot.index;
-    state.management = await startManagementListener(metrics, { ...config.management, port: managementPort });
+    state.management = await startManagementListener(metrics, {
+      ...config.management,
+      port: managementPort,
+      mount: adminRoutes(state, admin),
+    });
   }
   // Only the processes of one `--processes N` share the port (SO_REUSEPORT, uWS's default); any
   // other gateway on it would silently take half the connections (docs/operations.md, "Several gateways").
@@ -39,6 +47,33 @@ export async function listen(state: GatewayState, metrics: GatewayMetrics, route
   const host = config.listen.host;
   const url = `${listener.secure ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
   return { listener, url, port, managementUrl: state.management?.url };
+}
+
+/** What the admin API needs besides the gateway's state. */
+export interface AdminSources {
+  readonly events: AuditEvents;
+  readonly grantTypes: () => Iterable<string>;
+}
+
+/**
+ * The admin API's routes, when `admin.tokenFile` is set (docs/operations.md, "Admin API"): on the
+ * management listener only. The token is read once, here; a short one stops the start.
+ */
+function adminRoutes(state: GatewayState, sources: AdminSources): ((app: Pick<TemplatedApp, 'any'>) => void) | undefined {
+  const { config, clientRegistry, logger } = state;
+  const tokenFile = config.admin.tokenFile;
+  if (tokenFile === undefined || clientRegistry === undefined) return undefined;
+  const token = readFileSync(tokenFile, 'utf8').trim();
+  if (token.length < 32) throw new Error(`admin.tokenFile ${tokenFile}: the token must be at least 32 characters`);
+  return (app) =>
+    registerAdminRoutes(app, {
+      registry: clientRegistry,
+      config: () => state.config,
+      grantTypes: sources.grantTypes,
+      token,
+      emit: (event) => sources.events.emit(event),
+      logger: logger.child({ component: 'admin-api' }),
+    });
 }
 
 /** The `tessera listening` line (docs/operations.md, "Running"). */

@@ -1,5 +1,6 @@
 import { adoptPageSecretWhenLoaded } from './adopt_page_secret.js';
 import { GatewayRoutes } from './build_routes.js';
+import { openClientRegistry } from './open_client_registry.js';
 import { buildServices } from './build_services.js';
 import { reloadableGateway } from './config_reloads.js';
 import { newGatewayState } from './gateway_state.js';
@@ -35,11 +36,15 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     state.pool = await startPool(state.config, loaded.modules);
     const services = buildServices(state, state.pool, keys, events, suspectThreads);
     const validators = startValidatorReload(state, loaded, grants, startPool, services, keys);
+    await openClientRegistry(state);
     const routes = new GatewayRoutes(state, keys, services, validators);
     const serial = new SerialReloads();
     adoptPageSecretWhenLoaded(state, pageSecretLoad, { startPool, validators, routes, services, serial });
     watchValidatorFiles(state, validators, serial);
-    const listening = await listen(state, services.metrics, routes);
+    const listening = await listen(state, services.metrics, routes, {
+      events,
+      grantTypes: () => validators.grantTypes,
+    });
     const { listener } = listening;
     const reloadable = reloadableGateway(state, { startPool, validators, routes, services, listener, keys });
     logListening(state, listening, validators);

@@ -50,6 +50,7 @@ export async function drainAndStop(state: GatewayState, targets: StopTargets, op
 async function closeInOrder(state: GatewayState, targets: StopTargets): Promise<void> {
   targets.listener.close();
   state.management?.close();
+  state.clientRegistry?.stop();
   targets.services.storeOutage.close();
   await state.events?.close();
   await state.tracing?.close();
@@ -65,6 +66,7 @@ export async function closeStarted(state: GatewayState): Promise<void> {
   state.listener?.close();
   state.keyRing?.stop();
   state.management?.close();
+  state.clientRegistry?.stop();
   await state.events?.close();
   await state.tracing?.close();
   await state.pool?.destroy().catch(() => {});

@@ -12,6 +12,8 @@ import {
   type TokenTaskResult,
 } from '../../wire/token_task.js';
 import { isStoreUnavailable } from '../../core/store/store.js';
+import { registerStoredClient, type RegisteredClient } from '../../core/client_model.js';
+import type { ClientConfig } from '../../core/worker_config.js';
 import { timingStoreCommands } from '../task_facts_recorder.js';
 import type { BootedWorker } from './boot.js';
 import { handleLogin } from './login.js';
@@ -56,7 +58,14 @@ async function routeItem(worker: BootedWorker, item: TaskItem, facts: TaskFacts 
     case 'introspection':
       return successResult(await introspect(item.caller, item.callerId, item.params, endpoints));
     case 'revocation':
-      await revoke(item.clientId, item.params, endpoints, facts, item.dpop);
+      await revoke(
+        item.clientId,
+        item.params,
+        // The caller is the one client revocation looks up: a store-kept one came with the item.
+        item.client === undefined ? endpoints : { ...endpoints, clients: new Map([[item.clientId, registerStoredClient(item.client)]]) },
+        facts,
+        item.dpop,
+      );
       return successResult('');
     case 'login':
       return await handleLogin(worker, item, facts);
@@ -102,12 +111,12 @@ function describeItem(item: TaskItem): Record<string, string> {
 
 async function handleTokenRequest(
   worker: BootedWorker,
-  { grantType, clientId, params, address, dpop, x5t }: TokenItem,
+  { grantType, clientId, params, address, dpop, x5t, client: stored }: TokenItem,
   facts: TaskFacts | undefined,
 ): Promise<TokenTaskResult> {
   const { services } = worker;
   const handler = worker.registry.get(grantType);
-  const client = services.clients.get(clientId);
+  const client = clientOf(worker, clientId, stored);
   if (handler === undefined || client === undefined) {
     worker.logger.error({ grantType }, 'token task for an unknown grant type or client');
     return serverError;
@@ -125,9 +134,9 @@ async function handleTokenRequest(
  */
 async function checkAuthorizationRequest(
   worker: BootedWorker,
-  { clientId, dpop, requestObject }: AuthorizationRequestItem,
+  { clientId, dpop, requestObject, client: stored }: AuthorizationRequestItem,
 ): Promise<TokenTaskResult> {
-  const client = worker.services.clients.get(clientId);
+  const client = clientOf(worker, clientId, stored);
   if (client === undefined) {
     worker.logger.error('authorization request task for an unknown client');
     return serverError;
@@ -135,4 +144,14 @@ async function checkAuthorizationRequest(
   const jkt = dpop === undefined ? undefined : await worker.pushedRequestProofs.keyOf(dpop, client);
   if (requestObject !== undefined) await worker.clientAssertions.verifyRequestObject(clientId, requestObject);
   return successResult(jkt === undefined ? '{}' : JSON.stringify({ jkt }));
+}
+
+/**
+ * The request's client: a store-kept one from the config its task item carries (registered per
+ * request: a few sets, no store call), a config file's from the thread's boot data
+ * (docs/architecture.md, "Clients in the store").
+ */
+function clientOf(worker: BootedWorker, clientId: string, stored: ClientConfig | undefined): RegisteredClient | undefined {
+  if (stored === undefined) return worker.services.clients.get(clientId);
+  return stored.clientId === clientId ? registerStoredClient(stored) : undefined;
 }

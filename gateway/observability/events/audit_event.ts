@@ -22,6 +22,11 @@ export const auditEventNames = [
   'GrantsRevoked',
   'KeyRotated',
   'ValidatorReloaded',
+  'ClientCreated',
+  'ClientUpdated',
+  'ClientDeleted',
+  'ClientSecretAdded',
+  'ClientSecretExpired',
 ] as const;
 
 export type AuditEventName = (typeof auditEventNames)[number];
@@ -44,6 +49,11 @@ const categories: Readonly<Record<AuditEventName, AuditEventCategory>> = {
   GrantsRevoked: 'Grants',
   KeyRotated: 'Keys',
   ValidatorReloaded: 'Configuration',
+  ClientCreated: 'Configuration',
+  ClientUpdated: 'Configuration',
+  ClientDeleted: 'Configuration',
+  ClientSecretAdded: 'Configuration',
+  ClientSecretExpired: 'Configuration',
 };
 
 export function categoryOf(name: AuditEventName): AuditEventCategory {

@@ -1,0 +1,302 @@
+/**
+ * The admin API (docs/operations.md, "Admin API"): store-kept clients created, read, updated,
+ * disabled, deleted and listed, their secrets added and expired. Served on the management
+ * listener only, never on the public port, and only to `Authorization: Bearer <admin token>`.
+ * Every change is an audit event (`Client*`, category `Configuration`).
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type * as uWS from 'uWebSockets.js';
+import type { Logger } from 'pino';
+import type { ClientConfig } from '../../core/worker_config.js';
+import { isStoreUnavailable } from '../../core/store/store.js';
+import type { ClientRegistry, StoredClientRecord } from '../client_registry/client_registry.js';
+import type { ConfigProblem } from '../config/config_error.js';
+import type { LoadedConfig } from '../config/load.js';
+import { readBody } from '../http/body_reader.js';
+import { Exchange } from '../http/exchange.js';
+import type { AuditEventInput, AuditEventName } from '../observability/events/audit_event.js';
+import { checkClientDocument, clientView, generateSecret, secretId } from './client_document.js';
+
+export interface AdminApiDeps {
+  readonly registry: ClientRegistry;
+  /** The config in service (scopes, grant types a client is checked against). */
+  readonly config: () => LoadedConfig;
+  readonly grantTypes: () => Iterable<string>;
+  /** The static admin token (docs/configuration.md, `admin.tokenFile`). */
+  readonly token: string;
+  readonly emit: (event: AuditEventInput) => void;
+  readonly logger: Logger;
+}
+
+export const adminPaths = {
+  clients: '/admin/clients',
+  client: '/admin/clients/:clientId',
+  secrets: '/admin/clients/:clientId/secrets',
+  expireSecret: '/admin/clients/:clientId/secrets/:secretId/expire',
+} as const;
+
+const maxAdminBody = 64 * 1024;
+const defaultPageSize = 100;
+const maxPageSize = 1000;
+
+/** One admin request, copied out of uWS before anything asynchronous. */
+interface AdminRequest {
+  readonly exchange: Exchange;
+  readonly method: string;
+  readonly clientId: string;
+  readonly secretId: string;
+  readonly query: (name: string) => string | undefined;
+}
+
+type Handler = (request: AdminRequest, body: unknown, deps: AdminApiDeps) => Promise<void>;
+
+/** Mounts the admin routes on the management app. */
+export function registerAdminRoutes(app: Pick<uWS.TemplatedApp, 'any'>, deps: AdminApiDeps): void {
+  const expected = digest(`Bearer ${deps.token}`);
+  const route = (path: string, handlers: Readonly<Record<string, Handler>>): void => {
+    app.any(path, (res, req) => {
+      const method = req.getMethod();
+      const exchange = new Exchange(res, method);
+      const authorized = timingSafeEqual(digest(req.getHeader('authorization')), expected);
+      const query = new URLSearchParams(req.getQuery() ?? '');
+      const request: AdminRequest = {
+        exchange,
+        method,
+        clientId: decodeParameter(req.getParameter(0)),
+        secretId: decodeParameter(req.getParameter(1)),
+        query: (name) => query.get(name) ?? undefined,
+      };
+      if (!authorized) {
+        // RFC 6750 §3: the challenge names the scheme.
+        exchange.sendJson(401, '{"error":"invalid_token"}', { wwwAuthenticate: 'Bearer realm="admin"' });
+        return;
+      }
+      const handler = handlers[method];
+      if (handler === undefined) {
+        const allow = Object.keys(handlers)
+          .map((m) => m.toUpperCase())
+          .join(', ');
+        exchange.sendJson(405, '{"error":"method_not_allowed"}', { allow });
+        return;
+      }
+      readJsonBody(exchange, method, (body) => {
+        handler(request, body, deps).catch((err: unknown) => {
+          if (isStoreUnavailable(err)) sendError(exchange, 503, 'temporarily_unavailable', 'the store is unavailable', { retryAfter: 2 });
+          else {
+            deps.logger.error({ err }, 'admin request failed');
+            sendError(exchange, 500, 'server_error', 'unexpected error');
+          }
+        });
+      });
+    });
+  };
+  route(adminPaths.clients, { get: listClients, post: createClient });
+  route(adminPaths.client, { get: showClient, patch: updateClient, delete: deleteClient });
+  route(adminPaths.secrets, { post: addSecret });
+  route(adminPaths.expireSecret, { post: expireSecret });
+}
+
+async function listClients(request: AdminRequest, _body: unknown, deps: AdminApiDeps): Promise<void> {
+  const limitText = request.query('limit');
+  const limit = limitText === undefined ? defaultPageSize : Number(limitText);
+  if (!Number.isInteger(limit) || limit < 1 || limit > maxPageSize) {
+    sendError(request.exchange, 400, 'invalid_request', `limit must be an integer from 1 to ${maxPageSize}`);
+    return;
+  }
+  const page = await deps.registry.list(request.query('after'), limit);
+  send(request.exchange, 200, { clients: page.clients.map((r) => clientView(r)), next: page.next });
+}
+
+async function createClient(request: AdminRequest, body: unknown, deps: AdminApiDeps): Promise<void> {
+  const { exchange } = request;
+  if (!isObject(body)) return sendError(exchange, 400, 'invalid_client_metadata', 'the body must be a JSON object');
+  const clientId = body.clientId;
+  if (typeof clientId === 'string' && deps.config().clients.some((c) => c.clientId === clientId)) {
+    return sendError(exchange, 409, 'conflict', 'a client of the config file has this clientId');
+  }
+  // A confidential client without a secret gets one, shown once in the answer.
+  const needsSecret = body.clientSecrets === undefined && body.requireClientSecret !== false;
+  const generated = needsSecret ? generateSecret() : undefined;
+  const document = generated === undefined ? body : { ...body, clientSecrets: [generated.stored] };
+  const checked = checkClientDocument(document, deps.config(), deps.grantTypes());
+  if (!checked.ok) return sendProblems(exchange, checked.problems);
+  if ((await deps.registry.read(checked.client.clientId)) !== null) {
+    return sendError(exchange, 409, 'conflict', 'a store-kept client has this clientId');
+  }
+  const record = await deps.registry.write(checked.client);
+  audit(deps, 'ClientCreated', checked.client.clientId);
+  send(exchange, 201, { client: clientView(record), ...(generated === undefined ? {} : { secret: generated.secret }) });
+}
+
+async function showClient(request: AdminRequest, _body: unknown, deps: AdminApiDeps): Promise<void> {
+  const configured = deps.config().clients.find((c) => c.clientId === request.clientId);
+  if (configured !== undefined) {
+    send(request.exchange, 200, { client: clientView({ config: configured as ClientConfig, createdAt: 0, updatedAt: 0 }, 'config') });
+    return;
+  }
+  const record = await deps.registry.read(request.clientId);
+  if (record === null) return notFound(request.exchange);
+  send(request.exchange, 200, { client: clientView(record) });
+}
+
+/**
+ * A JSON merge of the members given (RFC 7396, one level): `{"enabled": false}` disables the
+ * client. `clientId` cannot change; secrets change through `/secrets`.
+ */
+async function updateClient(request: AdminRequest, body: unknown, deps: AdminApiDeps): Promise<void> {
+  const { exchange } = request;
+  if (!isObject(body)) return sendError(exchange, 400, 'invalid_client_metadata', 'the body must be a JSON object');
+  const problems: ConfigProblem[] = [];
+  if (body.clientId !== undefined && body.clientId !== request.clientId) problems.push({ path: 'clientId', message: 'cannot change' });
+  if (body.clientSecrets !== undefined) problems.push({ path: 'clientSecrets', message: 'change secrets with /secrets' });
+  if (problems.length > 0) return sendProblems(exchange, problems);
+  const found = await existing(request, deps);
+  if (found === undefined) return;
+  const merged: Record<string, unknown> = { ...found.config };
+  for (const [name, value] of Object.entries(body)) {
+    if (value === null) delete merged[name];
+    else merged[name] = value;
+  }
+  await saveChanged(request, deps, found, merged, 'ClientUpdated', {}, 200);
+}
+
+async function deleteClient(request: AdminRequest, _body: unknown, deps: AdminApiDeps): Promise<void> {
+  if (refusedAsConfigured(request, deps)) return;
+  if (!(await deps.registry.remove(request.clientId))) return notFound(request.exchange);
+  audit(deps, 'ClientDeleted', request.clientId);
+  request.exchange.sendJson(204, '');
+}
+
+/** Roll-over, step one: a new secret beside the old ones (shown once). */
+async function addSecret(request: AdminRequest, body: unknown, deps: AdminApiDeps): Promise<void> {
+  const { exchange } = request;
+  const options = body === undefined ? {} : body;
+  if (!isObject(options)) return sendError(exchange, 400, 'invalid_request', 'the body must be a JSON object');
+  const { description, expiration } = options;
+  if (description !== undefined && typeof description !== 'string')
+    return sendProblems(exchange, [{ path: 'description', message: 'must be a string' }]);
+  if (expiration !== undefined && !isDate(expiration))
+    return sendProblems(exchange, [{ path: 'expiration', message: 'must be an ISO 8601 date or date-time' }]);
+  const found = await existing(request, deps);
+  if (found === undefined) return;
+  const generated = generateSecret(description, expiration);
+  const merged = { ...found.config, clientSecrets: [...found.config.clientSecrets, generated.stored] };
+  const id = secretId(generated.stored);
+  await saveChanged(request, deps, found, merged, 'ClientSecretAdded', { secretId: id }, 201, { secret: generated.secret, secretId: id });
+}
+
+/** Roll-over, step two: the old secret expires now, or at `expiration`. */
+async function expireSecret(request: AdminRequest, body: unknown, deps: AdminApiDeps): Promise<void> {
+  const { exchange } = request;
+  const options = body === undefined ? {} : body;
+  if (!isObject(options)) return sendError(exchange, 400, 'invalid_request', 'the body must be a JSON object');
+  const expiration = options.expiration ?? new Date().toISOString();
+  if (!isDate(expiration)) return sendProblems(exchange, [{ path: 'expiration', message: 'must be an ISO 8601 date or date-time' }]);
+  const found = await existing(request, deps);
+  if (found === undefined) return;
+  if (!found.config.clientSecrets.some((s) => secretId(s) === request.secretId)) return notFound(exchange);
+  const merged = {
+    ...found.config,
+    clientSecrets: found.config.clientSecrets.map((s) => (secretId(s) === request.secretId ? { ...s, expiration } : s)),
+  };
+  await saveChanged(request, deps, found, merged, 'ClientSecretExpired', { secretId: request.secretId, expiration }, 200);
+}
+
+/** Checks the changed client as a new one is checked, writes it and tells every gateway. */
+async function saveChanged(
+  request: AdminRequest,
+  deps: AdminApiDeps,
+  found: StoredClientRecord,
+  document: Record<string, unknown>,
+  event: AuditEventName,
+  details: Readonly<Record<string, string>>,
+  status: number,
+  extra: Readonly<Record<string, unknown>> = {},
+): Promise<void> {
+  const checked = checkClientDocument(document, deps.config(), deps.grantTypes());
+  if (!checked.ok) return sendProblems(request.exchange, checked.problems);
+  const record = await deps.registry.write(checked.client, found.createdAt);
+  audit(deps, event, request.clientId, details);
+  send(request.exchange, status, { client: clientView(record), ...extra });
+}
+
+/** The store-kept client the path names; answered 404 (or 409 for a config file client) when there is none. */
+async function existing(request: AdminRequest, deps: AdminApiDeps): Promise<StoredClientRecord | undefined> {
+  if (refusedAsConfigured(request, deps)) return undefined;
+  const record = await deps.registry.read(request.clientId);
+  if (record === null) notFound(request.exchange);
+  return record ?? undefined;
+}
+
+function refusedAsConfigured(request: AdminRequest, deps: AdminApiDeps): boolean {
+  if (!deps.config().clients.some((c) => c.clientId === request.clientId)) return false;
+  sendError(request.exchange, 409, 'conflict', 'a client of the config file changes with the config file');
+  return true;
+}
+
+function audit(deps: AdminApiDeps, name: AuditEventName, clientId: string, details: Readonly<Record<string, string>> = {}): void {
+  deps.emit({ name, outcome: 'success', clientId, endpoint: 'admin', ...(Object.keys(details).length > 0 ? { details } : {}) });
+}
+
+/** The body as JSON (`undefined` when empty); a bad or oversized one is answered here. */
+function readJsonBody(exchange: Exchange, method: string, next: (body: unknown) => void): void {
+  if (method === 'get' || method === 'head' || method === 'delete') {
+    next(undefined);
+    return;
+  }
+  readBody(exchange, maxAdminBody, {
+    onBody(bytes) {
+      if (bytes.byteLength === 0) return next(undefined);
+      let body: unknown;
+      try {
+        body = JSON.parse(Buffer.from(bytes).toString('utf8'));
+      } catch {
+        sendError(exchange, 400, 'invalid_request', 'the body is not JSON');
+        return;
+      }
+      next(body);
+    },
+    onTooLarge() {
+      sendError(exchange, 413, 'invalid_request', `the body is over ${maxAdminBody} bytes`);
+    },
+  });
+}
+
+function send(exchange: Exchange, status: number, body: unknown): void {
+  exchange.sendJson(status, JSON.stringify(body));
+}
+
+function sendError(exchange: Exchange, status: number, error: string, description: string, extras?: { retryAfter: number }): void {
+  exchange.sendJson(status, JSON.stringify({ error, error_description: description }), extras);
+}
+
+/** 400 naming each field (RFC 7591 §3.2.2's error code for bad client metadata). */
+function sendProblems(exchange: Exchange, problems: readonly ConfigProblem[]): void {
+  const description = problems.map((p) => `${p.path}: ${p.message}`).join('; ');
+  send(exchange, 400, { error: 'invalid_client_metadata', error_description: description, problems });
+}
+
+function notFound(exchange: Exchange): void {
+  sendError(exchange, 404, 'not_found', 'no such client or secret');
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isDate(value: unknown): value is string {
+  return typeof value === 'string' && /^\d{4}-\d{2}-\d{2}/.test(value) && !Number.isNaN(Date.parse(value));
+}
+
+function decodeParameter(raw: string | undefined): string {
+  if (raw === undefined) return '';
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest();
+}

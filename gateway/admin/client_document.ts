@@ -1,0 +1,88 @@
+/**
+ * A store-kept client's JSON, checked as a config file's client is: the same zod schema
+ * (`clientSchema`), then the same cross references against the running config (scopes, grant
+ * types, secrets a client needs), each problem naming its field (`allowedGrantTypes[0]`).
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { ClientConfig, SecretConfig } from '../../core/worker_config.js';
+import type { ConfigProblem } from '../config/config_error.js';
+import { checkCrossReferences } from '../config/cross_references.js';
+import type { LoadedConfig } from '../config/load.js';
+import { clientSchema } from '../config/schema.js';
+import { describeIssue, toProblems } from '../config/schema_issues.js';
+import type { StoredClientRecord } from '../client_registry/client_registry.js';
+
+export type CheckedClient = { ok: true; client: ClientConfig } | { ok: false; problems: readonly ConfigProblem[] };
+
+/**
+ * Fields a store-kept client may not have yet: their keys and certificates are precomputed from
+ * the config file at start (gateway/client_authentication/client_keys.ts, certificate_match.ts).
+ */
+const configOnlyFields = [
+  'jwks',
+  'jwksUri',
+  'tokenEndpointAuthMethod',
+  'tlsClientAuthSubjectDn',
+  'tlsClientAuthSanDns',
+  'tlsClientAuthSanUri',
+  'tlsClientAuthSanIp',
+  'tlsClientAuthSanEmail',
+] as const;
+
+const clientPrefix = 'clients[0]';
+
+/** `document` as a client of `config`, or every problem with it. */
+export function checkClientDocument(document: unknown, config: LoadedConfig, grantTypes: Iterable<string>): CheckedClient {
+  const parsed = clientSchema.safeParse(document, { error: describeIssue });
+  if (!parsed.success) return { ok: false, problems: parsed.error.issues.flatMap(toProblems) };
+  const client = parsed.data;
+  const problems: ConfigProblem[] = [];
+  for (const field of configOnlyFields) {
+    if (client[field] !== undefined) problems.push({ path: field, message: 'is not supported for a store-kept client (config file only)' });
+  }
+  const crossProblems = checkCrossReferences({ ...config, clients: [client] }, [...grantTypes]);
+  for (const problem of crossProblems) {
+    if (problem.path === clientPrefix) problems.push({ path: '(root)', message: problem.message });
+    else if (problem.path.startsWith(`${clientPrefix}.`)) problems.push({ ...problem, path: problem.path.slice(clientPrefix.length + 1) });
+  }
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, client };
+}
+
+/** A new client secret: 256 random bits, and its stored form (docs/configuration.md, "Client secrets"). */
+export function generateSecret(description?: string, expiration?: string): { secret: string; stored: SecretConfig } {
+  const secret = randomBytes(32).toString('base64url');
+  const value = createHash('sha256').update(secret, 'utf8').digest('base64');
+  return {
+    secret,
+    stored: {
+      value,
+      ...(description === undefined ? {} : { description }),
+      ...(expiration === undefined ? {} : { expiration }),
+    },
+  };
+}
+
+/**
+ * A secret's name in the admin API: the first 12 characters of base64url of its stored hash. It
+ * names a secret without being it (SHA-256 of 256 random bits reveals nothing).
+ */
+export function secretId(stored: SecretConfig): string {
+  return Buffer.from(stored.value, 'base64').toString('base64url').slice(0, 12);
+}
+
+/** What the admin API shows of a client: its config with each secret's id instead of its hash. */
+export function clientView(record: StoredClientRecord, source: 'store' | 'config' = 'store'): Record<string, unknown> {
+  const { clientSecrets, ...rest } = record.config;
+  return {
+    ...rest,
+    clientSecrets: clientSecrets.map((s) => ({
+      id: secretId(s),
+      ...(s.description === undefined ? {} : { description: s.description }),
+      ...(s.expiration === undefined ? {} : { expiration: s.expiration }),
+    })),
+    source,
+    ...(source === 'store'
+      ? { createdAt: new Date(record.createdAt).toISOString(), updatedAt: new Date(record.updatedAt).toISOString() }
+      : {}),
+  };
+}

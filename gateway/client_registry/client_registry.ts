@@ -1,0 +1,231 @@
+/**
+ * The client registry: clients kept in the store beside the config file's (docs/configuration.md
+ * `clientRegistry`, docs/architecture.md "Clients in the store"). Each gateway keeps what it looked
+ * up in a bounded LRU cache, and unknown ids in a bounded negative cache, each entry for at most
+ * `cacheTtlSeconds`; every write replaces the registry's version key, which every gateway reads
+ * every `pollIntervalMs` and empties its caches when it changed. So a change made on one gateway
+ * is seen on all within a poll interval plus one lookup, and one missed poll (a store outage) can
+ * leave an entry stale for the TTL at most.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { registerStoredClient, type RegisteredClient } from '../../core/client_model.js';
+import { hashHandle } from '../../core/store/handle.js';
+import { StoreUnavailableError, type Store, type StoreKey } from '../../core/store/store.js';
+import type { ClientConfig } from '../../core/worker_config.js';
+
+/** A client as the store keeps it: the validated config (secrets as SHA-256 values) and when. */
+export interface StoredClientRecord {
+  readonly config: ClientConfig;
+  /** Epoch ms. */
+  readonly createdAt: number;
+  /** Epoch ms. */
+  readonly updatedAt: number;
+}
+
+/** One page of {@link ClientRegistry.list}: clients by `clientId`, and where the next page starts. */
+export interface ClientPage {
+  readonly clients: readonly StoredClientRecord[];
+  /** The `after` of the next page; `null` on the last. */
+  readonly next: string | null;
+}
+
+export interface ClientRegistryOptions {
+  readonly cacheSize: number;
+  readonly negativeCacheSize: number;
+  readonly cacheTtlMs: number;
+  readonly pollIntervalMs: number;
+  /** Store lookups at once; past it a lookup is refused as the store being unavailable. */
+  readonly maxLookupsInFlight?: number;
+  readonly logger: Logger;
+  readonly now?: () => number;
+}
+
+// Every store-kept client is one family's record, so that the admin API can list them
+// (`familyRecords`); a record needs a TTL (core/store/store.ts), renewed by every write.
+const family = 'clients';
+const recordTtlMs = 10 * 365 * 86_400_000;
+const versionKey: StoreKey = { kind: 'client', id: 'version' };
+
+function clientKey(clientId: string): StoreKey {
+  return { kind: 'client', id: hashHandle(clientId), family };
+}
+
+interface CachedClient {
+  readonly client: RegisteredClient;
+  readonly expiresAt: number;
+}
+
+export class ClientRegistry {
+  readonly #store: Store;
+  readonly #options: ClientRegistryOptions;
+  readonly #now: () => number;
+  readonly #found = new Map<string, CachedClient>();
+  /** Unknown ids and until when they count as unknown. */
+  readonly #unknown = new Map<string, number>();
+  readonly #inFlight = new Map<string, Promise<RegisteredClient | undefined>>();
+  /** Bumped by every invalidation: a lookup that began before one does not fill the cache. */
+  #generation = 0;
+  /** The version key as last read; `undefined` before the first read or after a failed one. */
+  #version: string | null | undefined = undefined;
+  #polling = false;
+  #timer: NodeJS.Timeout | undefined;
+  /** Store reads of a client record since start (tests, docs/operations.md "Admin API"). */
+  storeLookups = 0;
+
+  constructor(store: Store, options: ClientRegistryOptions) {
+    this.#store = store;
+    this.#options = options;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Reads the version once, then polls it; never keeps the process alive. */
+  async start(): Promise<void> {
+    await this.#poll();
+    this.#timer = setInterval(() => void this.#poll(), this.#options.pollIntervalMs);
+    this.#timer.unref();
+  }
+
+  stop(): void {
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** The cached client; `null` when `clientId` is cached as unknown; `undefined` when not cached. */
+  cached(clientId: string): RegisteredClient | null | undefined {
+    const now = this.#now();
+    const found = this.#found.get(clientId);
+    if (found !== undefined) {
+      if (found.expiresAt > now) {
+        // Least recently used first in Map order: a hit moves to the end.
+        this.#found.delete(clientId);
+        this.#found.set(clientId, found);
+        return found.client;
+      }
+      this.#found.delete(clientId);
+    }
+    const unknownUntil = this.#unknown.get(clientId);
+    if (unknownUntil !== undefined) {
+      if (unknownUntil > now) return null;
+      this.#unknown.delete(clientId);
+    }
+    return undefined;
+  }
+
+  /**
+   * Looks `clientId` up in the store and caches what it found, either way. Concurrent lookups of
+   * one id share one store read.
+   *
+   * @throws StoreUnavailableError when the store cannot answer, or too many lookups are waiting.
+   */
+  lookup(clientId: string): Promise<RegisteredClient | undefined> {
+    const pending = this.#inFlight.get(clientId);
+    if (pending !== undefined) return pending;
+    if (this.#inFlight.size >= (this.#options.maxLookupsInFlight ?? 256)) {
+      return Promise.reject(new StoreUnavailableError('too many client lookups in flight'));
+    }
+    const generation = this.#generation;
+    const lookup = this.#read(clientId).then(
+      (record) => {
+        this.#inFlight.delete(clientId);
+        const client = record === null || record.config.clientId !== clientId ? undefined : registerStoredClient(record.config);
+        if (generation === this.#generation) this.#remember(clientId, client);
+        return client;
+      },
+      (err: unknown) => {
+        this.#inFlight.delete(clientId);
+        throw err;
+      },
+    );
+    this.#inFlight.set(clientId, lookup);
+    return lookup;
+  }
+
+  /** The stored record, uncached (the admin API). */
+  async read(clientId: string): Promise<StoredClientRecord | null> {
+    const record = await this.#store.get<StoredClientRecord>(clientKey(clientId));
+    return record !== null && record.config.clientId === clientId ? record : null;
+  }
+
+  /** Writes a client and tells every gateway (the version key). */
+  async write(config: ClientConfig, createdAt?: number): Promise<StoredClientRecord> {
+    const now = this.#now();
+    const record: StoredClientRecord = { config, createdAt: createdAt ?? now, updatedAt: now };
+    await this.#store.set(clientKey(config.clientId), record, recordTtlMs);
+    await this.#changed();
+    return record;
+  }
+
+  /** Removes a client; resolves whether there was one. */
+  async remove(clientId: string): Promise<boolean> {
+    const removed = await this.#store.delete(clientKey(clientId));
+    await this.#changed();
+    return removed;
+  }
+
+  /** Store-kept clients ordered by `clientId`, `limit` from the first after `after`. */
+  async list(after: string | undefined, limit: number): Promise<ClientPage> {
+    const all = (await this.#store.familyRecords<StoredClientRecord>(family, 'client')).sort((a, b) =>
+      a.config.clientId < b.config.clientId ? -1 : a.config.clientId > b.config.clientId ? 1 : 0,
+    );
+    const from = after === undefined ? all : all.filter((r) => r.config.clientId > after);
+    const clients = from.slice(0, limit);
+    const last = clients.at(-1);
+    return { clients, next: from.length > limit && last !== undefined ? last.config.clientId : null };
+  }
+
+  /** Empties both caches; lookups in flight then do not fill them. */
+  invalidate(): void {
+    this.#generation += 1;
+    this.#found.clear();
+    this.#unknown.clear();
+  }
+
+  async #read(clientId: string): Promise<StoredClientRecord | null> {
+    this.storeLookups += 1;
+    return await this.#store.get<StoredClientRecord>(clientKey(clientId));
+  }
+
+  #remember(clientId: string, client: RegisteredClient | undefined): void {
+    const expiresAt = this.#now() + this.#options.cacheTtlMs;
+    if (client !== undefined) {
+      this.#unknown.delete(clientId);
+      this.#found.delete(clientId);
+      this.#found.set(clientId, { client, expiresAt });
+      if (this.#found.size > this.#options.cacheSize) this.#found.delete(this.#found.keys().next().value as string);
+    } else {
+      this.#unknown.delete(clientId);
+      this.#unknown.set(clientId, expiresAt);
+      if (this.#unknown.size > this.#options.negativeCacheSize) this.#unknown.delete(this.#unknown.keys().next().value as string);
+    }
+  }
+
+  /** After a write: this gateway forgets at once, the others at their next poll. */
+  async #changed(): Promise<void> {
+    this.invalidate();
+    const version = randomUUID();
+    await this.#store.set(versionKey, version, recordTtlMs);
+    // Our own change: no need to empty the cache again at the next poll.
+    this.#version = version;
+  }
+
+  async #poll(): Promise<void> {
+    if (this.#polling) return;
+    this.#polling = true;
+    try {
+      const version = await this.#store.get<string>(versionKey);
+      if (version !== this.#version) {
+        // The first read, or one after a failed read, cannot tell what changed meanwhile.
+        this.invalidate();
+        this.#version = version;
+      }
+    } catch (err) {
+      // Changes made meanwhile show as a new version once the store answers; until then no entry
+      // outlives its TTL.
+      this.#version = undefined;
+      this.#options.logger.debug({ err }, 'client registry: version not read');
+    } finally {
+      this.#polling = false;
+    }
+  }
+}

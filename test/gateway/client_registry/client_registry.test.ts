@@ -1,0 +1,130 @@
+/**
+ * The client registry across two gateways on one Redis (docs/architecture.md, "Clients in the
+ * store"): a client created through gateway A's admin API gets tokens at gateway B within a
+ * second; disabled, or its secret expired, it is refused at B within a second; unknown ids that
+ * come again do not reach the store again (the negative cache).
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { basicAuthorization } from '../../helpers/basic_authorization.js';
+import { sendRedisCommand, startRedisServer } from '../../helpers/redis_server.js';
+import { startTestGateway, type TestGateway } from '../../helpers/test_gateway.js';
+
+const redis = await startRedisServer();
+t.teardown(() => redis.stop());
+if (redis.warning) t.comment(redis.warning);
+
+const adminToken = 'admin-token-for-the-registry-test-0123456789';
+const tokenFile = path.join(t.testdir(), 'admin.token');
+writeFileSync(tokenFile, `${adminToken}\n`);
+const keyPrefix = `tessera-registry-${process.pid}:`;
+
+const start = (pollIntervalMs = 250): Promise<TestGateway> =>
+  startTestGateway(t, {
+    patch: (raw) => {
+      raw.store = { type: 'redis', url: redis.url, keyPrefix };
+      raw.clientRegistry = { store: true, pollIntervalMs };
+      raw.admin = { tokenFile };
+    },
+  });
+
+const [a, b] = await Promise.all([start(), start()]);
+
+function admin(gateway: TestGateway, method: string, pathname: string, body?: unknown): Promise<Response> {
+  return fetch(`${gateway.managementUrl}${pathname}`, {
+    method,
+    headers: { authorization: `Bearer ${adminToken}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+}
+
+async function clientCredentials(gateway: TestGateway, clientId: string, secret: string): Promise<number> {
+  const res = await fetch(gateway.tokenUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basicAuthorization(clientId, secret) },
+    body: 'grant_type=client_credentials&scope=api1',
+  });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+/** Milliseconds until `check` holds, polling every 20 ms; fails the test past `limitMs`. */
+async function within(limitMs: number, check: () => Promise<boolean>): Promise<number> {
+  const started = performance.now();
+  while (!(await check())) {
+    if (performance.now() - started > limitMs) return Number.POSITIVE_INFINITY;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return performance.now() - started;
+}
+
+t.test('a client created on gateway A gets tokens at gateway B within a second', async (t) => {
+  // B looks the id up first: unknown, and remembered as unknown.
+  t.equal(await clientCredentials(b, 'svc-1', 'x'), 401);
+  const created = await admin(a, 'POST', '/admin/clients', {
+    clientId: 'svc-1',
+    allowedGrantTypes: ['client_credentials'],
+    allowedScopes: ['api1'],
+  });
+  t.equal(created.status, 201);
+  const { secret } = (await created.json()) as { secret: string };
+  t.equal(await clientCredentials(a, 'svc-1', secret), 200, 'at once on the gateway that made the change');
+  const ms = await within(1000, async () => (await clientCredentials(b, 'svc-1', secret)) === 200);
+  t.ok(ms <= 1000, `tokens at B after ${ms.toFixed(0)} ms`);
+  t.equal(await clientCredentials(b, 'svc-1', 'wrong'), 401, 'a wrong secret is still refused');
+});
+
+t.test('a disabled client is refused at gateway B within a second', async (t) => {
+  const created = await admin(a, 'POST', '/admin/clients', {
+    clientId: 'svc-2',
+    allowedGrantTypes: ['client_credentials'],
+    allowedScopes: ['api1'],
+  });
+  const { secret } = (await created.json()) as { secret: string };
+  t.equal(await clientCredentials(b, 'svc-2', secret), 200, 'B has it cached');
+  const disabled = await admin(a, 'PATCH', '/admin/clients/svc-2', { enabled: false });
+  t.equal(disabled.status, 200);
+  const ms = await within(1000, async () => (await clientCredentials(b, 'svc-2', secret)) === 401);
+  t.ok(ms <= 1000, `refused at B after ${ms.toFixed(0)} ms`);
+});
+
+t.test('an expired secret is refused at gateway B within a second, the new one works', async (t) => {
+  const created = await admin(a, 'POST', '/admin/clients', {
+    clientId: 'svc-3',
+    allowedGrantTypes: ['client_credentials'],
+    allowedScopes: ['api1'],
+  });
+  const { secret: old, client } = (await created.json()) as { secret: string; client: { clientSecrets: { id: string }[] } };
+  t.equal(await clientCredentials(b, 'svc-3', old), 200);
+  const added = await admin(a, 'POST', '/admin/clients/svc-3/secrets', {});
+  t.equal(added.status, 201);
+  const { secret: next } = (await added.json()) as { secret: string };
+  const oldId = client.clientSecrets[0]?.id as string;
+  t.equal((await admin(a, 'POST', `/admin/clients/svc-3/secrets/${oldId}/expire`)).status, 200);
+  const ms = await within(1000, async () => (await clientCredentials(b, 'svc-3', old)) === 401);
+  t.ok(ms <= 1000, `old secret refused at B after ${ms.toFixed(0)} ms`);
+  t.equal(await clientCredentials(b, 'svc-3', next), 200, 'the new secret works');
+});
+
+t.test('unknown client ids asked again do not reach the store again', async (t) => {
+  const getCalls = async (): Promise<number> => {
+    const info = (await sendRedisCommand(redis.port, 'INFO commandstats', 1000)) ?? '';
+    return Number(/cmdstat_get:calls=(\d+)/.exec(info)?.[1] ?? 0);
+  };
+  const before = await getCalls();
+  const ids = ['nobody-1', 'nobody-2', 'nobody-3', 'nobody-4', 'nobody-5'];
+  const statuses = new Set<number>();
+  for (let round = 0; round < 20; round++) {
+    for (const status of await Promise.all(ids.map((id) => clientCredentials(b, id, 'guess')))) statuses.add(status);
+  }
+  // Refused as unknown, then by the failure throttle (per client id and address).
+  t.same(
+    [...statuses].filter((s) => s !== 401 && s !== 429),
+    [],
+  );
+  const gets = (await getCalls()) - before;
+  // 5 lookups, and the version polls of both gateways while the 100 requests ran (4 a second each).
+  t.ok(gets < 5 + 20, `${gets} GET commands for 100 requests with 5 unknown ids`);
+  t.ok(gets >= 5, 'each id was looked up once');
+});
