@@ -450,6 +450,11 @@ export class RedisStore implements Store {
    */
   #clockOffset: { offsetMs: number; takenAt: number } | undefined;
   readonly #clockTimer: NodeJS.Timeout;
+  /** The pause before the `attempt`th reconnection (the client's own retry strategy). */
+  readonly #retryDelay: (attempt: number) => number;
+  /** Restarts of a client that ended while the store is open, since its last `ready` ({@link #restart}). */
+  #restarts = 0;
+  #restartTimer: NodeJS.Timeout | undefined;
 
   constructor(options: RedisStoreOptions) {
     this.#prefix = options.keyPrefix ?? 'tessera:';
@@ -459,6 +464,7 @@ export class RedisStore implements Store {
     const maxDelay = options.maxReconnectDelayMs ?? 2000;
     // Keep reconnecting for as long as the store is open, backing off to `maxDelay`.
     const retryStrategy = (times: number): number => Math.min(50 * 2 ** Math.min(times, 10), maxDelay);
+    this.#retryDelay = retryStrategy;
     const connectionOptions: RedisOptions = {
       lazyConnect: true,
       commandTimeout: this.#commandTimeoutMs,
@@ -524,7 +530,9 @@ export class RedisStore implements Store {
     this.#client.on('error', (err: Error) => onError(err));
     this.#client.on('ready', () => {
       this.#connectionGeneration += 1;
+      this.#restarts = 0;
     });
+    if (!this.#isCluster) this.#client.on('end', () => this.#restart());
     this.#client.connect().catch(() => {
       // The retry strategy keeps trying; calls meanwhile fail with StoreUnavailableError.
     });
@@ -769,6 +777,7 @@ export class RedisStore implements Store {
     if (this.#closed) return;
     this.#closed = true;
     clearInterval(this.#clockTimer);
+    clearTimeout(this.#restartTimer);
     const client = this.#client;
     if (client.status === 'ready') {
       // Let QUIT flush politely, but never wait on a dead server for it.
@@ -891,6 +900,31 @@ export class RedisStore implements Store {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * Connects again a client that ended (`end`) although the store is still open, after the same
+   * backoff as its own reconnections. ioredis ends a Sentinel client for good when its failover
+   * detector's `+switch-master` arrives while the client, its connection to the old master lost,
+   * is still asking the Sentinels for the master: the detector stops the connector, and the
+   * connector's pending attempt then fails with "Connection is closed." (ioredis 6.0.0,
+   * `SentinelConnector.connect`), which `Redis.connect` answers with `end`, not a retry. That thread's
+   * store (the gateway thread's, which `/readyz` writes through, or a worker's) then stayed
+   * unavailable until a restart (docs/operations.md, "Redis Sentinel").
+   */
+  #restart(): void {
+    if (this.#closed || this.#restartTimer !== undefined) return;
+    this.#restarts += 1;
+    this.#restartTimer = setTimeout(() => {
+      this.#restartTimer = undefined;
+      const client = this.#client as Redis;
+      if (this.#closed || client.status !== 'end') return;
+      client.connect().catch(() => {
+        // Failed again: `end` comes again and schedules the next attempt.
+      });
+    }, this.#retryDelay(this.#restarts));
+    // Housekeeping like the clock timer: never keeps a process alive by itself.
+    this.#restartTimer.unref();
   }
 
   /**
