@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
-import type { RegisteredClient } from '../../core/client_model.js';
 import { OAuthErrors } from '../../core/oauth_errors.js';
 import { ScopeRules } from '../../core/rules/scope_rules.js';
 import type { Store } from '../../core/store/store.js';
@@ -32,6 +31,8 @@ import type { KeyRing } from '../keys/key_ring.js';
 import { deriveDPoPNonceKey } from '../keys/dpop_nonce_key.js';
 import { DPoPNonces, requiresDPoPNonce } from '../../core/dpop_nonce.js';
 import { endpointPaths } from './endpoint_paths.js';
+import type { ClientDirectory } from '../client_registry/client_directory.js';
+import type { RegisteredClient } from '../../core/client_model.js';
 
 /** What the routes are built from; everything here is made once at start. */
 export interface RouteDeps {
@@ -45,7 +46,8 @@ export interface RouteDeps {
    */
   readonly pageSecret: string | undefined;
   readonly store: Store;
-  readonly clients: ReadonlyMap<string, RegisteredClient>;
+  /** The config file's clients, then the client registry's when there is one (the pages find clients here). */
+  readonly clients: ClientDirectory;
   /** One authenticator and one throttle for every endpoint that authenticates clients. */
   readonly clientAuthentication: ClientAuthenticationDeps;
   readonly dispatcher: WorkerDispatcher;
@@ -127,7 +129,6 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
     pushedAuthorizationPath,
     createPushedAuthorizationEndpoint({
       ...clientAuthentication,
-      clients,
       scopes,
       store,
       dispatcher,

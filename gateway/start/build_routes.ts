@@ -56,7 +56,7 @@ export class GatewayRoutes {
     const { state, keys, validators } = this;
     const { dispatcher, events, metrics, storeOutage, serving } = this.services;
     const { logger, tracing } = state;
-    const clients = registerClients(config.clients);
+    const clients = new ClientDirectory(registerClients(config.clients), state.clientRegistry);
     const proxies = new TrustedProxies(config.trustedProxies, config.forwardedHeader);
     return recordRoutes(
       (app) =>
@@ -66,7 +66,7 @@ export class GatewayRoutes {
           pageSecret: state.pageSecret,
           store: state.storage.store,
           clients,
-          clientAuthentication: clientAuthenticationOf(config, new ClientDirectory(clients, state.clientRegistry), throttle, logger),
+          clientAuthentication: clientAuthenticationOf(config, clients, throttle, logger),
           dispatcher,
           metrics,
           observers: createEndpointObservers({ metrics, events, logger, storeOutage, tracing }),
