@@ -104,3 +104,15 @@ t.test('an unknown client is still refused', async (t) => {
   t.equal(page.status, 400);
   t.match(page.body, 'The application is unknown.');
 });
+
+t.test('dynamic client registration is off by default: 404, and not in discovery', async (t) => {
+  const res = await fetch(`${gateway.url}/connect/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ redirect_uris: [callbackUri] }),
+  });
+  t.equal(res.status, 404);
+  await res.arrayBuffer();
+  const document = (await (await fetch(`${gateway.url}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
+  t.notOk('registration_endpoint' in document);
+});
