@@ -115,6 +115,12 @@ export interface LoginItem {
   readonly params: FormParams;
   /** The browser's address, for the security events of the sign-in. */
   readonly address?: string;
+  /**
+   * The client's config, without secrets, when the client is kept in the store (the client
+   * registry): the worker has only the config file's clients from its boot data
+   * (docs/architecture.md, "Clients in the store").
+   */
+  readonly client?: ClientConfig;
 }
 
 /**

@@ -215,7 +215,8 @@ async function saveChanged(
 ): Promise<void> {
   const checked = checkClientDocument(document, deps.config(), deps.grantTypes());
   if (!checked.ok) return sendProblems(request.exchange, checked.problems);
-  const record = await deps.registry.write(checked.client, found.createdAt);
+  // A registered client keeps its registration (RFC 7592): the admin changes it beside the client.
+  const record = await deps.registry.write(checked.client, { createdAt: found.createdAt, registration: found.registration });
   audit(deps, event, request.clientId, details);
   send(request.exchange, status, { client: clientView(record), ...extra });
 }

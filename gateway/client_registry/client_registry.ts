@@ -13,6 +13,19 @@ import { registerStoredClient, type RegisteredClient } from '../../core/client_m
 import { hashHandle } from '../../core/store/handle.js';
 import { StoreUnavailableError, type Store, type StoreKey } from '../../core/store/store.js';
 import type { ClientConfig } from '../../core/worker_config.js';
+import type { ClientMetadata } from './client_metadata.js';
+
+/**
+ * What dynamic client registration (RFC 7591) keeps beside a client it registered: the hash of
+ * its registration access token (RFC 7592 §1.1) and its metadata as registered, which the
+ * management protocol reads back (gateway/endpoints/registration_endpoint.ts).
+ */
+export interface ClientRegistration {
+  /** base64url SHA-256 of the registration access token: the token itself is never stored. */
+  readonly tokenHash: string;
+  /** The client metadata as registered (RFC 7591 §2), without `client_id` and secrets. */
+  readonly metadata: ClientMetadata;
+}
 
 /** A client as the store keeps it: the validated config (secrets as SHA-256 values) and when. */
 export interface StoredClientRecord {
@@ -21,6 +34,8 @@ export interface StoredClientRecord {
   readonly createdAt: number;
   /** Epoch ms. */
   readonly updatedAt: number;
+  /** Present for a client that registered itself (RFC 7591); one write with its config. */
+  readonly registration?: ClientRegistration;
 }
 
 /** One page of {@link ClientRegistry.list}: clients by `clientId`, and where the next page starts. */
@@ -147,10 +162,21 @@ export class ClientRegistry {
     return record !== null && record.config.clientId === clientId ? record : null;
   }
 
-  /** Writes a client and tells every gateway (the version key). */
-  async write(config: ClientConfig, createdAt?: number): Promise<StoredClientRecord> {
+  /**
+   * Writes a client and tells every gateway (the version key). `kept`: what the record had and
+   * keeps (its creation time, a registration the admin API does not change).
+   */
+  async write(
+    config: ClientConfig,
+    kept: { createdAt?: number; registration?: ClientRegistration | undefined } = {},
+  ): Promise<StoredClientRecord> {
     const now = this.#now();
-    const record: StoredClientRecord = { config, createdAt: createdAt ?? now, updatedAt: now };
+    const record: StoredClientRecord = {
+      config,
+      createdAt: kept.createdAt ?? now,
+      updatedAt: now,
+      ...(kept.registration === undefined ? {} : { registration: kept.registration }),
+    };
     await this.#store.set(clientKey(config.clientId), record, recordTtlMs);
     await this.#changed();
     return record;

@@ -135,6 +135,21 @@ export function checkCrossReferences(config: TesseraConfig, extraGrantTypes: rea
   if (config.admin.tokenFile !== undefined && !config.clientRegistry.store) {
     report('admin', 'needs clientRegistry.store: true (the admin API keeps its clients in the store)');
   }
+  // Registered clients live in the store like the admin API's (docs/endpoints.md, "Dynamic client registration").
+  if (config.dynamicClientRegistration.enabled && !config.clientRegistry.store) {
+    report('dynamicClientRegistration', 'needs clientRegistry.store: true (registered clients are kept in the store)');
+  }
+  if (config.dynamicClientRegistration.enabled) {
+    // The policy offers only what a client may have: checked here, not at each registration.
+    const { policy } = config.dynamicClientRegistration;
+    policy.grantTypes.forEach((grantType, j) => {
+      if (!knownGrantTypes.has(grantType)) report(`dynamicClientRegistration.policy.grantTypes[${j}]`, `unknown grant type "${grantType}"`);
+    });
+    policy.scopes.forEach((scope, j) => {
+      if (scope !== 'offline_access' && !scopeOwners.has(scope))
+        report(`dynamicClientRegistration.policy.scopes[${j}]`, `unknown scope "${scope}"`);
+    });
+  }
   return problems;
 }
 

@@ -124,6 +124,13 @@ function buildConfig(
     mtls: config.mtls.caFile === undefined ? config.mtls : { ...config.mtls, caFile: resolve(configDir, config.mtls.caFile) },
     events: config.events.file === undefined ? config.events : { ...config.events, file: resolve(configDir, config.events.file) },
     admin: config.admin.tokenFile === undefined ? config.admin : { ...config.admin, tokenFile: resolve(configDir, config.admin.tokenFile) },
+    dynamicClientRegistration:
+      config.dynamicClientRegistration.initialAccessTokenFile === undefined
+        ? config.dynamicClientRegistration
+        : {
+            ...config.dynamicClientRegistration,
+            initialAccessTokenFile: resolve(configDir, config.dynamicClientRegistration.initialAccessTokenFile),
+          },
     configDir,
     ...(configPath === undefined ? {} : { configPath }),
     envOverrides: overridden.applied,

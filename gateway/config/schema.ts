@@ -421,6 +421,68 @@ const adminSchema = z
   })
   .default({});
 
+/** The RFC 7591 client authentication methods a registered client may ask for (no keys in the store yet). */
+export const registrationAuthMethods = ['client_secret_basic', 'client_secret_post', 'none'] as const;
+
+const dynamicClientRegistrationSchema = z
+  .strictObject({
+    enabled: z
+      .boolean()
+      .default(false)
+      .describe('Serves dynamic client registration (RFC 7591) and its management protocol (RFC 7592) at /connect/register.'),
+    initialAccessTokenFile: z
+      .string()
+      .optional()
+      .describe(
+        'A file holding the initial access token (at least 32 characters) a registration must present as a Bearer token; absent: open registration.',
+      ),
+    maxMetadataBytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(65_536)
+      .default(8192)
+      .describe("Largest registration request body (a client's metadata) in bytes; larger: 413."),
+    policy: z
+      .strictObject({
+        grantTypes: z
+          .array(nonEmpty)
+          .default(['authorization_code', 'refresh_token'])
+          .describe('Grant types a registered client may ask for.'),
+        scopes: z
+          .array(nonEmpty)
+          .default(['openid'])
+          .describe('Scopes a registered client may ask for; also what it gets when it names none.'),
+        redirectUriSchemes: z
+          .array(nonEmpty)
+          .default(['https'])
+          .describe('URI schemes a registered redirect URI may have (add "http" for loopback development clients).'),
+        tokenEndpointAuthMethods: z
+          .array(z.enum(registrationAuthMethods))
+          .default(['client_secret_basic', 'client_secret_post', 'none'])
+          .describe(
+            'Client authentication methods a registered client may ask for (private_key_jwt is not offered: no keys in the store).',
+          ),
+      })
+      .default({
+        grantTypes: ['authorization_code', 'refresh_token'],
+        scopes: ['openid'],
+        redirectUriSchemes: ['https'],
+        tokenEndpointAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
+      })
+      .describe('What a registered client may ask for; anything else is refused with invalid_client_metadata or invalid_redirect_uri.'),
+  })
+  .default({
+    enabled: false,
+    maxMetadataBytes: 8192,
+    policy: {
+      grantTypes: ['authorization_code', 'refresh_token'],
+      scopes: ['openid'],
+      redirectUriSchemes: ['https'],
+      tokenEndpointAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
+    },
+  });
+
 const tracingSchema = z
   .strictObject({
     enabled: z
@@ -637,6 +699,13 @@ export const configSchema = z
           })
           .default({ maxFailures: 300, windowSeconds: 60 })
           .describe('Introspection answers of active:false per caller before 429 (token scanning, RFC 7662 §4), and their window.'),
+        clientRegistration: z
+          .strictObject({
+            maxRequests: z.number().int().positive().default(10),
+            windowSeconds: z.number().int().positive().default(3600),
+          })
+          .default({ maxRequests: 10, windowSeconds: 3600 })
+          .describe('Dynamic client registrations (POST /connect/register) per source address in a window, beyond which 429.'),
       })
       .default({
         password: { maxFailures: 5, windowSeconds: 900 },
@@ -646,6 +715,7 @@ export const configSchema = z
         passwordPerAddress: { maxFailures: 20, windowSeconds: 300 },
         deviceAuthorization: { maxRequests: 30, windowSeconds: 60 },
         introspectionInactive: { maxFailures: 300, windowSeconds: 60 },
+        clientRegistration: { maxRequests: 10, windowSeconds: 3600 },
       }),
     dpop: z
       .strictObject({
@@ -730,6 +800,7 @@ export const configSchema = z
     management: managementSchema,
     clientRegistry: clientRegistrySchema,
     admin: adminSchema,
+    dynamicClientRegistration: dynamicClientRegistrationSchema,
     identityResources: z
       .array(z.strictObject({ name: nonEmpty, displayName: z.string().optional(), claims: z.array(nonEmpty).default([]) }))
       .default([]),

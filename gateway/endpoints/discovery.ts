@@ -38,6 +38,8 @@ export function buildDiscoveryDocument(config: LoadedConfig, grantTypes: readonl
     revocation_endpoint: `${issuer}${endpointPaths.revocation}`,
     userinfo_endpoint: `${issuer}${endpointPaths.userinfo}`,
     end_session_endpoint: `${issuer}${endpointPaths.endSession}`,
+    // RFC 8414 §2: only when registration is served (docs/endpoints.md, "Dynamic client registration").
+    ...(config.dynamicClientRegistration.enabled ? { registration_endpoint: `${issuer}${endpointPaths.registration}` } : {}),
     grant_types_supported: grantTypes,
     token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none', ...tls.methods],
     // RFC 8414 §2: the algorithms a private_key_jwt assertion may be signed with (never none or HMAC).

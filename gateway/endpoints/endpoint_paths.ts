@@ -10,6 +10,8 @@ export const endpointPaths = {
   authorizeConsent: '/connect/authorize/consent',
   deviceAuthorization: '/connect/deviceauthorization',
   pushedAuthorization: '/connect/par',
+  /** Dynamic client registration (RFC 7591); `/<client_id>` below it is RFC 7592's client URI. */
+  registration: '/connect/register',
   devicePage: '/device',
   introspection: '/connect/introspect',
   revocation: '/connect/revocation',

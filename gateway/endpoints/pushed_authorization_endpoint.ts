@@ -25,7 +25,6 @@ import { endpointPaths } from './endpoint_paths.js';
 export const pushedAuthorizationPath = endpointPaths.pushedAuthorization;
 
 export interface PushedAuthorizationDeps extends ApiEndpointDeps {
-  clients: ReadonlyMap<string, RegisteredClient>;
   scopes: ScopeRules;
   store: Store;
   dispatcher: WorkerDispatcher;
@@ -60,7 +59,7 @@ const authenticationParams: ReadonlySet<string> = new Set(['client_secret', 'cli
  */
 export function createPushedAuthorizationEndpoint(deps: PushedAuthorizationDeps): (res: HttpResponse, req: HttpRequest) => void {
   const route: PushedAuthorizationRoute = createApiRoute(deps, OAuthErrors.pushedAuthorizationPostOnly, {
-    rules: { clients: deps.clients, scopes: deps.scopes, requirePushed: deps.settings.required },
+    rules: { scopes: deps.scopes, requirePushed: deps.settings.required },
     store: deps.store,
     dispatcher: deps.dispatcher,
     lifetimeSeconds: deps.settings.lifetimeSeconds,
@@ -154,7 +153,7 @@ async function storeRequest(
     params.dpop_jkt = jkt;
   }
   const query = formParamsToQuery(params, authenticationParams);
-  const outcome = validateAuthorizeParams(params, query, route.rules, origin);
+  const outcome = validateAuthorizeParams(params, query, client, route.rules, origin);
   // RFC 9126 §2.3: errors in the body; the endpoint never redirects.
   if (outcome.kind === 'page') return exchange.sendError(OAuthErrors.pushedRedirectUri);
   if (outcome.kind === 'redirect') return exchange.sendError(pushedAuthorizationError(outcome.entry));

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
-import type { RegisteredClient } from '../../core/client_model.js';
 import { OAuthErrors } from '../../core/oauth_errors.js';
 import { ScopeRules } from '../../core/rules/scope_rules.js';
 import type { Store } from '../../core/store/store.js';
@@ -32,6 +31,10 @@ import type { KeyRing } from '../keys/key_ring.js';
 import { deriveDPoPNonceKey } from '../keys/dpop_nonce_key.js';
 import { DPoPNonces, requiresDPoPNonce } from '../../core/dpop_nonce.js';
 import { endpointPaths } from './endpoint_paths.js';
+import { registerRegistrationEndpoint } from './registration_endpoint.js';
+import { RequestRate } from '../../core/throttles.js';
+import type { ClientDirectory } from '../client_registry/client_directory.js';
+import type { RegisteredClient } from '../../core/client_model.js';
 
 /** What the routes are built from; everything here is made once at start. */
 export interface RouteDeps {
@@ -45,7 +48,8 @@ export interface RouteDeps {
    */
   readonly pageSecret: string | undefined;
   readonly store: Store;
-  readonly clients: ReadonlyMap<string, RegisteredClient>;
+  /** The config file's clients, then the client registry's when there is one (the pages find clients here). */
+  readonly clients: ClientDirectory;
   /** One authenticator and one throttle for every endpoint that authenticates clients. */
   readonly clientAuthentication: ClientAuthenticationDeps;
   readonly dispatcher: WorkerDispatcher;
@@ -62,6 +66,8 @@ export interface RouteDeps {
   readonly draining: () => boolean;
   /** Security event lines of the pages (docs/security.md). */
   readonly logger: Logger;
+  /** `dynamicClientRegistration.initialAccessTokenFile`'s token, read at start; `undefined`: open registration. */
+  readonly initialAccessToken?: string | undefined;
 }
 
 /**
@@ -127,7 +133,6 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
     pushedAuthorizationPath,
     createPushedAuthorizationEndpoint({
       ...clientAuthentication,
-      clients,
       scopes,
       store,
       dispatcher,
@@ -165,6 +170,18 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   });
   registerEndSessionEndpoint(pages, { issuer: config.issuer, clients, secrets, keys: () => keys.set.keys });
   registerGrantsPage(pages, { config, clients, secrets, store, events });
+  // Not registered when off: the path is then unknown, 404 like any other (docs/endpoints.md).
+  if (config.dynamicClientRegistration.enabled && clients.registry !== undefined) {
+    registerRegistrationEndpoint(app, {
+      config,
+      registry: clients.registry,
+      grantTypes: deps.grantTypes,
+      initialAccessToken: deps.initialAccessToken,
+      rate: new RequestRate(store, 'register', config.throttling.clientRegistration),
+      events,
+      logger: deps.logger,
+    });
+  }
 
   // Resource servers cache both; a new key is published at least this long before it signs
   // (signing.rotation.propagation, docs/operations.md "Signing keys and rotation").

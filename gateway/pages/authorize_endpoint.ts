@@ -1,5 +1,4 @@
 import type { TemplatedApp } from 'uWebSockets.js';
-import type { RegisteredClient } from '../../core/client_model.js';
 import type { TesseraConfig } from '../config/schema.js';
 import type { ScopeRules } from '../../core/rules/scope_rules.js';
 import type { Store } from '../../core/store/store.js';
@@ -16,7 +15,7 @@ import {
   formParamsToQuery,
   invalidRequestUriMessage,
   parseAuthorizeQuery,
-  validateAuthorizeRequest,
+  validateAuthorizeParams,
   type AuthorizeRequest,
   type AuthorizeRules,
   type RequestOrigin,
@@ -24,6 +23,7 @@ import {
 import { carryRequest, openCarriedRequest } from './carried_request.js';
 import { prepareRequestObject } from './request_object.js';
 import type { ClientKeys } from '../client_authentication/client_keys.js';
+import type { ClientFinder } from '../client_registry/client_directory.js';
 import type { Logger } from 'pino';
 import { requestUriKey, type PushedRequestRecord } from '../../core/records/pushed_request_record.js';
 import type { FormParams } from '../../wire/token_task.js';
@@ -42,7 +42,8 @@ const consentPath = endpointPaths.authorizeConsent;
 
 export interface AuthorizeEndpointDeps {
   config: Pick<TesseraConfig, 'issuer' | 'identityResources' | 'apiScopes' | 'pushedAuthorizationRequests'>;
-  clients: ReadonlyMap<string, RegisteredClient>;
+  /** The config file's clients, then the store's (a store lookup may fail: a 503 page). */
+  clients: ClientFinder;
   scopes: ScopeRules;
   secrets: PageSecrets;
   dispatcher: WorkerDispatcher;
@@ -75,7 +76,7 @@ interface AuthorizeFlow {
 export function registerAuthorizeEndpoint(app: TemplatedApp, deps: AuthorizeEndpointDeps): void {
   const flow: AuthorizeFlow = {
     deps,
-    rules: { clients: deps.clients, scopes: deps.scopes, requirePushed: deps.config.pushedAuthorizationRequests.required },
+    rules: { scopes: deps.scopes, requirePushed: deps.config.pushedAuthorizationRequests.required },
     now: deps.now ?? Date.now,
     descriptions: new ScopeDescriptions(deps.config, 'application'),
   };
@@ -104,7 +105,7 @@ function authorize(flow: AuthorizeFlow, page: PageRequest): void {
     if (params.request !== undefined)
       errorPage(page.exchange, 400, AuthorizationErrors.requestAndRequestUri.description, 'Sign-in request refused');
     else void answerPushedRequest(flow, page, params);
-  } else if (params?.request !== undefined) void answerSignedRequest(flow, page, params);
+  } else if (params?.request !== undefined) guarded(page, () => answerSignedRequest(flow, page, params));
   else answerRequest(flow, page, query, frontChannel);
 }
 
@@ -112,11 +113,11 @@ function authorize(flow: AuthorizeFlow, page: PageRequest): void {
  * RFC 9101 §6: a request object by value. Its signature is verified with the client's keys in a
  * worker (never on this thread) and its `jti` spent; then only its parameters count (§6.3). A
  * request object that fails gets an error page: the redirect URI inside it is not trusted, the
- * one outside it is not used. Never rejects.
+ * one outside it is not used. Rejects only when the store cannot tell whether the client exists.
  */
 async function answerSignedRequest(flow: AuthorizeFlow, page: PageRequest, params: FormParams): Promise<void> {
   const { deps } = flow;
-  const client = params.client_id === undefined ? undefined : deps.clients.get(params.client_id);
+  const client = params.client_id === undefined ? undefined : await deps.clients.find(params.client_id);
   if (client === undefined || !client.enabled) {
     errorPage(page.exchange, 400, 'The application is unknown.', 'Sign-in request refused');
     return;
@@ -136,6 +137,7 @@ async function answerSignedRequest(flow: AuthorizeFlow, page: PageRequest, param
     clientId: client.clientId,
     params: {},
     requestObject: prepared.check,
+    ...(client.stored === undefined ? {} : { client: client.stored }),
   });
   if (result[0] !== 200) {
     if (result[0] === 503) errorPage(page.exchange, 503, 'The service is temporarily unavailable. Try again in a moment.');
@@ -177,13 +179,16 @@ async function answerPushedRequest(flow: AuthorizeFlow, page: PageRequest, param
 
 /** The sign-in form, the consent form, or (prompt=none) an answer at once. */
 function answerRequest(flow: AuthorizeFlow, page: PageRequest, query: string, origin: RequestOrigin): void {
-  const request = validated(flow, page.exchange, query, origin);
-  if (request === undefined) return;
-  const session = usableSession(flow, request, page.cookies);
-  if (session !== undefined) continueSignedIn(flow, page, request, session);
-  // OIDC Core §3.1.2.1: prompt=none shows no page at all.
-  else if (request.prompt.has('none')) redirect(page.exchange, responseUrl(flow, request, errorMembers(AuthorizationErrors.loginRequired)));
-  else showLoginFor(flow, page, request);
+  guarded(page, async () => {
+    const request = await validated(flow, page.exchange, query, origin);
+    if (request === undefined) return;
+    const session = usableSession(flow, request, page.cookies);
+    if (session !== undefined) continueSignedIn(flow, page, request, session);
+    // OIDC Core §3.1.2.1: prompt=none shows no page at all.
+    else if (request.prompt.has('none'))
+      redirect(page.exchange, responseUrl(flow, request, errorMembers(AuthorizationErrors.loginRequired)));
+    else showLoginFor(flow, page, request);
+  });
 }
 
 /**
@@ -212,14 +217,19 @@ function continueSignedIn(
 
 /** The login form: check the form, the request again, then the credentials (in a worker). */
 function submitLogin(flow: AuthorizeFlow, page: PageRequest): void {
-  const request = submittedRequest(flow, page);
-  if (request === undefined) return;
+  guarded(page, async () => {
+    const request = await submittedRequest(flow, page);
+    if (request !== undefined) signInFor(flow, page, request);
+  });
+}
+
+function signInFor(flow: AuthorizeFlow, page: PageRequest, request: AuthorizeRequest): void {
   const { deps } = flow;
   signIn(
     deps.dispatcher,
     deps.secrets,
     {
-      clientId: request.client.clientId,
+      client: request.client,
       form: page.form,
       scope: request.scopes.scope,
       acrValues: request.acr.values,
@@ -243,11 +253,17 @@ function submitConsent(flow: AuthorizeFlow, page: PageRequest): void {
   if (consent === undefined) return;
   // The request again: the client or its redirect URI may have been disabled since.
   const { interaction } = consent;
-  const request = validated(flow, page.exchange, consent.query, {
-    pushed: interaction.pushed === true,
-    signed: interaction.signed === true,
+  guarded(page, async () => {
+    const request = await validated(flow, page.exchange, consent.query, {
+      pushed: interaction.pushed === true,
+      signed: interaction.signed === true,
+    });
+    if (request !== undefined) decideConsent(flow, page, request, consent);
   });
-  if (request === undefined) return;
+}
+
+/** The user's decision on the consent page `consent` shown, for `request` validated again. */
+function decideConsent(flow: AuthorizeFlow, page: PageRequest, request: AuthorizeRequest, consent: ShownConsent): void {
   const shown = new Set(consent.interaction.scopes);
   if (!request.scopes.scopes.every((s) => shown.has(s))) {
     // The config changed under the open form (an omitted scope now resolves to more).
@@ -297,10 +313,26 @@ function guarded(page: PageRequest, run: () => Promise<void>): void {
   );
 }
 
-/** The request, validated; an error page or an error redirect when it is refused. */
-function validated(flow: AuthorizeFlow, exchange: Exchange, query: string, origin: RequestOrigin): AuthorizeRequest | undefined {
+/**
+ * The request, validated; an error page or an error redirect when it is refused. Its client is
+ * found first, in the store when it is not the config file's (docs/architecture.md, "Clients in
+ * the store"): rejects when the store cannot tell whether there is one (a 503 page, `guarded`).
+ */
+async function validated(
+  flow: AuthorizeFlow,
+  exchange: Exchange,
+  query: string,
+  origin: RequestOrigin,
+): Promise<AuthorizeRequest | undefined> {
   const { deps } = flow;
-  const outcome = validateAuthorizeRequest(query, flow.rules, origin);
+  const parsed = parseAuthorizeQuery(query);
+  if (!parsed.ok) {
+    errorPage(exchange, 400, parsed.message, 'Sign-in request refused');
+    return undefined;
+  }
+  const clientId = parsed.params.client_id;
+  const client = clientId === undefined ? undefined : await deps.clients.find(clientId);
+  const outcome = validateAuthorizeParams(parsed.params, query, client, flow.rules, origin);
   if (outcome.kind === 'ok') return outcome.request;
   if (outcome.kind === 'page') errorPage(exchange, 400, outcome.message, 'Sign-in request refused');
   else
@@ -316,10 +348,10 @@ function validated(flow: AuthorizeFlow, exchange: Exchange, query: string, origi
 }
 
 // The login form carries the original query: check the form, then the request again.
-function submittedRequest(flow: AuthorizeFlow, page: PageRequest): AuthorizeRequest | undefined {
+async function submittedRequest(flow: AuthorizeFlow, page: PageRequest): Promise<AuthorizeRequest | undefined> {
   if (!checkedForm(flow, page)) return undefined;
   const { query, origin } = openCarriedRequest(flow.deps.secrets, page.form.request ?? '', flow.now());
-  return validated(flow, page.exchange, query, origin);
+  return await validated(flow, page.exchange, query, origin);
 }
 
 function checkedForm(flow: AuthorizeFlow, page: PageRequest): boolean {
@@ -333,10 +365,13 @@ function checkedForm(flow: AuthorizeFlow, page: PageRequest): boolean {
  * required, and not too long ago: a form put together by hand (the query of a prompt=login
  * request, wider scopes) names no interaction and is refused.
  */
-function shownConsent(
-  flow: AuthorizeFlow,
-  page: PageRequest,
-): { session: Session; interaction: ConsentInteraction; query: string } | undefined {
+interface ShownConsent {
+  readonly session: Session;
+  readonly interaction: ConsentInteraction;
+  readonly query: string;
+}
+
+function shownConsent(flow: AuthorizeFlow, page: PageRequest): ShownConsent | undefined {
   const { secrets } = flow.deps;
   const session = secrets.readSession(page.cookies);
   const interaction = openConsentInteraction(secrets, page.form.interaction, session, flow.now());

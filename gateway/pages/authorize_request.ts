@@ -55,9 +55,8 @@ export interface RequestOrigin {
 /** The parameters of the query itself, as the browser brought them. */
 export const frontChannel: RequestOrigin = Object.freeze({ pushed: false, signed: false });
 
-/** What validating a request needs besides the request, built once at start. */
+/** What validating a request needs besides the request and its client, built once at start. */
 export interface AuthorizeRules {
-  readonly clients: ReadonlyMap<string, RegisteredClient>;
   readonly scopes: ScopeRules;
   /** `pushedAuthorizationRequests.required`: every client must push (RFC 9126 §5). */
   readonly requirePushed: boolean;
@@ -91,22 +90,22 @@ export function parseAuthorizeQuery(query: string): { ok: true; params: FormPara
   return { ok: false, message: parsed.reason === 'duplicate' ? OAuthErrors.duplicateParameter.description : 'The request is malformed.' };
 }
 
-/** The authorization request of `query` (RFC 6749 §4.1.1), whose parameters came from `origin`. */
-export function validateAuthorizeRequest(query: string, rules: AuthorizeRules, origin: RequestOrigin = frontChannel): AuthorizeOutcome {
-  const parsed = parseAuthorizeQuery(query);
-  if (!parsed.ok) return { kind: 'page', message: parsed.message };
-  return validateAuthorizeParams(parsed.params, query, rules, origin);
-}
-
 /**
  * The checks of an authorization request on parsed parameters: the authorization endpoint's and,
  * on a pushed request, the pushed authorization request endpoint's (RFC 9126 §2.1: "the same
  * validation as the authorization endpoint"). `request` and `request_uri` must be resolved
- * before: here they are refused.
+ * before: here they are refused. `client` is the one `client_id` names, found by the caller (the
+ * config file's or the store's, docs/architecture.md "Clients in the store"); `undefined` when
+ * there is none.
  */
-export function validateAuthorizeParams(params: FormParams, query: string, rules: AuthorizeRules, origin: RequestOrigin): AuthorizeOutcome {
-  const { clients, scopes } = rules;
-  const client = params.client_id === undefined ? undefined : clients.get(params.client_id);
+export function validateAuthorizeParams(
+  params: FormParams,
+  query: string,
+  client: RegisteredClient | undefined,
+  rules: AuthorizeRules,
+  origin: RequestOrigin,
+): AuthorizeOutcome {
+  const { scopes } = rules;
   if (client === undefined || !client.enabled) return { kind: 'page', message: 'The application is unknown.' };
   const redirectUri = params.redirect_uri;
   // Exact string comparison (RFC 9700 §4.1.3): no normalisation, no prefix or pattern match.

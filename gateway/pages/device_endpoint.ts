@@ -14,6 +14,7 @@ import { renderPage } from './templates.js';
 import { signIn } from './sign_in.js';
 import { clientName, ScopeDescriptions, showConsent, showLogin, showSignInOutcome, type LoginRetry } from './page_views.js';
 import type { AuditEvents } from '../observability/events/audit_events.js';
+import type { ClientFinder } from '../client_registry/client_directory.js';
 import { recordGrantFamily } from './user_grants.js';
 
 const loginPath = `${devicePagePath}/login`;
@@ -21,7 +22,8 @@ const consentPath = `${devicePagePath}/consent`;
 
 export interface DeviceEndpointDeps {
   config: Pick<TesseraConfig, 'identityResources' | 'apiScopes' | 'throttling'>;
-  clients: ReadonlyMap<string, RegisteredClient>;
+  /** The config file's clients, then the store's. */
+  clients: ClientFinder;
   secrets: PageSecrets;
   dispatcher: WorkerDispatcher;
   store: Store;
@@ -125,7 +127,7 @@ async function submitLogin(flow: DeviceFlow, page: PageRequest, device: PendingD
     deps.dispatcher,
     deps.secrets,
     {
-      clientId: device.client.clientId,
+      client: device.client,
       form: page.form,
       scope: device.record.scopes.join(' '),
       address: page.remoteAddress,
@@ -269,8 +271,10 @@ async function lookUp(flow: DeviceFlow, typed: string | undefined): Promise<Pend
   const pointer = await store.get<UserCodeRecord>(userCodeKey(userCode));
   if (pointer === null) return undefined;
   const record = await store.get<DeviceCodeRecord>(pointer.deviceKey);
-  const client = clients.get(pointer.clientId);
-  if (record === null || client === undefined || record.status !== 'pending' || record.expiresAt <= flow.now()) return undefined;
+  if (record === null) return undefined;
+  // A store-kept client may have been deleted since it asked: then there is nothing to approve.
+  const client = await clients.find(pointer.clientId);
+  if (client === undefined || record.status !== 'pending' || record.expiresAt <= flow.now()) return undefined;
   return { userCode, pointer, record, client };
 }
 

@@ -5,6 +5,8 @@ import { publicJwk, type SigningKeyMaterial } from '../../core/signing_key.js';
 import { createPageRoute, errorPage, type PageRequest } from './page_form.js';
 import type { PageSecrets } from './session.js';
 import { renderPage } from './templates.js';
+import type { ClientFinder } from '../client_registry/client_directory.js';
+import { isStoreUnavailable } from '../../core/store/store.js';
 import { endpointPaths } from '../endpoints/endpoint_paths.js';
 
 export const endSessionPath = endpointPaths.endSession;
@@ -12,7 +14,8 @@ const confirmPath = `${endSessionPath}/confirm`;
 
 export interface EndSessionEndpointDeps {
   readonly issuer: string;
-  readonly clients: ReadonlyMap<string, RegisteredClient>;
+  /** The config file's clients, then the store's. */
+  readonly clients: ClientFinder;
   readonly secrets: PageSecrets;
   /** The keys whose ID tokens a hint may be: the published ones. */
   readonly keys: () => readonly SigningKeyMaterial[];
@@ -54,7 +57,7 @@ export function registerEndSessionEndpoint(app: TemplatedApp, deps: EndSessionEn
   };
 
   const answer = (page: PageRequest, query: string): void => {
-    void checkRequest(deps, query).then((request) => {
+    checked(page, checkRequest(deps, query), (request) => {
       if (request === undefined) {
         errorPage(page.exchange, 400, invalidRequest, 'Sign-out refused');
         return;
@@ -94,12 +97,24 @@ export function registerEndSessionEndpoint(app: TemplatedApp, deps: EndSessionEn
         errorPage(page.exchange, 400, 'The form has expired. Sign out again from the application.');
         return;
       }
-      void checkRequest(deps, page.form.request ?? '').then((request) => {
+      checked(page, checkRequest(deps, page.form.request ?? ''), (request) => {
         if (request === undefined) errorPage(page.exchange, 400, invalidRequest, 'Sign-out refused');
         else if (page.form.decision === 'logout') signOut(page, request);
         else page.exchange.sendPage(200, renderPage('done', 'Still signed in', { message: 'You are still signed in.' }));
       });
     }),
+  );
+}
+
+/**
+ * `next` with the checked request; a store that cannot say whether its client exists (a
+ * store-kept client, docs/architecture.md "Clients in the store") is a 503 page, never a guess.
+ */
+function checked(page: PageRequest, check: Promise<LogoutRequest | undefined>, next: (request: LogoutRequest | undefined) => void): void {
+  check.then(next, (err: unknown) =>
+    isStoreUnavailable(err)
+      ? errorPage(page.exchange, 503, 'The service is temporarily unavailable. Try again in a moment.')
+      : errorPage(page.exchange, 500, 'The sign-out could not be completed. Try again from the application.'),
   );
 }
 
@@ -123,7 +138,7 @@ async function checkRequest(deps: EndSessionEndpointDeps, query: string): Promis
   const hintClient = hinted === undefined ? undefined : audienceOf(hinted);
   const clientId = params.get('client_id') ?? hintClient;
   if (hintClient !== undefined && clientId !== hintClient) return undefined;
-  const client = clientId === undefined ? undefined : deps.clients.get(clientId);
+  const client = clientId === undefined ? undefined : await deps.clients.find(clientId);
   if (clientId !== undefined && client === undefined) return undefined;
 
   const redirect = params.get('post_logout_redirect_uri') ?? undefined;

@@ -10,12 +10,14 @@ import { ScopeDescriptions } from './page_views.js';
 import type { PageSecrets, Session } from './session.js';
 import { renderPage } from './templates.js';
 import { listUserGrants, revokeUserGrant } from './user_grants.js';
+import type { ClientFinder } from '../client_registry/client_directory.js';
 
 export const grantsPath = endpointPaths.grants;
 
 export interface GrantsPageDeps {
   readonly config: Pick<TesseraConfig, 'identityResources' | 'apiScopes'>;
-  readonly clients: ReadonlyMap<string, RegisteredClient>;
+  /** The config file's clients, then the store's (for their names). */
+  readonly clients: ClientFinder;
   readonly secrets: PageSecrets;
   readonly store: Store;
   /** A revocation is an audit event (`GrantsRevoked`, docs/operations.md "Events"). */
@@ -65,7 +67,7 @@ export function registerGrantsPage(app: TemplatedApp, deps: GrantsPageDeps): voi
             details: { consent: revoked.consent, families: revoked.families },
           });
         }
-        const name = nameOf(deps.clients.get(clientId), clientId);
+        const name = nameOf(await deps.clients.find(clientId), clientId);
         await showGrants(deps, descriptions, page, session, `${name} no longer has access.`);
       });
     }),
@@ -80,6 +82,8 @@ async function showGrants(
   message?: string,
 ): Promise<void> {
   const grants = await listUserGrants(deps.store, session.sub);
+  // Store-kept clients' names: one lookup each, shared and cached by the registry.
+  const clients = await Promise.all(grants.map((grant) => deps.clients.find(grant.clientId)));
   const csrf = deps.secrets.csrfToken(page.cookies, session);
   page.exchange.sendPage(
     200,
@@ -88,9 +92,9 @@ async function showGrants(
       csrfToken: csrf.token,
       userName: session.displayName,
       message,
-      grants: grants.map((grant) => ({
+      grants: grants.map((grant, i) => ({
         clientId: grant.clientId,
-        clientName: nameOf(deps.clients.get(grant.clientId), grant.clientId),
+        clientName: nameOf(clients[i], grant.clientId),
         scopes: grant.consent === undefined ? [] : descriptions.of(grant.consent.scopes),
         remembered: grant.consent !== undefined,
         until: grant.consent?.expiresAt == null ? undefined : new Date(grant.consent.expiresAt).toISOString().slice(0, 10),

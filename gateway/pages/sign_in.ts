@@ -1,3 +1,4 @@
+import type { RegisteredClient } from '../../core/client_model.js';
 import { OAuthErrors } from '../../core/oauth_errors.js';
 import type { AuditEvents } from '../observability/events/audit_events.js';
 import type { WorkerDispatcher } from '../dispatch/worker_dispatcher.js';
@@ -18,7 +19,13 @@ export type SignInOutcome =
 export async function signIn(
   dispatcher: WorkerDispatcher,
   secrets: PageSecrets,
-  input: { clientId: string; form: Record<string, string | undefined>; scope: string; acrValues?: readonly string[]; address: string },
+  input: {
+    client: RegisteredClient;
+    form: Record<string, string | undefined>;
+    scope: string;
+    acrValues?: readonly string[];
+    address: string;
+  },
   events: AuditEvents,
 ): Promise<SignInOutcome> {
   const { username, password } = input.form;
@@ -27,9 +34,11 @@ export async function signIn(
   if (input.acrValues !== undefined && input.acrValues.length > 0) params.acr_values = input.acrValues.join(' ');
   const [status, body, retryAfter, error, facts] = await dispatcher.call({
     kind: 'login',
-    clientId: input.clientId,
+    clientId: input.client.clientId,
     params,
     address: input.address,
+    // A store-kept client travels with the item: the worker knows only the config file's.
+    ...(input.client.stored === undefined ? {} : { client: input.client.stored }),
   });
   // The worker's password check says how it ended (wire/task_facts.ts).
   const login = facts?.login;
@@ -37,7 +46,7 @@ export async function signIn(
     events.emit({
       name: login.success ? 'UserLoginSuccess' : 'UserLoginFailure',
       outcome: login.success ? 'success' : 'failure',
-      clientId: input.clientId,
+      clientId: input.client.clientId,
       subject: login.subject,
       username: login.username,
       remoteAddress: input.address,

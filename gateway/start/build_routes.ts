@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { registerClients } from '../../core/client_model.js';
 import { ClientDirectory } from '../client_registry/client_directory.js';
@@ -24,6 +25,8 @@ import type { GatewayState } from './gateway_state.js';
 export class GatewayRoutes {
   readonly table: RouteTable;
   private throttle: ClientAuthThrottle;
+  /** Read once at start, as the admin token is (docs/configuration.md, `dynamicClientRegistration`). */
+  private readonly initialAccessToken: string | undefined;
 
   constructor(
     private readonly state: GatewayState,
@@ -33,6 +36,7 @@ export class GatewayRoutes {
   ) {
     const { config, logger } = state;
     this.throttle = new ClientAuthThrottle(state.storage.store, config.throttling.clientAuthentication, logger);
+    this.initialAccessToken = readInitialAccessToken(config);
     this.table = new RouteTable(this.build(config, this.throttle), services.serving);
   }
 
@@ -56,7 +60,7 @@ export class GatewayRoutes {
     const { state, keys, validators } = this;
     const { dispatcher, events, metrics, storeOutage, serving } = this.services;
     const { logger, tracing } = state;
-    const clients = registerClients(config.clients);
+    const clients = new ClientDirectory(registerClients(config.clients), state.clientRegistry);
     const proxies = new TrustedProxies(config.trustedProxies, config.forwardedHeader);
     return recordRoutes(
       (app) =>
@@ -66,7 +70,7 @@ export class GatewayRoutes {
           pageSecret: state.pageSecret,
           store: state.storage.store,
           clients,
-          clientAuthentication: clientAuthenticationOf(config, new ClientDirectory(clients, state.clientRegistry), throttle, logger),
+          clientAuthentication: clientAuthenticationOf(config, clients, throttle, logger),
           dispatcher,
           metrics,
           observers: createEndpointObservers({ metrics, events, logger, storeOutage, tracing }),
@@ -76,6 +80,7 @@ export class GatewayRoutes {
           discoveryBody: () => state.discoveryBody,
           draining: () => serving.draining,
           logger,
+          initialAccessToken: this.initialAccessToken,
         }),
       proxies,
       new ClientCertificates({
@@ -86,6 +91,16 @@ export class GatewayRoutes {
       }),
     );
   }
+}
+
+/** The initial access token of dynamic client registration; a short one stops the start. */
+function readInitialAccessToken(config: LoadedConfig): string | undefined {
+  const file = config.dynamicClientRegistration.initialAccessTokenFile;
+  if (!config.dynamicClientRegistration.enabled || file === undefined) return undefined;
+  const token = readFileSync(file, 'utf8').trim();
+  if (token.length < 32)
+    throw new Error(`dynamicClientRegistration.initialAccessTokenFile ${file}: the token must be at least 32 characters`);
+  return token;
 }
 
 /**

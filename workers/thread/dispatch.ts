@@ -12,11 +12,11 @@ import {
   type TokenTaskResult,
 } from '../../wire/token_task.js';
 import { isStoreUnavailable } from '../../core/store/store.js';
-import { registerStoredClient, type RegisteredClient } from '../../core/client_model.js';
-import type { ClientConfig } from '../../core/worker_config.js';
+import { registerStoredClient } from '../../core/client_model.js';
 import { timingStoreCommands } from '../task_facts_recorder.js';
 import type { BootedWorker } from './boot.js';
 import { handleLogin } from './login.js';
+import { clientOf } from './task_client.js';
 import { serverError, storeFailed, storeUnavailable } from './task_results.js';
 
 /** One request's answer, with what its audit events need when the gateway asked for it. */
@@ -144,14 +144,4 @@ async function checkAuthorizationRequest(
   const jkt = dpop === undefined ? undefined : await worker.pushedRequestProofs.keyOf(dpop, client);
   if (requestObject !== undefined) await worker.clientAssertions.verifyRequestObject(clientId, requestObject);
   return successResult(jkt === undefined ? '{}' : JSON.stringify({ jkt }));
-}
-
-/**
- * The request's client: a store-kept one from the config its task item carries (registered per
- * request: a few sets, no store call), a config file's from the thread's boot data
- * (docs/architecture.md, "Clients in the store").
- */
-function clientOf(worker: BootedWorker, clientId: string, stored: ClientConfig | undefined): RegisteredClient | undefined {
-  if (stored === undefined) return worker.services.clients.get(clientId);
-  return stored.clientId === clientId ? registerStoredClient(stored) : undefined;
 }

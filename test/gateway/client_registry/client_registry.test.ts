@@ -2,7 +2,8 @@
  * The client registry across two gateways on one Redis (docs/architecture.md, "Clients in the
  * store"): a client created through gateway A's admin API gets tokens at gateway B within a
  * second; disabled, or its secret expired, it is refused at B within a second; unknown ids that
- * come again do not reach the store again (the negative cache).
+ * come again do not reach the store again (the negative cache); last, a store outage while a page
+ * looks a client up is a 503 page.
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -127,4 +128,17 @@ t.test('unknown client ids asked again do not reach the store again', async (t) 
   // 5 lookups, and the version polls of both gateways while the 100 requests ran (4 a second each).
   t.ok(gets < 5 + 20, `${gets} GET commands for 100 requests with 5 unknown ids`);
   t.ok(gets >= 5, 'each id was looked up once');
+});
+
+// Last: it stops the store.
+t.test('a store outage while a page looks a client up is a 503 page, not "unknown application"', async (t) => {
+  if (!redis.managed) {
+    t.comment('skipped: Redis not managed by this test');
+    return;
+  }
+  await redis.stop();
+  const query = new URLSearchParams({ client_id: 'never-looked-up', redirect_uri: 'https://app.example/cb', response_type: 'code' });
+  const res = await fetch(`${b.url}/connect/authorize?${query}`);
+  t.equal(res.status, 503);
+  t.notMatch(await res.text(), 'The application is unknown.');
 });

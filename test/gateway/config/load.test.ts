@@ -652,3 +652,24 @@ t.test('signing key files', async (t) => {
     ]);
   });
 });
+
+t.test('dynamic client registration needs the registry and a policy of known grant types and scopes', async (t) => {
+  const enabled = (policy: Json = {}) =>
+    withChange((c) => {
+      c.clientRegistry = { store: true };
+      c.dynamicClientRegistration = { enabled: true, policy };
+    });
+  t.same(problemsOf(enabled()), []);
+  t.same(problemsOf(withChange((c) => (c.dynamicClientRegistration = { enabled: true }))), [
+    'dynamicClientRegistration: needs clientRegistry.store: true (registered clients are kept in the store)',
+  ]);
+  t.same(problemsOf(enabled({ grantTypes: ['pasword'], scopes: ['openid', 'nope'] })), [
+    'dynamicClientRegistration.policy.grantTypes[0]: unknown grant type "pasword"',
+    'dynamicClientRegistration.policy.scopes[1]: unknown scope "nope"',
+  ]);
+  const withFile = withChange((c) => {
+    c.clientRegistry = { store: true };
+    c.dynamicClientRegistration = { enabled: true, initialAccessTokenFile: 'registration.token' };
+  });
+  t.equal(validateConfig(withFile, options).dynamicClientRegistration.initialAccessTokenFile, '/etc/tessera/registration.token');
+});
