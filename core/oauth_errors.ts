@@ -99,6 +99,8 @@ export const OAuthErrors = {
   pushedAuthorizationPostOnly: defineError('invalid_request', 'The pushed authorization request endpoint accepts POST only.', 405),
   /** Discovery, JWKS and the health routes. */
   getOnly: defineError('invalid_request', 'Method not allowed.', 405),
+  /** Dynamic client registration (RFC 7591 §3, RFC 7592 §2): its `Allow` names what the route takes. */
+  registrationMethod: defineError('invalid_request', 'The registration endpoint does not take this method here.', 405),
   notFormEncoded: defineError('invalid_request', 'The request must be application/x-www-form-urlencoded.'),
   bodyTooLarge: defineError('invalid_request', 'The request body is too large.', 413),
   formNotUtf8: defineError('invalid_request', 'The request body is not valid form-urlencoded UTF-8.'),

@@ -9,6 +9,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { Logger } from 'pino';
+import { OAuthErrors } from '../../core/oauth_errors.js';
 import { isStoreUnavailable } from '../../core/store/store.js';
 import type { RequestRate } from '../../core/throttles.js';
 import { checkClientDocument, generateSecret } from '../admin/client_document.js';
@@ -249,7 +250,7 @@ function readJson(route: RegistrationRoute, request: RegistrationRequest, next: 
 }
 
 function methodNotAllowed(exchange: Exchange, allow: string): void {
-  exchange.sendJson(405, '{"error":"invalid_request","error_description":"Method not allowed."}', { allow });
+  exchange.sendError(OAuthErrors.registrationMethod, { allow });
 }
 
 function send(exchange: Exchange, status: number, body: unknown): void {
