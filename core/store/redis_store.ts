@@ -527,9 +527,12 @@ export class RedisStore implements Store {
   #pendingReady: Promise<void> | null = null;
   #closed = false;
   /**
-   * An upper bound of Redis's clock minus `performance.now()` (ms), from a `TIME` reading: Redis
-   * ran it after it was sent, so its time minus the local send time can only overshoot, by at most
-   * the round trip. The smallest of the last few seconds' readings is the tightest.
+   * A lower bound of Redis's clock minus `performance.now()` (ms), from a `TIME` reading: Redis
+   * ran it before its reply arrived, so its time minus the local receive time can only fall short,
+   * by at most the round trip. The largest of the last few seconds' readings is the tightest. A
+   * lower bound makes a deadline early, never late: a reading Redis held (a pause) still reads
+   * true, where an upper bound (time minus the send time) would carry the hold into every
+   * deadline for seconds, and let rotations that waited through the next pause apply.
    */
   #clockOffset: { offsetMs: number; takenAt: number } | undefined;
   readonly #clockTimer: NodeJS.Timeout;
@@ -956,13 +959,12 @@ export class RedisStore implements Store {
 
   async #sampleClock(): Promise<void> {
     if (this.#closed || this.#client.status !== 'ready') return;
-    const sent = performance.now();
     try {
       const [seconds, micros] = await this.#runBounded('time', (c) => c.time());
-      const offsetMs = Number(seconds) * 1000 + Number(micros) / 1000 - sent;
       const now = performance.now();
+      const offsetMs = Number(seconds) * 1000 + Number(micros) / 1000 - now;
       const kept = this.#clockOffset;
-      if (kept === undefined || offsetMs <= kept.offsetMs || now - kept.takenAt > clockSampleKeptMs) {
+      if (kept === undefined || offsetMs >= kept.offsetMs || now - kept.takenAt > clockSampleKeptMs) {
         this.#clockOffset = { offsetMs, takenAt: now };
       }
     } catch {
