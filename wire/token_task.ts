@@ -63,6 +63,11 @@ export interface RevocationItem {
   /** The `DPoP` header's proof, when the request carries one: needed to revoke a bound refresh token. */
   readonly dpop?: string;
   /**
+   * The `x5t#S256` of the request's TLS client certificate, when it has one: needed to revoke a
+   * certificate-bound refresh token (RFC 8705 §4).
+   */
+  readonly x5t?: string;
+  /**
    * The client's config, without secrets, when the client is kept in the store (the client
    * registry): the worker has only the config file's clients from its boot data
    * (docs/architecture.md, "Clients in the store").

@@ -65,6 +65,7 @@ async function routeItem(worker: BootedWorker, item: TaskItem, facts: TaskFacts 
         item.client === undefined ? endpoints : { ...endpoints, clients: new Map([[item.clientId, registerStoredClient(item.client)]]) },
         facts,
         item.dpop,
+        item.x5t,
       );
       return successResult('');
     case 'login':
