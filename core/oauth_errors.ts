@@ -185,6 +185,14 @@ export const OAuthErrors = {
    * with a proof by its key, or anyone holding it could burn its family (docs/endpoints.md, "Revocation endpoint").
    */
   revocationProofRequired: defineError('invalid_dpop_proof', 'Revoking this refresh token requires a DPoP proof by its key.'),
+  /**
+   * RFC 8705 §4 with RFC 7009 §2.2.1: a certificate-bound refresh token (a public client's) is
+   * revoked only over a connection with that certificate, as the DPoP case above takes a proof.
+   */
+  revocationCertificateRequired: defineError(
+    'invalid_request',
+    'Revoking this refresh token requires the client certificate it is bound to.',
+  ),
 
   // Device authorization (RFC 8628 §3.1).
   deviceFlowNotAllowed: defineError('unauthorized_client', 'The client is not allowed to use the device flow.'),

@@ -63,6 +63,11 @@ export interface RevocationItem {
   /** The `DPoP` header's proof, when the request carries one: needed to revoke a bound refresh token. */
   readonly dpop?: string;
   /**
+   * The `x5t#S256` of the request's TLS client certificate, when it has one: needed to revoke a
+   * certificate-bound refresh token (RFC 8705 §4).
+   */
+  readonly x5t?: string;
+  /**
    * The client's config, without secrets, when the client is kept in the store (the client
    * registry): the worker has only the config file's clients from its boot data
    * (docs/architecture.md, "Clients in the store").
@@ -140,6 +145,18 @@ export interface UserInfoItem {
 }
 
 /**
+ * A bearer token presented to the admin API (docs/operations.md, "Admin API", `admin.tokenScope`):
+ * a worker checks it as one of this issuer's access tokens, as UserInfo does (signatures are
+ * checked on the workers only, docs/architecture.md), and answers `200 {"scope", "client_id"}` or
+ * `401 invalid_token`.
+ */
+export interface AccessTokenItem {
+  readonly kind: 'access_token';
+  /** `token`: the token, as introspection names it. */
+  readonly params: FormParams;
+}
+
+/**
  * One request of a task. Plain objects to the code on both sides; each crosses the thread boundary
  * as its JSON text ({@link packTaskItems}). `params` never contains `client_secret`.
  */
@@ -149,6 +166,7 @@ export type TaskItem =
   | RevocationItem
   | LoginItem
   | UserInfoItem
+  | AccessTokenItem
   | ClientAssertionItem
   | AuthorizationRequestItem;
 

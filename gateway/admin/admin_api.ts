@@ -1,7 +1,8 @@
 /**
  * The admin API (docs/operations.md, "Admin API"): store-kept clients created, read, updated,
  * disabled, deleted and listed, their secrets added and expired. Served on the management
- * listener only, never on the public port, and only to `Authorization: Bearer <admin token>`.
+ * listener only, never on the public port, and only to `Authorization: Bearer <admin token>` or
+ * an access token of this issuer that grants `admin.tokenScope`.
  * Every change is an audit event (`Client*`, category `Configuration`).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
@@ -13,6 +14,7 @@ import type { ClientRegistry, StoredClientRecord } from '../client_registry/clie
 import type { ConfigProblem } from '../config/config_error.js';
 import type { LoadedConfig } from '../config/load.js';
 import { readBody } from '../http/body_reader.js';
+import type { TokenTaskResult } from '../../wire/token_task.js';
 import { Exchange } from '../http/exchange.js';
 import type { AuditEventInput, AuditEventName } from '../observability/events/audit_event.js';
 import { checkClientDocument, clientView, generateSecret, secretId } from './client_document.js';
@@ -22,8 +24,13 @@ export interface AdminApiDeps {
   /** The config in service (scopes, grant types a client is checked against). */
   readonly config: () => LoadedConfig;
   readonly grantTypes: () => Iterable<string>;
-  /** The static admin token (docs/configuration.md, `admin.tokenFile`). */
-  readonly token: string;
+  /** The static admin token (docs/configuration.md, `admin.tokenFile`), when set. */
+  readonly token: string | undefined;
+  /**
+   * `admin.tokenScope`, when set: the scope an access token must grant, and how a worker checks
+   * one (an `access_token` task item).
+   */
+  readonly tokenScope?: { readonly scope: string; readonly check: (token: string) => Promise<TokenTaskResult> } | undefined;
   readonly emit: (event: AuditEventInput) => void;
   readonly logger: Logger;
 }
@@ -52,12 +59,12 @@ type Handler = (request: AdminRequest, body: unknown, deps: AdminApiDeps) => Pro
 
 /** Mounts the admin routes on the management app. */
 export function registerAdminRoutes(app: Pick<uWS.TemplatedApp, 'any'>, deps: AdminApiDeps): void {
-  const expected = digest(`Bearer ${deps.token}`);
+  const expected = deps.token === undefined ? undefined : digest(`Bearer ${deps.token}`);
   const route = (path: string, handlers: Readonly<Record<string, Handler>>): void => {
     app.any(path, (res, req) => {
       const method = req.getMethod();
       const exchange = new Exchange(res, method);
-      const authorized = timingSafeEqual(digest(req.getHeader('authorization')), expected);
+      const authorization = req.getHeader('authorization');
       const query = new URLSearchParams(req.getQuery() ?? '');
       const request: AdminRequest = {
         exchange,
@@ -66,27 +73,39 @@ export function registerAdminRoutes(app: Pick<uWS.TemplatedApp, 'any'>, deps: Ad
         secretId: decodeParameter(req.getParameter(1)),
         query: (name) => query.get(name) ?? undefined,
       };
-      if (!authorized) {
-        // RFC 6750 §3: the challenge names the scheme.
-        exchange.sendJson(401, '{"error":"invalid_token"}', { wwwAuthenticate: 'Bearer realm="admin"' });
+      const serve = (bytes: Uint8Array | undefined): void => {
+        const handler = handlers[method];
+        if (handler === undefined) {
+          const allow = Object.keys(handlers)
+            .map((m) => m.toUpperCase())
+            .join(', ');
+          exchange.sendJson(405, '{"error":"method_not_allowed"}', { allow });
+          return;
+        }
+        const body = parseJsonBody(exchange, bytes);
+        if (body === badJson) return;
+        handler(request, body, deps).catch((err: unknown) => failed(deps, exchange, err));
+      };
+      if (expected !== undefined && timingSafeEqual(digest(authorization), expected)) {
+        readBodyBytes(exchange, method, serve);
         return;
       }
-      const handler = handlers[method];
-      if (handler === undefined) {
-        const allow = Object.keys(handlers)
-          .map((m) => m.toUpperCase())
-          .join(', ');
-        exchange.sendJson(405, '{"error":"method_not_allowed"}', { allow });
+      const bearer = deps.tokenScope === undefined ? undefined : bearerToken.exec(authorization)?.[1];
+      if (deps.tokenScope === undefined || bearer === undefined || bearer.split('.').length !== 3) {
+        unauthorized(exchange, authorization !== '');
         return;
       }
-      readJsonBody(exchange, method, (body) => {
-        handler(request, body, deps).catch((err: unknown) => {
-          if (isStoreUnavailable(err)) sendError(exchange, 503, 'temporarily_unavailable', 'the store is unavailable', { retryAfter: 2 });
-          else {
-            deps.logger.error({ err }, 'admin request failed');
-            sendError(exchange, 500, 'server_error', 'unexpected error');
-          }
-        });
+      // The body is read now (uWS hands it over only while this handler runs) and used once the
+      // token has passed.
+      const { scope, check } = deps.tokenScope;
+      readBodyBytes(exchange, method, (borrowed) => {
+        // uWS lends a one-chunk body only for this call: kept past the token check, it is copied.
+        const bytes = borrowed === undefined ? undefined : Uint8Array.prototype.slice.call(borrowed);
+        authorizeAccessToken(exchange, bearer, scope, check)
+          .then((authorized) => {
+            if (authorized) serve(bytes);
+          })
+          .catch((err: unknown) => failed(deps, exchange, err));
       });
     });
   };
@@ -239,28 +258,80 @@ function audit(deps: AdminApiDeps, name: AuditEventName, clientId: string, detai
   deps.emit({ name, outcome: 'success', clientId, endpoint: 'admin', ...(Object.keys(details).length > 0 ? { details } : {}) });
 }
 
-/** The body as JSON (`undefined` when empty); a bad or oversized one is answered here. */
-function readJsonBody(exchange: Exchange, method: string, next: (body: unknown) => void): void {
+/** The body's bytes (`undefined` when empty); an oversized one is answered here. */
+function readBodyBytes(exchange: Exchange, method: string, next: (bytes: Uint8Array | undefined) => void): void {
   if (method === 'get' || method === 'head' || method === 'delete') {
     next(undefined);
     return;
   }
   readBody(exchange, maxAdminBody, {
     onBody(bytes) {
-      if (bytes.byteLength === 0) return next(undefined);
-      let body: unknown;
-      try {
-        body = JSON.parse(Buffer.from(bytes).toString('utf8'));
-      } catch {
-        sendError(exchange, 400, 'invalid_request', 'the body is not JSON');
-        return;
-      }
-      next(body);
+      next(bytes.byteLength === 0 ? undefined : bytes);
     },
     onTooLarge() {
       sendError(exchange, 413, 'invalid_request', `the body is over ${maxAdminBody} bytes`);
     },
   });
+}
+
+const badJson: unique symbol = Symbol('bad JSON');
+
+/** The body as JSON (`undefined` when there is none), or `badJson` once answered `400`. */
+function parseJsonBody(exchange: Exchange, bytes: Uint8Array | undefined): unknown {
+  if (bytes === undefined) return undefined;
+  try {
+    return JSON.parse(Buffer.from(bytes).toString('utf8'));
+  } catch {
+    sendError(exchange, 400, 'invalid_request', 'the body is not JSON');
+    return badJson;
+  }
+}
+
+function failed(deps: AdminApiDeps, exchange: Exchange, err: unknown): void {
+  if (isStoreUnavailable(err)) sendError(exchange, 503, 'temporarily_unavailable', 'the store is unavailable', { retryAfter: 2 });
+  else {
+    deps.logger.error({ err }, 'admin request failed');
+    sendError(exchange, 500, 'server_error', 'unexpected error');
+  }
+}
+
+/** RFC 6750 §2.1: `Bearer` (any case) and a b64token. */
+const bearerToken = /^bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
+
+/**
+ * RFC 6750 §3.1: without credentials the challenge names only the scheme; with credentials that
+ * fail, `invalid_token`.
+ */
+function unauthorized(exchange: Exchange, credentialsGiven: boolean): void {
+  const challenge = credentialsGiven ? 'Bearer realm="admin", error="invalid_token"' : 'Bearer realm="admin"';
+  exchange.sendJson(401, '{"error":"invalid_token"}', { wwwAuthenticate: challenge });
+}
+
+/**
+ * `admin.tokenScope` (docs/operations.md, "Admin API"): one of this issuer's access tokens whose
+ * `scope` holds the admin scope. A worker checks the token (signatures are never checked on this
+ * thread, docs/architecture.md); a good token without the scope is `403 insufficient_scope`
+ * (RFC 6750 §3.1). Resolves whether the request may go on; otherwise it was answered.
+ */
+async function authorizeAccessToken(
+  exchange: Exchange,
+  token: string,
+  scope: string,
+  check: (token: string) => Promise<TokenTaskResult>,
+): Promise<boolean> {
+  const [status, body, retryAfter] = await check(token);
+  if (status === 200) {
+    const granted = (JSON.parse(body) as { scope?: unknown }).scope;
+    if (typeof granted === 'string' && granted.split(' ').includes(scope)) return true;
+    exchange.sendJson(403, JSON.stringify({ error: 'insufficient_scope', error_description: `the token does not grant ${scope}` }), {
+      wwwAuthenticate: `Bearer realm="admin", error="insufficient_scope", scope="${scope}"`,
+    });
+    return false;
+  }
+  if (status === 401) unauthorized(exchange, true);
+  else if (status === 503) sendError(exchange, 503, 'temporarily_unavailable', 'the store is unavailable', { retryAfter: retryAfter ?? 2 });
+  else sendError(exchange, 500, 'server_error', 'unexpected error');
+  return false;
 }
 
 function send(exchange: Exchange, status: number, body: unknown): void {

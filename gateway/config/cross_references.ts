@@ -132,8 +132,12 @@ export function checkCrossReferences(config: TesseraConfig, extraGrantTypes: rea
   problems.push(...checkProcesses(config, config.processes));
   // The admin API writes clients to the store: a gateway that does not read them there would
   // accept changes it never applies (docs/operations.md, "Admin API").
-  if (config.admin.tokenFile !== undefined && !config.clientRegistry.store) {
+  if ((config.admin.tokenFile !== undefined || config.admin.tokenScope !== undefined) && !config.clientRegistry.store) {
     report('admin', 'needs clientRegistry.store: true (the admin API keeps its clients in the store)');
+  }
+  // A scope no client can be given would authenticate no one.
+  if (config.admin.tokenScope !== undefined && !apiScopeNames.has(config.admin.tokenScope)) {
+    report('admin.tokenScope', `unknown API scope "${config.admin.tokenScope}"`);
   }
   // Registered clients live in the store like the admin API's (docs/endpoints.md, "Dynamic client registration").
   if (config.dynamicClientRegistration.enabled && !config.clientRegistry.store) {

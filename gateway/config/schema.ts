@@ -416,7 +416,15 @@ const adminSchema = z
       .string()
       .optional()
       .describe(
-        "A file holding the admin API's static bearer token (at least 32 characters); the admin API is served on the management listener only when this is set.",
+        "A file holding the admin API's static bearer token (at least 32 characters); the admin API is served on the management listener when this or tokenScope is set.",
+      ),
+    tokenScope: z
+      .string()
+      .min(1)
+      .regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'must be one scope token (RFC 6749 §3.3)')
+      .optional()
+      .describe(
+        'An API scope whose access tokens (from this Tessera, typ at+jwt, not revoked, not sender-constrained) also authenticate to the admin API; off when absent.',
       ),
   })
   .default({});

@@ -42,5 +42,8 @@ function revokeInWorker(route: RevocationRoute, request: FormRequest, caller: Au
     stored === undefined
       ? { kind: 'revocation', clientId: caller.client.clientId, params }
       : { kind: 'revocation', clientId: caller.client.clientId, params, client: stored };
-  dispatchToWorker(route.dispatcher, request, dpop ? { ...item, dpop } : item, caller);
+  // RFC 8705 §4: the worker compares it with a certificate-bound refresh token's binding.
+  const x5t = request.exchange.clientCertificate()?.thumbprint;
+  const bound = x5t === undefined ? item : { ...item, x5t };
+  dispatchToWorker(route.dispatcher, request, dpop ? { ...bound, dpop } : bound, caller);
 }

@@ -153,27 +153,26 @@ async function answerSignedRequest(flow: AuthorizeFlow, page: PageRequest, param
  * request's parameters; the query's others are ignored, but `client_id`, which must name the
  * client that pushed it. Consumed once (the store's atomic consume), so a second use, like an
  * expired or unknown one, or another client's, gets an error page: its redirect URI is not known
- * to be the client's. Never rejects.
+ * to be the client's. The record is read and its client compared before it is consumed, so that
+ * another client's attempt (a guessed or leaked `request_uri`) cannot spend the right client's;
+ * the consume alone decides which of concurrent uses wins. Never rejects.
  */
 async function answerPushedRequest(flow: AuthorizeFlow, page: PageRequest, params: FormParams): Promise<void> {
   const key = requestUriKey(params.request_uri ?? '');
-  if (key === undefined || params.client_id === undefined) {
-    errorPage(page.exchange, 400, invalidRequestUriMessage, 'Sign-in request refused');
-    return;
-  }
-  let found: Awaited<ReturnType<Store['consume']>>;
+  const refuse = (): void => errorPage(page.exchange, 400, invalidRequestUriMessage, 'Sign-in request refused');
+  if (key === undefined || params.client_id === undefined) return refuse();
+  let record: PushedRequestRecord | undefined;
   try {
-    found = await flow.deps.store.consume<PushedRequestRecord>(key);
+    const pushed = await flow.deps.store.get<PushedRequestRecord>(key);
+    if (pushed === null || pushed.clientId !== params.client_id) return refuse();
+    const found = await flow.deps.store.consume<PushedRequestRecord>(key);
+    record = found.status === 'consumed' ? found.value : undefined;
   } catch (err) {
     if (isStoreUnavailable(err)) errorPage(page.exchange, 503, 'The service is temporarily unavailable. Try again in a moment.');
     else errorPage(page.exchange, 500, OAuthErrors.serverError.description);
     return;
   }
-  const record = found.status === 'consumed' ? (found.value as PushedRequestRecord) : undefined;
-  if (record === undefined || record.clientId !== params.client_id) {
-    errorPage(page.exchange, 400, invalidRequestUriMessage, 'Sign-in request refused');
-    return;
-  }
+  if (record === undefined || record.clientId !== params.client_id) return refuse();
   answerRequest(flow, page, record.query, { pushed: true, signed: record.signed });
 }
 

@@ -8,6 +8,7 @@ import { startManagementListener } from '../observability/management_listener.js
 import type { ValidatorReload } from '../validators/validator_reload.js';
 import type { GatewayRoutes } from './build_routes.js';
 import type { GatewayState } from './gateway_state.js';
+import type { TokenTaskResult } from '../../wire/token_task.js';
 
 /** Where the gateway listens. */
 export interface Listening {
@@ -53,24 +54,28 @@ export async function listen(state: GatewayState, metrics: GatewayMetrics, route
 export interface AdminSources {
   readonly events: AuditEvents;
   readonly grantTypes: () => Iterable<string>;
+  /** A worker's check of one of this issuer's access tokens (`admin.tokenScope`). */
+  readonly checkAccessToken: (token: string) => Promise<TokenTaskResult>;
 }
 
 /**
- * The admin API's routes, when `admin.tokenFile` is set (docs/operations.md, "Admin API"): on the
- * management listener only. The token is read once, here; a short one stops the start.
+ * The admin API's routes, when `admin.tokenFile` or `admin.tokenScope` is set (docs/operations.md,
+ * "Admin API"): on the management listener only. The token is read once, here; a short one stops
+ * the start.
  */
 function adminRoutes(state: GatewayState, sources: AdminSources): ((app: Pick<TemplatedApp, 'any'>) => void) | undefined {
   const { config, clientRegistry, logger } = state;
-  const tokenFile = config.admin.tokenFile;
-  if (tokenFile === undefined || clientRegistry === undefined) return undefined;
-  const token = readFileSync(tokenFile, 'utf8').trim();
-  if (token.length < 32) throw new Error(`admin.tokenFile ${tokenFile}: the token must be at least 32 characters`);
+  const { tokenFile, tokenScope } = config.admin;
+  if ((tokenFile === undefined && tokenScope === undefined) || clientRegistry === undefined) return undefined;
+  const token = tokenFile === undefined ? undefined : readFileSync(tokenFile, 'utf8').trim();
+  if (token !== undefined && token.length < 32) throw new Error(`admin.tokenFile ${tokenFile}: the token must be at least 32 characters`);
   return (app) =>
     registerAdminRoutes(app, {
       registry: clientRegistry,
       config: () => state.config,
       grantTypes: sources.grantTypes,
       token,
+      tokenScope: tokenScope === undefined ? undefined : { scope: tokenScope, check: sources.checkAccessToken },
       emit: (event) => sources.events.emit(event),
       logger: logger.child({ component: 'admin-api' }),
     });

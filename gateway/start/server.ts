@@ -44,6 +44,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     const listening = await listen(state, services.metrics, routes, {
       events,
       grantTypes: () => validators.grantTypes,
+      checkAccessToken: (token) => services.dispatcher.call({ kind: 'access_token', params: { token } }),
     });
     const { listener } = listening;
     const reloadable = reloadableGateway(state, { startPool, validators, routes, services, listener, keys });

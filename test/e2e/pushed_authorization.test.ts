@@ -199,6 +199,9 @@ t.test('the authorization endpoint refuses', async (t) => {
     const res = await fetch(authorizeUrl({ client_id: 'web', request_uri: uri }), { redirect: 'manual' });
     t.equal(res.status, 400);
     t.match(await res.text(), /The request_uri is invalid, expired or already used\./);
+    // The wrong client's attempt did not spend it: the client that pushed it still signs in with it.
+    const own = await fetch(authorizeUrl({ client_id: 'other', request_uri: uri }), { redirect: 'manual' });
+    t.equal(own.status, 200, 'the client that pushed it still gets the login page');
   });
   t.test('an expired request_uri', async (t) => {
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiring.expiresAt + 100 - Date.now())));

@@ -24,10 +24,11 @@ export interface RevocationServices {
  * or a JWT access token (its `jti` on the deny list until it expires). The hint orders the
  * attempts but is not trusted. Unknown tokens, tokens already revoked and tokens of other clients
  * all answer 200 (§2.2), and another client's token is left alone. A refresh token bound to a
- * DPoP key is revoked only with `proof` by that key (RFC 9449 §5): else an error, and the token
- * stays. What it revoked is noted on `facts` for the audit events, when the gateway asked for them.
+ * DPoP key is revoked only with `proof` by that key (RFC 9449 §5), one bound to a TLS client
+ * certificate only over a connection with that certificate (`x5t`, RFC 8705 §4): else an error,
+ * and the token stays. What it revoked is noted on `facts` for the audit events, when the gateway asked for them.
  * @throws OAuthError `invalid_dpop_proof` (or `use_dpop_nonce`) for a bound refresh token without
- * a good proof by its key.
+ * a good proof by its key; `invalid_request` for a certificate-bound one without its certificate.
  */
 export async function revoke(
   clientId: string,
@@ -35,9 +36,10 @@ export async function revoke(
   services: RevocationServices,
   facts?: TaskFacts,
   proof?: string,
+  x5t?: string,
 ): Promise<void> {
   const token = params.token ?? '';
-  const request = { clientId, proof };
+  const request = { clientId, proof, x5t };
   if (params.token_type_hint === 'refresh_token') {
     if (!(await revokeRefreshToken(token, request, services, facts))) await revokeAccessToken(token, clientId, services, facts);
   } else if (!(await revokeAccessToken(token, clientId, services, facts))) {
@@ -64,7 +66,7 @@ async function revokeAccessToken(
 
 async function revokeRefreshToken(
   token: string,
-  { clientId, proof }: { clientId: string; proof: string | undefined },
+  { clientId, proof, x5t }: { clientId: string; proof: string | undefined; x5t: string | undefined },
   services: RevocationServices,
   facts: TaskFacts | undefined,
 ): Promise<boolean> {
@@ -82,6 +84,7 @@ async function revokeRefreshToken(
   }
   if (record.clientId === clientId) {
     await checkKeyBinding(record, clientId, proof, services);
+    checkCertificateBinding(record, clientId, x5t, services);
     await revokeRefreshFamily(services.store, handle.family, Math.max(1000, record.absoluteExpiresAt - now), now);
     noteRevoked(facts, 'refresh_token', { subject: record.subject });
   }
@@ -111,4 +114,22 @@ async function checkKeyBinding(
   if (jkt !== record.jkt) {
     throw new OAuthError(OAuthErrors.revocationProofRequired, { detail: 'DPoP proof by another key than the refresh token is bound to' });
   }
+}
+
+/**
+ * RFC 8705 §4: a public client's refresh token may be bound to its TLS client certificate instead
+ * (workers/grants/token_issuance.ts), and revoking it takes the same certificate, for the reason
+ * the DPoP case above takes a proof, answered the same way (an error, nothing revoked). The
+ * gateway sends the thumbprint of a certificate only from a trusted proxy or its own TLS.
+ */
+function checkCertificateBinding(
+  record: RefreshTokenRecord,
+  clientId: string,
+  x5t: string | undefined,
+  services: RevocationServices,
+): void {
+  if (record.x5t === undefined) return;
+  const client = services.clients.get(clientId);
+  if (client === undefined || client.requireSecret) return;
+  if (x5t !== record.x5t) throw new OAuthError(OAuthErrors.revocationCertificateRequired);
 }

@@ -1,6 +1,7 @@
 import { introspect } from '../endpoints/introspection.js';
 import { revoke } from '../endpoints/revocation.js';
 import { userInfo } from '../endpoints/userinfo.js';
+import { checkAccessToken } from '../endpoints/access_token_check.js';
 import { OAuthError } from '../../core/oauth_errors.js';
 import type { TaskFacts } from '../../wire/task_facts.js';
 import {
@@ -37,7 +38,7 @@ export async function answerItem(worker: BootedWorker, item: TaskItem): Promise<
 async function handleItem(worker: BootedWorker, item: TaskItem, facts: TaskFacts | undefined): Promise<TokenTaskResult> {
   try {
     // Client authentication comes before anything else the request does (RFC 6749 §3.2.1).
-    if (item.kind !== 'login' && item.kind !== 'userinfo' && item.clientAssertion !== undefined) {
+    if (item.kind !== 'login' && item.kind !== 'userinfo' && item.kind !== 'access_token' && item.clientAssertion !== undefined) {
       await worker.clientAssertions.verify(item.kind === 'introspection' ? item.callerId : item.clientId, item.clientAssertion);
     }
     return await routeItem(worker, item, facts);
@@ -65,12 +66,15 @@ async function routeItem(worker: BootedWorker, item: TaskItem, facts: TaskFacts 
         item.client === undefined ? endpoints : { ...endpoints, clients: new Map([[item.clientId, registerStoredClient(item.client)]]) },
         facts,
         item.dpop,
+        item.x5t,
       );
       return successResult('');
     case 'login':
       return await handleLogin(worker, item, facts);
     case 'userinfo':
       return await userInfo(item, endpoints);
+    case 'access_token':
+      return await checkAccessToken(item, endpoints);
     default: {
       const unknown: never = item;
       worker.logger.error({ kind: (unknown as { kind?: unknown }).kind }, 'task for an unknown endpoint');
@@ -103,6 +107,7 @@ function describeItem(item: TaskItem): Record<string, string> {
     case 'introspection':
       return { kind: item.kind, caller: item.caller, callerId: item.callerId };
     case 'userinfo':
+    case 'access_token':
       return { kind: item.kind };
     default:
       return { kind: item.kind, clientId: item.clientId };

@@ -198,6 +198,35 @@ t.test("a public client's refresh token and UserInfo need the certificate the to
   t.same(payloadOf(refreshed.body.access_token as string).cnf, { 'x5t#S256': self.thumbprint });
 });
 
+t.test("a public client's certificate-bound refresh token is revoked only with its certificate (RFC 8705 §4)", async (t) => {
+  const form = { grant_type: 'password', client_id: 'bound-public', username: 'alice', password: 'alice-pw', scope: 'offline_access' };
+  const issued = await send('/connect/token', { form, cert: self });
+  t.equal(issued.status, 200);
+  const refreshToken = issued.body.refresh_token as string;
+  const revoke = (cert?: TestCertificate, from?: string) =>
+    send('/connect/revocation', { form: { client_id: 'bound-public', token: refreshToken, token_type_hint: 'refresh_token' }, cert, from });
+  const refused = {
+    status: 400,
+    body: { error: 'invalid_request', error_description: 'Revoking this refresh token requires the client certificate it is bound to.' },
+  };
+  t.same(await revoke(), refused, 'no certificate');
+  t.same(await revoke(stranger), refused, 'another certificate');
+  t.same(await revoke(self, '127.0.0.2'), refused, 'the right certificate from an untrusted peer');
+  const refresh = () =>
+    send('/connect/token', { form: { grant_type: 'refresh_token', client_id: 'bound-public', refresh_token: refreshToken }, cert: self });
+  const refreshed = await refresh();
+  t.equal(refreshed.status, 200, 'the refused revocations left the family alive');
+
+  const next = refreshed.body.refresh_token as string;
+  const revoked = await send('/connect/revocation', { form: { client_id: 'bound-public', token: next }, cert: self });
+  t.same(revoked, { status: 200, body: {} }, 'with its certificate');
+  const after = await send('/connect/token', {
+    form: { grant_type: 'refresh_token', client_id: 'bound-public', refresh_token: next },
+    cert: self,
+  });
+  t.equal(after.status, 400, 'the family is revoked');
+});
+
 t.test('discovery states the methods and certificate-bound tokens', async (t) => {
   const document = (await (await fetch(`${gw.url}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
   t.equal(document.tls_client_certificate_bound_access_tokens, true);

@@ -673,3 +673,14 @@ t.test('dynamic client registration needs the registry and a policy of known gra
   });
   t.equal(validateConfig(withFile, options).dynamicClientRegistration.initialAccessTokenFile, '/etc/tessera/registration.token');
 });
+
+t.test('admin.tokenScope is one of the API scopes and needs the registry', async (t) => {
+  const withScope = (scope: string, store = true) =>
+    withChange((c) => {
+      c.clientRegistry = { store };
+      c.admin = { tokenScope: scope };
+    });
+  t.same(problemsOf(withScope('api1')), []);
+  t.same(problemsOf(withScope('openid')), ['admin.tokenScope: unknown API scope "openid"']);
+  t.same(problemsOf(withScope('api1', false)), ['admin: needs clientRegistry.store: true (the admin API keeps its clients in the store)']);
+});
