@@ -1,4 +1,5 @@
 import { isClientAssertionAlgorithm, jwtBearerAssertionType, type ClientAssertionAlgorithm } from '../../core/client_assertion.js';
+import { decodeJsonObject, splitCompactJws } from '../../core/crypto/compact_jws.js';
 import type { FormParams } from '../../wire/token_task.js';
 
 /** Clock skew allowed on `exp`, `nbf` and `iat`, in seconds (as the token validator allows). */
@@ -63,10 +64,10 @@ export function readClientAssertion(params: FormParams, rules: AssertionRules): 
   if (params.client_assertion_type !== jwtBearerAssertionType) return refuse('client assertion: unsupported client_assertion_type');
   const jwt = params.client_assertion;
   if (jwt === undefined || jwt.length === 0 || jwt.length > maxAssertionLength) return refuse('client assertion: missing or oversized');
-  const parts = jwt.split('.');
-  if (parts.length !== 3) return refuse('client assertion: not a compact JWS');
-  const header = decodeSegment(parts[0] as string);
-  const claims = decodeSegment(parts[1] as string);
+  const parts = splitCompactJws(jwt);
+  if (parts === undefined) return refuse('client assertion: not a compact JWS');
+  const header = decodeJsonObject(parts.header);
+  const claims = decodeJsonObject(parts.payload);
   if (header === undefined || claims === undefined) return refuse('client assertion: header or claims are not a JSON object');
 
   const iss = claims.iss;
@@ -91,15 +92,6 @@ export function readClientAssertion(params: FormParams, rules: AssertionRules): 
   const jti = claims.jti;
   if (typeof jti !== 'string' || jti.length === 0 || jti.length > maxJtiLength) return refuse('client assertion: jti missing', clientId);
   return { ok: true, assertion: { clientId: iss, jwt, alg, kid, jti, exp } };
-}
-
-function decodeSegment(segment: string): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(segment, 'base64url').toString('utf8'));
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /**

@@ -3,6 +3,7 @@
  * parameters, the client's candidate keys picked. The signature and the `jti` are checked in a
  * worker (core/request_object.ts), as a client assertion's are.
  */
+import { decodeJsonObject, splitCompactJws } from '../../core/crypto/compact_jws.js';
 import type { RegisteredClient } from '../../core/client_model.js';
 import { isClientAssertionAlgorithm } from '../../core/client_assertion.js';
 import type { RequestObjectCheck } from '../../core/request_object.js';
@@ -51,11 +52,11 @@ export async function prepareRequestObject(
 ): Promise<PreparedRequestObject> {
   const refuse = (reason: string): PreparedRequestObject => ({ ok: false, reason: `request object: ${reason}` });
   if (jwt.length > maxRequestObjectLength) return refuse('oversized');
-  const parts = jwt.split('.');
+  const parts = splitCompactJws(jwt);
   // Five parts would be an encrypted request object (RFC 9101 §6.1), which Tessera does not take.
-  if (parts.length !== 3) return refuse('not a compact JWS');
-  const header = decodeSegment(parts[0] as string);
-  const claims = decodeSegment(parts[1] as string);
+  if (parts === undefined) return refuse('not a compact JWS');
+  const header = decodeJsonObject(parts.header);
+  const claims = decodeJsonObject(parts.payload);
   if (header === undefined || claims === undefined) return refuse('header or claims are not a JSON object');
   const alg = header.alg;
   if (!isClientAssertionAlgorithm(alg)) return refuse('algorithm not allowed');
@@ -112,13 +113,4 @@ function parameterText(name: string, value: unknown): string | undefined {
   }
   if (typeof value === 'object' && value !== null) return JSON.stringify(value);
   return undefined;
-}
-
-function decodeSegment(segment: string): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(segment, 'base64url').toString('utf8'));
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
 }
