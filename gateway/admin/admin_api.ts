@@ -5,6 +5,7 @@
  * an access token of this issuer that grants `admin.tokenScope`.
  * Every change is an audit event (`Client*`, category `Configuration`).
  */
+import { decodePathParameter } from '../http/path_parameter.js';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type * as uWS from 'uWebSockets.js';
 import type { Logger } from 'pino';
@@ -69,8 +70,8 @@ export function registerAdminRoutes(app: Pick<uWS.TemplatedApp, 'any'>, deps: Ad
       const request: AdminRequest = {
         exchange,
         method,
-        clientId: decodeParameter(req.getParameter(0)),
-        secretId: decodeParameter(req.getParameter(1)),
+        clientId: decodePathParameter(req.getParameter(0)),
+        secretId: decodePathParameter(req.getParameter(1)),
         query: (name) => query.get(name) ?? undefined,
       };
       const serve = (bytes: Uint8Array | undefined): void => {
@@ -358,15 +359,6 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 function isDate(value: unknown): value is string {
   return typeof value === 'string' && /^\d{4}-\d{2}-\d{2}/.test(value) && !Number.isNaN(Date.parse(value));
-}
-
-function decodeParameter(raw: string | undefined): string {
-  if (raw === undefined) return '';
-  try {
-    return decodeURIComponent(raw);
-  } catch {
-    return raw;
-  }
 }
 
 function digest(text: string): Buffer {

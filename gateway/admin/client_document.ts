@@ -6,7 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { ClientConfig, SecretConfig } from '../../core/worker_config.js';
 import type { ConfigProblem } from '../config/config_error.js';
-import { checkCrossReferences } from '../config/cross_references.js';
+import { checkCrossReferences, tlsClientAuthNames } from '../config/cross_references.js';
 import type { LoadedConfig } from '../config/load.js';
 import { clientSchema } from '../config/schema.js';
 import { describeIssue, toProblems } from '../config/schema_issues.js';
@@ -18,16 +18,7 @@ export type CheckedClient = { ok: true; client: ClientConfig } | { ok: false; pr
  * Fields a store-kept client may not have yet: their keys and certificates are precomputed from
  * the config file at start (gateway/client_authentication/client_keys.ts, certificate_match.ts).
  */
-const configOnlyFields = [
-  'jwks',
-  'jwksUri',
-  'tokenEndpointAuthMethod',
-  'tlsClientAuthSubjectDn',
-  'tlsClientAuthSanDns',
-  'tlsClientAuthSanUri',
-  'tlsClientAuthSanIp',
-  'tlsClientAuthSanEmail',
-] as const;
+const configOnlyFields = ['jwks', 'jwksUri', 'tokenEndpointAuthMethod', ...tlsClientAuthNames] as const;
 
 const clientPrefix = 'clients[0]';
 

@@ -188,16 +188,18 @@ function describeRealm(user: UserConfig): string {
   return ` in ${parts.join(', ')}`;
 }
 
+/** The names a `tls_client_auth` client's certificate may be matched by (RFC 8705 §2.1.2). */
+export const tlsClientAuthNames = [
+  'tlsClientAuthSubjectDn',
+  'tlsClientAuthSanDns',
+  'tlsClientAuthSanUri',
+  'tlsClientAuthSanIp',
+  'tlsClientAuthSanEmail',
+] as const;
+
 /** The `tlsClientAuth*` names a client set: its certificate must carry exactly one (RFC 8705 §2.1.2). */
 function tlsNames(client: TesseraConfig['clients'][number]): string[] {
-  const names = [
-    'tlsClientAuthSubjectDn',
-    'tlsClientAuthSanDns',
-    'tlsClientAuthSanUri',
-    'tlsClientAuthSanIp',
-    'tlsClientAuthSanEmail',
-  ] as const;
-  return names.filter((name) => client[name] !== undefined);
+  return tlsClientAuthNames.filter((name) => client[name] !== undefined);
 }
 
 /** RFC 8705 §2: what each mutual TLS method needs of the client and of `mtls`. */

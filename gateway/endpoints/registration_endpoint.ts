@@ -6,6 +6,7 @@
  * it in the same record. Registration is rate-limited per source address and its body capped, so
  * that a stranger cannot fill the store.
  */
+import { decodePathParameter } from '../http/path_parameter.js';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { Logger } from 'pino';
@@ -62,7 +63,7 @@ export function registerRegistrationEndpoint(app: Pick<TemplatedApp, 'any'>, dep
     readJson(route, request, (body) => void guarded(request, () => register(route, request, body)));
   });
   app.any(`${endpointPaths.registration}/:clientId`, (res, req) => {
-    const request = copyRequest(res, req, decodeParameter(req.getParameter(0)));
+    const request = copyRequest(res, req, decodePathParameter(req.getParameter(0)));
     const { method } = request;
     if (method === 'get') void guarded(request, () => readClient(route, request));
     else if (method === 'delete') void guarded(request, () => deleteClient(route, request));
@@ -272,13 +273,4 @@ function sha256Base64(secret: string): string {
 
 function digest(text: string): Buffer {
   return createHash('sha256').update(text, 'utf8').digest();
-}
-
-function decodeParameter(raw: string | undefined): string {
-  if (raw === undefined) return '';
-  try {
-    return decodeURIComponent(raw);
-  } catch {
-    return raw;
-  }
 }
