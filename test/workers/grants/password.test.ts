@@ -81,19 +81,21 @@ t.test('password grant', async (t) => {
   });
 
   t.test('spends a password verification on unknown users too', async (t) => {
-    const median = async (params: Record<string, string>) => {
-      const times: number[] = [];
-      for (let i = 0; i < 5; i++) {
-        const start = performance.now();
-        await grant(gw, params);
-        times.push(performance.now() - start);
-      }
-      return times.sort((a, b) => a - b)[2] as number;
+    // Interleaved, and the fastest of each kind: a loaded machine only adds time, so the fastest
+    // answer is the closest to the work done, and both kinds meet the same load.
+    const fastest = { unknown: Number.POSITIVE_INFINITY, wrong: Number.POSITIVE_INFINITY };
+    const timed = async (params: Record<string, string>) => {
+      const start = performance.now();
+      await grant(gw, params);
+      return performance.now() - start;
     };
-    const unknown = await median({ username: 'nobody', password: 'x' });
-    const wrong = await median({ username: 'alice', password: 'x' });
+    for (let i = 0; i < 5; i++) {
+      fastest.unknown = Math.min(fastest.unknown, await timed({ username: 'nobody', password: 'x' }));
+      fastest.wrong = Math.min(fastest.wrong, await timed({ username: 'alice', password: 'x' }));
+    }
+    const { unknown, wrong } = fastest;
     // An argon2id verify costs ~14 ms; a skipped one would make unknown users far faster.
-    t.ok(unknown > wrong * 0.5, `unknown user ${unknown.toFixed(1)} ms vs wrong password ${wrong.toFixed(1)} ms`);
+    t.ok(unknown > wrong * 0.5, `unknown user ${unknown.toFixed(1)} ms vs wrong password ${wrong.toFixed(1)} ms (fastest of 5 each)`);
   });
 
   t.test('accepts a non-ASCII password', async (t) => {
