@@ -60,7 +60,8 @@ export class KeyRing {
   private fingerprint = '';
   private jwks = '{"keys":[]}';
   private reloading: Promise<KeyReloadResult> | undefined;
-  private again = false;
+  /** The load that starts when the running one ends: every caller meanwhile gets its result. */
+  private queued: Promise<KeyReloadResult> | undefined;
   private poll: NodeJS.Timeout | undefined;
   private stopWatching = (): void => {};
   private source: KeySource;
@@ -170,16 +171,21 @@ export class KeyRing {
         }
       }
     }
-    if (this.reloading !== undefined) {
-      this.again = true;
-      return this.reloading;
-    }
+    if (this.queued !== undefined) return this.queued;
+    if (this.reloading === undefined) return this.startLoad();
+    // The running load may have read the files before the caller's change: the caller is answered
+    // by the next load, which reads them after it (a key file rewritten while a watcher's reload
+    // ran was once answered with the old file's error).
+    this.queued = this.reloading.then(() => {
+      this.queued = undefined;
+      return this.startLoad();
+    });
+    return this.queued;
+  }
+
+  private startLoad(): Promise<KeyReloadResult> {
     this.reloading = this.load().finally(() => {
       this.reloading = undefined;
-      if (this.again) {
-        this.again = false;
-        void this.reload();
-      }
     });
     return this.reloading;
   }
