@@ -54,11 +54,11 @@ async function main(): Promise<number> {
   }
 
   const unknown = options.names.filter(
-    (name) => name !== 'sign' && name !== 'scale' && name !== 'soak' && findScenario(name) === undefined,
+    (name) => name !== 'sign' && name !== 'scale' && name !== 'scale-store' && name !== 'soak' && findScenario(name) === undefined,
   );
   if (unknown.length > 0) {
     console.error(
-      `unknown scenario ${unknown.map((n) => `"${n}"`).join(', ')}; known: sign, scale, soak, ${scenarios.map((s) => s.name).join(', ')}`,
+      `unknown scenario ${unknown.map((n) => `"${n}"`).join(', ')}; known: sign, scale, scale-store, soak, ${scenarios.map((s) => s.name).join(', ')}`,
     );
     return 2;
   }
@@ -69,10 +69,12 @@ async function main(): Promise<number> {
   const runSign = everything || options.names.includes('sign');
   // Only when named: it writes 2M records and starts gateways of 100k clients (~7 min).
   const runScale = options.names.includes('scale');
+  // Only when named: it writes up to 1M stored clients into Redis (issue 34).
+  const runScaleStore = options.names.includes('scale-store');
   // Only when named: five minutes of load and bursts (bench/README.md, "Soak and bursts").
   const runSoakNamed = options.names.includes('soak');
   if (!everything) for (const scenario of pending) console.log(`${scenario.name}: pending: ${scenario.pending}`);
-  if (active.length === 0 && !runSign && !runScale && !runSoakNamed) return 0;
+  if (active.length === 0 && !runSign && !runScale && !runScaleStore && !runSoakNamed) return 0;
 
   let generator: LoadGenerator;
   try {
@@ -165,7 +167,7 @@ async function main(): Promise<number> {
   if (generator.name === 'autocannon' && options.loadgen !== 'autocannon')
     console.log('Note: wrk is not installed, using autocannon (sudo apt-get install -y wrk for the reference figures)');
   // A soak alone has its own settings, printed in its report; the rounds and warm-up are not its.
-  const soakAlone = runSoakNamed && active.length === 0 && !runSign && !runScale;
+  const soakAlone = runSoakNamed && active.length === 0 && !runSign && !runScale && !runScaleStore;
   console.log(
     soakAlone
       ? `Settings: soak for ${options.soak.durationS} s, Tessera from ${target.kind === 'dist' ? 'dist/' : 'TypeScript sources'}, ${options.threads} worker threads\n`
@@ -211,10 +213,11 @@ async function main(): Promise<number> {
       for (const line of formatSignRatios(results.sign)) console.log(line);
       console.log('');
     }
-    if (runScale) {
-      results.scale = await runScaleBench(ctx);
+    if (runScale || runScaleStore) {
+      results.scale = await runScaleBench(ctx, { config: runScale, store: runScaleStore });
       results.settings.redis = ctx.redisVersion;
-      failed ||= results.scale.failures.length > 0 || results.scale.cost.some((row) => row.rounds.some((round) => !round.valid));
+      const loads = [...results.scale.cost, ...(results.scale.storedClients?.rows.flatMap((row) => row.loads) ?? [])];
+      failed ||= results.scale.failures.length > 0 || loads.some((row) => row.rounds.some((round) => !round.valid));
       console.log(`${formatScale(results.scale)}\n`);
     }
     if (runSoakNamed) {

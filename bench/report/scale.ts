@@ -1,6 +1,6 @@
 /** The console tables of the `scale` bench (its figures and arithmetic: scale_results.ts). */
 import type { StoreKind } from '../scenarios/scenario.js';
-import { median } from '../support/stats.js';
+import { median, medianOrNull } from '../support/stats.js';
 import {
   bytesPerItem,
   costRatio,
@@ -12,6 +12,7 @@ import {
   type ScaleResults,
   type StartUpRow,
   type StoreRow,
+  type StoredClientsResults,
 } from './scale_results.js';
 import { formatInteger, formatMs } from './table.js';
 
@@ -92,6 +93,50 @@ export function formatStore(rows: readonly StoreRow[], redisVersion: string | nu
   return lines;
 }
 
+/**
+ * Clients kept in the store (`scale-store`): one line per count, its start-up and RSS, and the
+ * server CPU per request of each load (spread over 1,000 ids, one id, past the cache), each with
+ * its ratio to the same load at the smallest count: 1.00x is flat.
+ */
+export function formatStoredClients(stored: StoredClientsResults): string[] {
+  const lines = [
+    '| stored clients | written in, s | Redis used_memory, MiB | start to /readyz 200, ms | RSS once ready, MiB | RSS after load, MiB | µs/req, 1,000 ids | µs/req, 1 id | µs/req, past the cache |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  const kinds = ['spread', 'one', 'beyond-cache'] as const;
+  const first = stored.rows[0];
+  const cell = (row: StoredClientsResults['rows'][number], kind: (typeof kinds)[number]): string => {
+    const load = row.loads.find((l) => l.id.endsWith(`-${kind}`));
+    if (load === undefined) return '–';
+    const us = medianUs(load);
+    if (us === null) return 'INVALID';
+    const reference = first?.loads.find((l) => l.id.endsWith(`-${kind}`));
+    const ratio = row === first ? null : costRatio(load, reference);
+    const valid = load.rounds.filter((round) => round.valid);
+    const storeUs = medianOrNull(valid.map((round) => round.storeUsPerRequest ?? null));
+    const reads = medianOrNull(valid.map((round) => round.storeReadsPerRequest ?? null));
+    const store =
+      storeUs === null && reads === null
+        ? ''
+        : ` · Redis +${storeUs === null ? '–' : storeUs.toFixed(1)}, ${reads === null ? '–' : reads.toFixed(3)} GET`;
+    return `${us.toFixed(1)}${ratio === null ? '' : ` (${ratio.toFixed(2)}x)`}${store}`;
+  };
+  for (const row of stored.rows) {
+    lines.push(
+      `| ${formatInteger(row.clients)} | ${row.seedSeconds.toFixed(1)} | ${mib(row.redisUsedBytes)} | ${formatInteger(row.readyMs)} | ` +
+        `${mib(row.rssBytes)} | ${mib(row.rssAfterLoadBytes)} | ${kinds.map((kind) => cell(row, kind)).join(' | ')} |`,
+    );
+  }
+  lines.push(
+    '',
+    `Each gateway caches ${formatInteger(stored.cacheSize)} stored clients; the load past the cache cycles over ${formatInteger(2 * stored.cacheSize)} ids, so every request reads its client from Redis. Each µs/req is the gateway's CPU (its ratio to the same load at ${first === undefined ? '–' : formatInteger(first.clients)} stored clients), then redis-server's CPU per request and its \`GET\` calls per request (1 = every request a store lookup).`,
+  );
+  for (const row of stored.rows)
+    for (const load of row.loads)
+      for (const round of load.rounds) if (!round.valid) lines.push(`INVALID ${load.label}, round ${round.round}: ${round.invalidReason}`);
+  return lines;
+}
+
 /** The whole console report of a scale run. */
 export function formatScale(results: ScaleResults): string {
   const sections: string[] = ['### scale (costs as the work grows)', ''];
@@ -105,6 +150,13 @@ export function formatScale(results: ScaleResults): string {
       '',
     );
   if (results.store.length > 0) sections.push('Store memory per live record:', '', ...formatStore(results.store, results.redisVersion), '');
+  if (results.storedClients != null && results.storedClients.rows.length > 0)
+    sections.push(
+      'Clients kept in the store (`clientRegistry.store`, Redis), client_credentials server CPU per request (median of rounds):',
+      '',
+      ...formatStoredClients(results.storedClients),
+      '',
+    );
   for (const failure of results.failures) sections.push(`FAILED: ${failure}`);
   return sections.join('\n');
 }

@@ -37,6 +37,9 @@ export interface CostRound {
   p99Ms: number;
   valid: boolean;
   invalidReason: string | null;
+  /** With a store watched (`scale-store`): redis-server CPU per request, µs, and its `GET`s per request. */
+  storeUsPerRequest?: number | null;
+  storeReadsPerRequest?: number | null;
 }
 
 /** One row of the client_credentials cost table. */
@@ -72,6 +75,11 @@ export interface ScaleResults {
   store: StoreRow[];
   /** Of the redis-server the records were written to. */
   redisVersion: string | null;
+  /**
+   * Clients kept in the store, by count (`scale-store`); absent from runs before it, empty when
+   * the part did not run.
+   */
+  storedClients?: StoredClientsResults | null;
   /** Problems that kept a part from running (a part that threw), or none. */
   failures: string[];
 }
@@ -133,4 +141,31 @@ export function costRatio(row: CostRow, reference: CostRow | undefined): number 
 /** Bytes per record: the growth ÷ the records written. */
 export function bytesPerItem(row: StoreRow): number {
   return row.count > 0 ? row.bytes / row.count : Number.NaN;
+}
+
+/**
+ * One count of clients kept in the store (`clientRegistry.store`, docs/architecture.md "Clients in
+ * the store"), seeded into Redis with the registry's own records (bench/scale/stored_clients.ts).
+ */
+export interface StoredClientsRow {
+  /** Clients kept in the store (the config file has one more: the bench's `m2m`). */
+  clients: number;
+  /** Seconds to write the clients added since the previous row. */
+  seedSeconds: number;
+  /** redis-server `used_memory` once they are written; null when not read. */
+  redisUsedBytes: number | null;
+  /** `tessera start` to `/readyz` 200, ms. */
+  readyMs: number;
+  /** RSS a second after ready, and after every load of this row. */
+  rssBytes: number | null;
+  rssAfterLoadBytes: number | null;
+  /** client_credentials loads over `cycled` distinct stored clients, interleaved within the row. */
+  loads: CostRow[];
+}
+
+/** The stored-clients part of a scale run (`npm run bench -- scale-store`). */
+export interface StoredClientsResults {
+  rows: StoredClientsRow[];
+  /** `clientRegistry.cacheSize` of the gateways: a load over more ids misses the cache on every request. */
+  cacheSize: number;
 }

@@ -51,6 +51,8 @@ export interface BenchOptions {
    * the seconds between bursts, and the steady load's rate in req/s (bench/README.md, "Soak and bursts").
    */
   soak: { durationS: number; burstSize: number; burstEveryS: number; rate: number };
+  /** `scale-store`: the counts of clients kept in the store (bench/scale/stored_clients.ts); undefined = its defaults. */
+  storedClients: number[] | undefined;
   help: boolean;
 }
 
@@ -59,7 +61,8 @@ export const usage = `Usage: npm run bench -- [scenario… | sign | scale] [opti
 With no scenario, runs every current scenario and the sign micro-bench. \`scale\` (only when
 named, ~7 min) measures start-up, per-request cost and store memory as clients and records grow.
 \`soak\` (only when named, 5 min) runs the mixed load on Redis with bursts of new connections and
-fails unless every request is answered and nothing is left in flight.
+fails unless every request is answered and nothing is left in flight. \`scale-store\` (only when
+named) measures start-up, RSS and per-request cost with clients kept in the store (Redis).
 
 Options:
   --duration S         measured seconds per contender and round (10; --quick: 3)
@@ -93,6 +96,10 @@ Options:
   --out DIR            write <timestamp>.json and .svg here; default $TESSERA_BENCH_RESULTS, else
                        $XDG_CACHE_HOME/tessera-bench/results (~/.cache/…): outside the repository
   --no-save            do not write the results files
+
+scale-store:
+  --stored-clients N[,M…]
+                       counts of clients kept in the store (10,100000,1000000; --quick: 10,10000)
 
 soak:
   --duration S         seconds of the soak (300 when not given)
@@ -142,6 +149,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       'burst-size': { type: 'string' },
       'burst-every': { type: 'string' },
       rate: { type: 'string' },
+      'stored-clients': { type: 'string', multiple: true },
     },
   });
   const quick = values.quick === true;
@@ -172,6 +180,13 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
   if (values.out !== undefined && !save) throw new UsageError('--out and --no-save: one or the other');
   if (values['baseline-events'] !== undefined && baselineRoot === undefined)
     throw new UsageError('--baseline-events needs --baseline-root');
+  const storedClients = values['stored-clients']
+    ?.flatMap((list) => list.split(','))
+    .map((count) => {
+      const n = Number(count);
+      if (!Number.isInteger(n) || n < 1) throw new UsageError(`--stored-clients must be positive whole numbers, not "${count}"`);
+      return n;
+    });
   return {
     names: positionals,
     durationS: positiveNumber('duration', values.duration, quick ? 3 : 10),
@@ -194,6 +209,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     events,
     baselineEvents,
     cpuProf: values['cpu-prof'] === true,
+    storedClients,
     soak: {
       durationS: positiveNumber('duration', values.duration, 300),
       burstSize: positiveNumber('burst-size', values['burst-size'], 2000, true),

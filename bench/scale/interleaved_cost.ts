@@ -19,7 +19,8 @@ import { CpuWindow } from '../support/cpu_window.js';
 export interface CostLoad {
   id: string;
   label: string;
-  server: ChildServer;
+  /** The gateway process: its URL, and its pid for the CPU window. */
+  server: Pick<ChildServer, 'url' | 'pid'>;
   /** `Authorization` header values, one per client the load uses. */
   authorizations: readonly string[];
 }
@@ -32,6 +33,11 @@ export interface InterleavedOptions {
   connections: number;
   workDir: string;
   progress: Progress;
+  /**
+   * The store under the gateways, when there is one to watch: its process (its CPU per request)
+   * and a counter of its record reads (`GET` calls), read before and after each measured run.
+   */
+  store?: { pid: number | null; reads: () => Promise<number | null> };
 }
 
 const sampleEveryMs = 250;
@@ -54,7 +60,14 @@ async function runOnce(
   durationS: number,
   measured: boolean,
   phase: string,
-): Promise<{ result: LoadResult; serverCores: number | null; loadgenCores: number | null; otherCores: number | null }> {
+): Promise<{
+  result: LoadResult;
+  serverCores: number | null;
+  loadgenCores: number | null;
+  otherCores: number | null;
+  storeCores: number | null;
+  storeReads: number | null;
+}> {
   const run = options.generator.start({
     baseUrl: load.server.url,
     kinds: [kind],
@@ -62,13 +75,16 @@ async function runOnce(
     durationS,
     workDir: options.workDir,
   });
+  const storePid = options.store?.pid ?? null;
   const window = new CpuWindow(
     new Map<string, number>([
       ['server', load.server.pid],
       ['loadgen', run.pid],
       ['runner', process.pid],
+      ...(storePid === null ? [] : ([['store', storePid]] as const)),
     ]),
   );
+  const readsBefore = measured && options.store !== undefined ? await options.store.reads() : null;
   await run.started;
   window.sample();
   const startedAt = performance.now();
@@ -89,11 +105,14 @@ async function runOnce(
     clearInterval(timer);
   }
   window.sample();
+  const readsAfter = readsBefore === null ? null : await options.store?.reads();
   return {
     result,
     serverCores: window.figure('server')?.cores ?? null,
     loadgenCores: window.figure('loadgen')?.cores ?? null,
     otherCores: window.otherCores(),
+    storeCores: storePid === null ? null : (window.figure('store')?.cores ?? null),
+    storeReads: readsBefore === null || readsAfter === null || readsAfter === undefined ? null : readsAfter - readsBefore,
   };
 }
 
@@ -135,6 +154,12 @@ export async function measureInterleaved(loads: readonly CostLoad[], options: In
           p99Ms: result.latencyMs.p99,
           valid: reason === null,
           invalidReason: reason,
+          ...(options.store === undefined
+            ? {}
+            : {
+                storeUsPerRequest: run.storeCores === null || result.rps <= 0 ? null : (run.storeCores * 1e6) / result.rps,
+                storeReadsPerRequest: run.storeReads === null || result.requests <= 0 ? null : run.storeReads / result.requests,
+              }),
         });
       }
     }

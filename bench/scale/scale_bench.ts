@@ -26,6 +26,7 @@ import { repoRoot, startChild, type ChildServer } from '../support/child_server.
 import { scaleClientConfigs, spreadAuthorizations } from './clients.js';
 import { measureInterleaved, type CostLoad } from './interleaved_cost.js';
 import { measureStartUp } from './start_up.js';
+import { measureStoredClients, storedClientCounts } from './stored_clients.js';
 import { measureMemoryStore, measureRedisStore } from './store_memory.js';
 import type { RecordClient } from './store_records.js';
 import { writeValidatorModules } from './validator_modules.js';
@@ -242,8 +243,15 @@ async function measureStores(ctx: RunContext, sizes: ScaleSizes): Promise<{ rows
   return { rows, redisVersion };
 }
 
-/** Runs every part; a part that fails is reported in `failures` and the others still run. */
-export async function runScaleBench(ctx: RunContext): Promise<ScaleResults> {
+/**
+ * Runs the parts asked for: `config` (start-up, cost and store memory above; `scale`) and `store`
+ * (clients kept in the store, stored_clients.ts; `scale-store`). A part that fails is reported in
+ * `failures` and the others still run.
+ */
+export async function runScaleBench(
+  ctx: RunContext,
+  parts: { config: boolean; store: boolean } = { config: true, store: false },
+): Promise<ScaleResults> {
   const sizes = scaleSizes(ctx.options.quick);
   const results: ScaleResults = {
     startUp: [],
@@ -262,19 +270,27 @@ export async function runScaleBench(ctx: RunContext): Promise<ScaleResults> {
       results.failures.push(`${name}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
     }
   };
-  await part('start-up', async () => {
-    results.startUp = await measureStartUps(ctx, sizes);
-  });
-  await part('client_credentials cost', async () => {
-    const { rows, reference } = await measureCosts(ctx, sizes);
-    results.cost = rows;
-    results.costReference = reference;
-  });
-  await part('store memory', async () => {
-    const { rows, redisVersion } = await measureStores(ctx, sizes);
-    results.store = rows;
-    results.redisVersion = redisVersion;
-  });
+  if (parts.config) {
+    await part('start-up', async () => {
+      results.startUp = await measureStartUps(ctx, sizes);
+    });
+    await part('client_credentials cost', async () => {
+      const { rows, reference } = await measureCosts(ctx, sizes);
+      results.cost = rows;
+      results.costReference = reference;
+    });
+    await part('store memory', async () => {
+      const { rows, redisVersion } = await measureStores(ctx, sizes);
+      results.store = rows;
+      results.redisVersion = redisVersion;
+    });
+  }
+  if (parts.store) {
+    await part('stored clients', async () => {
+      results.storedClients = await measureStoredClients(ctx, storedClientCounts(ctx.options.quick, ctx.options.storedClients));
+      results.redisVersion ??= ctx.redisVersion;
+    });
+  }
   ctx.progress.clear();
   return results;
 }

@@ -34,14 +34,24 @@ async function ready(url: string): Promise<boolean> {
   }
 }
 
-/** Starts the gateway on `configFile` (which listens on `url`), measures, and stops it (SIGINT: at once). */
-export async function measureStartUp(options: {
+/** A gateway started by {@link startTimed}, still running. */
+export interface TimedGateway extends StartUpFigure {
+  readonly pid: number;
+  readonly url: string;
+  /** Stops it (SIGINT: at once) and waits for it to exit. */
+  stop(): Promise<void>;
+}
+
+export interface StartUpOptions {
   root: string;
   target: 'dist' | 'source';
   configFile: string;
   url: string;
   timeoutMs?: number;
-}): Promise<StartUpFigure> {
+}
+
+/** Starts the gateway on `configFile` (which listens on `url`) and measures its start; leaves it running. */
+export async function startTimed(options: StartUpOptions): Promise<TimedGateway> {
   const started = performance.now();
   const child = spawn(process.execPath, [...startCommand(options.root, options.target), 'start', '--config', options.configFile], {
     cwd: options.root,
@@ -55,6 +65,12 @@ export async function measureStartUp(options: {
     stderr = (stderr + chunk.toString('utf8')).slice(-4000);
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async (): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
+    const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(killer);
+  };
   try {
     const deadline = started + (options.timeoutMs ?? 180_000);
     while (!(await ready(options.url))) {
@@ -65,11 +81,16 @@ export async function measureStartUp(options: {
     const readyMs = performance.now() - started;
     await new Promise((resolve) => setTimeout(resolve, settleMs));
     const memory = child.pid === undefined ? null : processMemory(child.pid);
-    return { readyMs, rssBytes: memory?.rssBytes ?? null };
-  } finally {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
-    const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(killer);
+    return { readyMs, rssBytes: memory?.rssBytes ?? null, pid: child.pid as number, url: options.url, stop };
+  } catch (err) {
+    await stop();
+    throw err;
   }
+}
+
+/** Starts the gateway on `configFile` (which listens on `url`), measures, and stops it (SIGINT: at once). */
+export async function measureStartUp(options: StartUpOptions): Promise<StartUpFigure> {
+  const gateway = await startTimed(options);
+  await gateway.stop();
+  return { readyMs: gateway.readyMs, rssBytes: gateway.rssBytes };
 }

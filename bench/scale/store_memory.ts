@@ -25,7 +25,7 @@ export interface StoreMemoryFigure {
 const inFlight = 512;
 
 /** Calls `write` `count` times, `inFlight` at a time, reporting progress about every 2%. */
-async function writeMany(count: number, write: () => Promise<void>, progress: (done: number) => void): Promise<void> {
+export async function writeMany(count: number, write: () => Promise<void>, progress: (done: number) => void): Promise<void> {
   let started = 0;
   let done = 0;
   const step = Math.max(1, Math.floor(count / 50));

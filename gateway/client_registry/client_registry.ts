@@ -59,11 +59,27 @@ export interface ClientRegistryOptions {
 // Every store-kept client is one family's record, so that the admin API can list them
 // (`familyRecords`); a record needs a TTL (core/store/store.ts), renewed by every write.
 const family = 'clients';
-const recordTtlMs = 10 * 365 * 86_400_000;
+/** A store-kept client record's TTL: renewed by every write. */
+export const storedClientTtlMs = 10 * 365 * 86_400_000;
 const versionKey: StoreKey = { kind: 'client', id: 'version' };
 
-function clientKey(clientId: string): StoreKey {
+/** Where client `clientId` is kept (exported for the bench, bench/scale/stored_clients.ts, to write the same records). */
+export function storedClientKey(clientId: string): StoreKey {
   return { kind: 'client', id: hashHandle(clientId), family };
+}
+
+/** The record {@link ClientRegistry.write} stores for `config` at `now`; `kept` as there. */
+export function storedClientRecord(
+  config: ClientConfig,
+  now: number,
+  kept: { createdAt?: number; registration?: ClientRegistration | undefined } = {},
+): StoredClientRecord {
+  return {
+    config,
+    createdAt: kept.createdAt ?? now,
+    updatedAt: now,
+    ...(kept.registration === undefined ? {} : { registration: kept.registration }),
+  };
 }
 
 interface CachedClient {
@@ -158,7 +174,7 @@ export class ClientRegistry {
 
   /** The stored record, uncached (the admin API). */
   async read(clientId: string): Promise<StoredClientRecord | null> {
-    const record = await this.#store.get<StoredClientRecord>(clientKey(clientId));
+    const record = await this.#store.get<StoredClientRecord>(storedClientKey(clientId));
     return record !== null && record.config.clientId === clientId ? record : null;
   }
 
@@ -170,21 +186,15 @@ export class ClientRegistry {
     config: ClientConfig,
     kept: { createdAt?: number; registration?: ClientRegistration | undefined } = {},
   ): Promise<StoredClientRecord> {
-    const now = this.#now();
-    const record: StoredClientRecord = {
-      config,
-      createdAt: kept.createdAt ?? now,
-      updatedAt: now,
-      ...(kept.registration === undefined ? {} : { registration: kept.registration }),
-    };
-    await this.#store.set(clientKey(config.clientId), record, recordTtlMs);
+    const record = storedClientRecord(config, this.#now(), kept);
+    await this.#store.set(storedClientKey(config.clientId), record, storedClientTtlMs);
     await this.#changed();
     return record;
   }
 
   /** Removes a client; resolves whether there was one. */
   async remove(clientId: string): Promise<boolean> {
-    const removed = await this.#store.delete(clientKey(clientId));
+    const removed = await this.#store.delete(storedClientKey(clientId));
     await this.#changed();
     return removed;
   }
@@ -209,7 +219,7 @@ export class ClientRegistry {
 
   async #read(clientId: string): Promise<StoredClientRecord | null> {
     this.storeLookups += 1;
-    return await this.#store.get<StoredClientRecord>(clientKey(clientId));
+    return await this.#store.get<StoredClientRecord>(storedClientKey(clientId));
   }
 
   #remember(clientId: string, client: RegisteredClient | undefined): void {
@@ -230,7 +240,7 @@ export class ClientRegistry {
   async #changed(): Promise<void> {
     this.invalidate();
     const version = randomUUID();
-    await this.#store.set(versionKey, version, recordTtlMs);
+    await this.#store.set(versionKey, version, storedClientTtlMs);
     // Our own change: no need to empty the cache again at the next poll.
     this.#version = version;
   }
