@@ -85,6 +85,8 @@ export function storedClientRecord(
 interface CachedClient {
   readonly client: RegisteredClient;
   readonly expiresAt: number;
+  /** When the entry last moved to the end of the LRU order. */
+  touchedAt: number;
 }
 
 export class ClientRegistry {
@@ -128,9 +130,15 @@ export class ClientRegistry {
     const found = this.#found.get(clientId);
     if (found !== undefined) {
       if (found.expiresAt > now) {
-        // Least recently used first in Map order: a hit moves to the end.
-        this.#found.delete(clientId);
-        this.#found.set(clientId, found);
+        // Least recently used first in Map order: a hit moves to the end, at most once a second.
+        // Moving on every hit made one busy client in a full cache cost as much as a store lookup:
+        // a Map keeps deleted entries until it rehashes, and re-adding a key walks past them
+        // (docs/decisions/0026-stored-clients-at-scale.md).
+        if (now - found.touchedAt >= 1000) {
+          found.touchedAt = now;
+          this.#found.delete(clientId);
+          this.#found.set(clientId, found);
+        }
         return found.client;
       }
       this.#found.delete(clientId);
@@ -227,7 +235,7 @@ export class ClientRegistry {
     if (client !== undefined) {
       this.#unknown.delete(clientId);
       this.#found.delete(clientId);
-      this.#found.set(clientId, { client, expiresAt });
+      this.#found.set(clientId, { client, expiresAt, touchedAt: this.#now() });
       if (this.#found.size > this.#options.cacheSize) this.#found.delete(this.#found.keys().next().value as string);
     } else {
       this.#unknown.delete(clientId);
