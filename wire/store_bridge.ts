@@ -38,7 +38,6 @@ const bridged: { readonly [M in StoreMethod]: true } = {
   rotate: true,
   rotateChain: true,
   chainLookup: true,
-  redeemChain: true,
   writeWhileLive: true,
   revokeFamily: true,
   isFamilyRevoked: true,
