@@ -168,3 +168,18 @@ export async function measureInterleaved(loads: readonly CostLoad[], options: In
   }
   return rounds;
 }
+
+/** One request with the first and the last header of a load, answered with a token, before any load. */
+export async function preflight(load: CostLoad): Promise<void> {
+  for (const authorization of [load.authorizations[0], load.authorizations[load.authorizations.length - 1]]) {
+    const response = await fetch(`${load.server.url}/connect/token`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Authorization: authorization as string },
+      body: 'grant_type=client_credentials&scope=api1',
+      signal: AbortSignal.timeout(10_000),
+    });
+    const text = await response.text();
+    if (response.status !== 200 || !text.startsWith('{"access_token":"'))
+      throw new Error(`${load.label}: status ${response.status}: ${text.slice(0, 200)}`);
+  }
+}

@@ -24,7 +24,7 @@ import type { StoreKind } from '../scenarios/scenario.js';
 import { addClients, benchClients, buildBenchConfig } from '../support/bench_config.js';
 import { repoRoot, startChild, type ChildServer } from '../support/child_server.js';
 import { scaleClientConfigs, spreadAuthorizations } from './clients.js';
-import { measureInterleaved, type CostLoad } from './interleaved_cost.js';
+import { measureInterleaved, preflight, type CostLoad } from './interleaved_cost.js';
 import { measureStartUp } from './start_up.js';
 import { measureStoredClients, storedClientCounts } from './stored_clients.js';
 import { measureMemoryStore, measureRedisStore } from './store_memory.js';
@@ -106,21 +106,6 @@ async function startGateway(ctx: RunContext, name: string, configFile: string): 
     args: [configFile, ctx.target.kind, ...(ctx.options.gatewayRoot === undefined ? [] : [path.resolve(ctx.options.gatewayRoot)])],
     readyTimeoutMs: 300_000,
   });
-}
-
-/** One request with the first and the last header of a load, answered with a token, before any load. */
-async function preflight(load: CostLoad): Promise<void> {
-  for (const authorization of [load.authorizations[0], load.authorizations[load.authorizations.length - 1]]) {
-    const response = await fetch(`${load.server.url}/connect/token`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Authorization: authorization as string },
-      body: 'grant_type=client_credentials&scope=api1',
-      signal: AbortSignal.timeout(10_000),
-    });
-    const text = await response.text();
-    if (response.status !== 200 || !text.startsWith('{"access_token":"'))
-      throw new Error(`${load.label}: status ${response.status}: ${text.slice(0, 200)}`);
-  }
 }
 
 async function measureCosts(ctx: RunContext, sizes: ScaleSizes): Promise<{ rows: CostRow[]; reference: string }> {

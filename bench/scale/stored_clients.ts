@@ -27,7 +27,7 @@ import { buildBenchConfig, sha256Secret } from '../support/bench_config.js';
 import { repoRoot } from '../support/child_server.js';
 import { processMemory } from '../support/proc_stats.js';
 import { scaleClient, spreadAuthorizations } from './clients.js';
-import { measureInterleaved, type CostLoad } from './interleaved_cost.js';
+import { measureInterleaved, preflight, type CostLoad } from './interleaved_cost.js';
 import { startTimed, type TimedGateway } from './start_up.js';
 import { writeMany } from './store_memory.js';
 
@@ -108,21 +108,6 @@ async function usedMemory(port: number): Promise<number | null> {
   const info = (await sendRedisCommand(port, 'INFO memory', 5000)) ?? '';
   const used = /used_memory:(\d+)/.exec(info)?.[1];
   return used === undefined ? null : Number(used);
-}
-
-/** One request with the first and the last header of a load, answered with a token. */
-async function preflight(load: CostLoad): Promise<void> {
-  for (const authorization of [load.authorizations[0], load.authorizations[load.authorizations.length - 1]]) {
-    const response = await fetch(`${load.server.url}/connect/token`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Authorization: authorization as string },
-      body: 'grant_type=client_credentials&scope=api1',
-      signal: AbortSignal.timeout(10_000),
-    });
-    const text = await response.text();
-    if (response.status !== 200 || !text.startsWith('{"access_token":"'))
-      throw new Error(`${load.label}: status ${response.status}: ${text.slice(0, 200)}`);
-  }
 }
 
 /** The loads of one count: over 1,000 ids (or all), one id, and past the cache when there are enough. */
