@@ -797,7 +797,9 @@ export class RedisStore implements Store {
     // one script, so that a listing full of expired names never holds Redis long.
     const most = 4 * limit + 100;
     const prefix = `${this.#prefix}${familyTag(family)}:`;
-    const reply = await this.#write('listFamily', (c) => this.#script(c, 'tesseraListPage', [listedKey], [from, limit + 1, prefix, most]));
+    // A read that may forget stale names: not followed by WAIT (a name forgotten on the master
+    // only is forgotten again by the next page read after a failover).
+    const reply = await this.#run('listFamily', (c) => this.#script(c, 'tesseraListPage', [listedKey], [from, limit + 1, prefix, most]));
     if (!Array.isArray(reply) || typeof reply[0] !== 'number') throw new Error('unexpected listFamily reply from redis');
     const records: ListedRecord<T>[] = [];
     for (let i = 2; i + 1 < reply.length; i += 2) {
