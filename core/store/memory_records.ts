@@ -18,6 +18,9 @@ import {
   StoreUnavailableError,
   assertFamilyName,
   assertChain,
+  assertListable,
+  assertListedName,
+  assertPageLimit,
   assertOneSlot,
   assertRotatable,
   companionList,
@@ -32,6 +35,9 @@ import type {
   CompanionRecord,
   ConsumeResult,
   CounterResult,
+  FamilyPage,
+  FamilyScan,
+  ListedRecord,
   RecordKind,
   StoreKey,
 } from './store.js';
@@ -58,6 +64,8 @@ interface StoredRecord {
   consumed: boolean;
   expiresAt: number;
   family: string | undefined;
+  /** Its entry in the family's listing ({@link listingEntry}), when it is listed. */
+  listed?: string | undefined;
 }
 
 interface FamilyIndex {
@@ -101,6 +109,30 @@ function toRecordKey(key: StoreKey): string {
   return `{${key.family}}:${key.kind}:${key.id}`;
 }
 
+/**
+ * A listing's entry: the name's UTF-8 bytes as latin1 (so that string order is Redis's byte
+ * order), U+0000, the record's key. Names hold no U+0000, so entries sort by name.
+ */
+function listingEntry(name: string, recordKey: string): string {
+  return `${latin1Bytes(name)}\u0000${recordKey}`;
+}
+
+function latin1Bytes(text: string): string {
+  return Buffer.from(text, 'utf8').toString('latin1');
+}
+
+/** The first index of sorted `entries` whose entry is not below `entry`. */
+function lowerBound(entries: readonly string[], entry: string): number {
+  let low = 0;
+  let high = entries.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if ((entries[mid] as string) < entry) low = mid + 1;
+    else high = mid;
+  }
+  return low;
+}
+
 /** A value given to the records must be packed already; anything else is a caller's bug. */
 function packedValue(value: unknown): string {
   if (typeof value !== 'string') throw new TypeError('the memory records hold packed values (strings) only');
@@ -115,12 +147,15 @@ export class MemoryRecords implements PackedRecords {
   readonly #now: () => number;
   readonly #records = new Map<string, StoredRecord>();
   readonly #families = new Map<string, FamilyIndex>();
+  /** Each family's listing ({@link Store.listFamily}): entries ({@link listingEntry}), sorted. */
+  readonly #listings = new Map<string, string[]>();
   readonly #revoked = new Map<string, number>();
   readonly #counters = new Map<string, Counter>();
   readonly #chains = new Map<string, Chain>();
   readonly #sweepTimer: NodeJS.Timeout;
   readonly #maxRecords: number;
   #evicted = 0;
+  #listingReads = 0;
   #closed = false;
 
   constructor(options: MemoryStoreOptions = {}) {
@@ -141,14 +176,20 @@ export class MemoryRecords implements PackedRecords {
     return this.#evicted;
   }
 
+  /** Records `listFamily` has looked at since start (tests: a page's cost). */
+  get listingReads(): number {
+    return this.#listingReads;
+  }
+
   async set<T>(key: StoreKey, value: T, ttlMs: number): Promise<void> {
     this.#assertOpen();
     const ttl = toTtlMs(ttlMs);
     const recordKey = toRecordKey(key);
     if (key.family !== undefined && this.#isRevoked(key.family)) throw new FamilyRevokedError(key.family);
     const bytes = packedValue(value);
+    const listed = key.name === undefined ? undefined : listingEntry(assertListedName(key), recordKey);
     this.#ensureRoom(1, recordKey);
-    this.#write(recordKey, key.family, bytes, ttl);
+    this.#write(recordKey, key.family, bytes, ttl, listed);
   }
 
   async get<T>(key: StoreKey): Promise<T | null> {
@@ -309,6 +350,7 @@ export class MemoryRecords implements PackedRecords {
       }
       this.#families.delete(family);
     }
+    this.#listings.delete(family);
     this.#chains.delete(family);
     // Keep the longest revocation when a family is revoked twice.
     const until = this.#now() + ttl;
@@ -329,6 +371,50 @@ export class MemoryRecords implements PackedRecords {
     return values;
   }
 
+  async listFamily<T>(family: string, after: string | undefined, limit: number): Promise<FamilyPage<T>> {
+    this.#assertOpen();
+    assertFamilyName(family);
+    assertPageLimit(limit);
+    const entries = this.#listings.get(family);
+    if (entries === undefined) return { records: [], next: null };
+    // Past every entry of `after` itself: its entries are `after`, U+0000, a key.
+    let at = after === undefined ? 0 : lowerBound(entries, `${latin1Bytes(after)}\u0001`);
+    const records: ListedRecord<T>[] = [];
+    while (at < entries.length && records.length <= limit) {
+      const entry = entries[at] as string;
+      const split = entry.indexOf('\u0000');
+      this.#listingReads += 1;
+      // An expired record leaves the listing as it is read (#remove), so `at` then holds the next.
+      const record = this.#read(entry.slice(split + 1));
+      if (entries[at] !== entry) continue;
+      at += 1;
+      if (record === undefined || record.consumed) continue;
+      records.push({ name: Buffer.from(entry.slice(0, split), 'latin1').toString('utf8'), value: record.bytes as T });
+    }
+    if (records.length <= limit) return { records, next: null };
+    records.pop();
+    return { records, next: (records.at(-1) as ListedRecord<T>).name };
+  }
+
+  async scanFamily<T>(family: string, kind: RecordKind, _cursor: string | undefined, _count: number): Promise<FamilyScan<T>> {
+    // One process's records: one batch is as cheap as several.
+    return { records: await this.familyRecords<T>(family, kind), cursor: null };
+  }
+
+  async listRecords(keys: readonly StoreKey[]): Promise<number> {
+    this.#assertOpen();
+    assertListable(keys);
+    let listed = 0;
+    for (const key of keys) {
+      const recordKey = toRecordKey(key);
+      const record = this.#read(recordKey);
+      if (record === undefined || record.consumed) continue;
+      this.#list(record, listingEntry(key.name as string, recordKey));
+      listed += 1;
+    }
+    return listed;
+  }
+
   async isFamilyRevoked(family: string): Promise<boolean> {
     this.#assertOpen();
     assertFamilyName(family);
@@ -343,8 +429,9 @@ export class MemoryRecords implements PackedRecords {
     const existing = this.#read(recordKey);
     if (existing !== undefined && !existing.consumed) return existing.bytes as T;
     const bytes = packedValue(value);
+    const listed = key.name === undefined ? undefined : listingEntry(assertListedName(key), recordKey);
     this.#ensureRoom(existing === undefined ? 1 : 0);
-    this.#write(recordKey, key.family, bytes, ttl);
+    this.#write(recordKey, key.family, bytes, ttl, listed);
     return bytes as T;
   }
 
@@ -430,9 +517,13 @@ export class MemoryRecords implements PackedRecords {
     }
   }
 
-  #write(recordKey: string, family: string | undefined, bytes: string, ttl: number): void {
+  #write(recordKey: string, family: string | undefined, bytes: string, ttl: number, listed?: string): void {
     const expiresAt = this.#now() + ttl;
-    this.#records.set(recordKey, { bytes, consumed: false, expiresAt, family });
+    // A write without a name keeps the record's listing, as on Redis.
+    const before = this.#records.get(recordKey)?.listed;
+    const record: StoredRecord = { bytes, consumed: false, expiresAt, family, listed: before };
+    this.#records.set(recordKey, record);
+    if (listed !== undefined) this.#list(record, listed);
     if (family === undefined) return;
     const index = this.#families.get(family);
     if (index === undefined || index.expiresAt <= this.#now()) {
@@ -449,6 +540,30 @@ export class MemoryRecords implements PackedRecords {
     if (record === undefined) return;
     this.#records.delete(recordKey);
     if (record.family !== undefined) this.#families.get(record.family)?.members.delete(recordKey);
+    if (record.listed !== undefined) this.#unlist(record.family as string, record.listed);
+  }
+
+  /** Puts a family record in its family's listing as `entry`, in place of an entry it had. */
+  #list(record: StoredRecord, entry: string): void {
+    const family = record.family as string;
+    if (record.listed === entry) return;
+    if (record.listed !== undefined) this.#unlist(family, record.listed);
+    record.listed = entry;
+    let entries = this.#listings.get(family);
+    if (entries === undefined) {
+      entries = [];
+      this.#listings.set(family, entries);
+    }
+    const at = lowerBound(entries, entry);
+    if (entries[at] !== entry) entries.splice(at, 0, entry);
+  }
+
+  #unlist(family: string, entry: string): void {
+    const entries = this.#listings.get(family);
+    if (entries === undefined) return;
+    const at = lowerBound(entries, entry);
+    if (entries[at] === entry) entries.splice(at, 1);
+    if (entries.length === 0) this.#listings.delete(family);
   }
 
   #chain(family: string): Chain | undefined {

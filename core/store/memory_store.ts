@@ -40,6 +40,11 @@ export class MemoryStore extends PackingStore {
     return this.#records.size;
   }
 
+  /** Records `listFamily` has looked at since start (tests: a page's cost). */
+  get listingReads(): number {
+    return this.#records.listingReads;
+  }
+
   /** Device-code records dropped at the cap so far (a metric). */
   get evicted(): number {
     return this.#records.evicted;

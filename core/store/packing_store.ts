@@ -18,6 +18,8 @@ import type {
   CompanionRecord,
   ConsumeResult,
   CounterResult,
+  FamilyPage,
+  FamilyScan,
   RecordKind,
   Store,
   StoreKey,
@@ -119,6 +121,20 @@ export class PackingStore implements Store {
 
   async familyRecords<T>(family: string, kind: RecordKind): Promise<T[]> {
     return (await this.#records.familyRecords<string>(family, kind)).map((bytes) => unpackRecordText<T>(bytes));
+  }
+
+  async listFamily<T>(family: string, after: string | undefined, limit: number): Promise<FamilyPage<T>> {
+    const page = await this.#records.listFamily<string>(family, after, limit);
+    return { records: page.records.map((r) => ({ name: r.name, value: unpackRecordText<T>(r.value) })), next: page.next };
+  }
+
+  async scanFamily<T>(family: string, kind: RecordKind, cursor: string | undefined, count: number): Promise<FamilyScan<T>> {
+    const scan = await this.#records.scanFamily<string>(family, kind, cursor, count);
+    return { records: scan.records.map((bytes) => unpackRecordText<T>(bytes)), cursor: scan.cursor };
+  }
+
+  listRecords(keys: readonly StoreKey[]): Promise<number> {
+    return this.#records.listRecords(keys);
   }
 
   async putIfAbsent<T>(key: StoreKey, value: T, ttlMs: number): Promise<T> {

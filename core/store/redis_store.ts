@@ -13,6 +13,7 @@
  * | `<p>{<family>}:<kind>:<id>` | string | a record of a family |
  * | `<p>{<family>}:members` | set | the keys of the family's records; TTL of its longest-lived member |
  * | `<p>{<family>}:revoked` | string | revocation marker; refuses later writes into the family |
+ * | `<p>{<family>}:listed` | sorted set | the family's listing ({@link Store.listFamily}): members `<name>\0<kind>:<id>`, all of score 0, in byte order (`ZRANGEBYLEX`); TTL of its longest-lived record |
  * | `<p>{<family>}:chain` | hash | a refresh-token chain's state: last rotation, rate-limit count (docs/storage.md, "Refresh-token chains") |
  * | `<p>{<family>}:retired` | string | the chain's Bloom filter of retired token ids, 8192 bits |
  * | `<p>{<family>}~<name>:…` | | a sub-family (`subFamily`): the three rows above for its own records, in its family's slot |
@@ -56,7 +57,10 @@ import {
   FamilyRevokedError,
   StoreUnavailableError,
   assertFamilyName,
+  assertListable,
+  assertListedName,
   assertOneSlot,
+  assertPageLimit,
   assertChain,
   assertRotatable,
   companionList,
@@ -72,6 +76,9 @@ import type {
   CompanionRecord,
   ConsumeResult,
   CounterResult,
+  FamilyPage,
+  FamilyScan,
+  ListedRecord,
   RecordKind,
   Store,
   StoreKey,
@@ -181,8 +188,9 @@ end`;
 }
 
 const scripts = {
-  // KEYS: record [, members, revoked]. ARGV: bytes, ttl, '1' = only when absent.
-  // Reply: {0} family revoked | {1} written | {2, current} a live record was already there.
+  // KEYS: record [, members, revoked [, listing]]. ARGV: bytes, ttl, '1' = only when absent
+  // [, listing member]. Reply: {0} family revoked | {1} written | {2, current} a live record was
+  // already there.
   tesseraWrite: `
 local ttl = tonumber(ARGV[2])
 if KEYS[3] and redis.call('EXISTS', KEYS[3]) == 1 then return {0} end
@@ -194,6 +202,10 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
 if KEYS[2] then
   redis.call('SADD', KEYS[2], KEYS[1])
   if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
+end
+if KEYS[4] then
+  redis.call('ZADD', KEYS[4], 0, ARGV[4])
+  if redis.call('PTTL', KEYS[4]) < ttl then redis.call('PEXPIRE', KEYS[4], ttl) end
 end
 return {1}`,
   // KEYS: record. Reply: {0} missing | {1, value} consumed now | {2, value} consumed before.
@@ -312,22 +324,61 @@ if KEYS[n + 1] then
   if redis.call('PTTL', KEYS[n + 2]) < ttl then redis.call('PEXPIRE', KEYS[n + 2], ttl) end
 end
 return {1}`,
-  // KEYS: members, revoked. ARGV: ttl. Reply: records removed. The members are keys of the same
-  // hash tag, so they live in this script's slot.
+  // KEYS: members, revoked, listing. ARGV: ttl. Reply: records removed. The members are keys of
+  // the same hash tag, so they live in this script's slot.
   tesseraRevoke: `
 local removed = 0
 for _, member in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   removed = removed + redis.call('DEL', member)
 end
-redis.call('DEL', KEYS[1])
+redis.call('DEL', KEYS[1], KEYS[3])
 local ttl = tonumber(ARGV[1])
 if redis.call('PTTL', KEYS[2]) < ttl then redis.call('SET', KEYS[2], '1', 'PX', ttl) end
 return removed`,
-  // KEYS: record, members. Reply: records removed.
+  // KEYS: record, members [, listing]. ARGV: [listing member]. Reply: records removed.
   tesseraDeleteMember: `
 local removed = redis.call('DEL', KEYS[1])
 redis.call('SREM', KEYS[2], KEYS[1])
+if KEYS[3] then redis.call('ZREM', KEYS[3], ARGV[1]) end
 return removed`,
+  // One page of a family's listing. KEYS: listing. ARGV: the first name's ZRANGEBYLEX bound,
+  // records wanted, the family's record key prefix, most names read. Reply: {names read, the last
+  // name read, (name, record)…}. Names whose record is gone are forgotten; consumed ones skipped.
+  // The record keys share the listing's hash tag, so they live in this script's slot.
+  tesseraListPage: `
+local want, most = tonumber(ARGV[2]), tonumber(ARGV[4])
+local from, read, last, out = ARGV[1], 0, '', {}
+while #out < 2 * want and read < most do
+  local batch = redis.call('ZRANGEBYLEX', KEYS[1], from, '+', 'LIMIT', 0, math.min(want - #out / 2, most - read))
+  if #batch == 0 then break end
+  for _, member in ipairs(batch) do
+    read = read + 1
+    local at = string.find(member, '\\0', 1, true)
+    last = string.sub(member, 1, at - 1)
+    local value = redis.call('GET', ARGV[3] .. string.sub(member, at + 1))
+    if not value then redis.call('ZREM', KEYS[1], member)
+    elseif string.byte(value, 1) == ${liveHeader} then
+      out[#out + 1] = last
+      out[#out + 1] = value
+    end
+  end
+  from = '(' .. batch[#batch]
+end
+table.insert(out, 1, last)
+table.insert(out, 1, read)
+return out`,
+  // KEYS: listing, records…. ARGV: their listing members. Reply: records listed (those live).
+  tesseraListIfLive: `
+local listed = 0
+for i = 2, #KEYS do
+  if redis.call('GETRANGE', KEYS[i], 0, 0) == string.char(${liveHeader}) then
+    redis.call('ZADD', KEYS[1], 0, ARGV[i - 1])
+    local ttl = redis.call('PTTL', KEYS[i])
+    if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+    listed = listed + 1
+  end
+end
+return listed`,
   // KEYS: members, then records that read as gone. Reply: members forgotten. Checked again here, so
   // a record written since the read keeps its membership.
   tesseraForgetGone: `
@@ -553,14 +604,16 @@ export class RedisStore implements Store {
     const ttl = toTtlMs(ttlMs);
     const recordKey = this.#recordKey(key);
     const bytes = packRecordWithHeader(value, headerBytes);
+    if (key.name !== undefined) assertListedName(key);
     if (key.family === undefined) {
       await this.#write('set', (c) => c.set(recordKey, bytes, 'PX', ttl));
       return;
     }
     const family = key.family;
-    const reply = await this.#write('set', (c) =>
-      this.#script(c, 'tesseraWrite', [recordKey, this.#membersKey(family), this.#revokedKey(family)], [bytes, ttl, '0']),
-    );
+    const keys = [recordKey, this.#membersKey(family), this.#revokedKey(family)];
+    const args: ScriptArg[] = [bytes, ttl, '0'];
+    this.#addListing(key, keys, args);
+    const reply = await this.#write('set', (c) => this.#script(c, 'tesseraWrite', keys, args));
     if (readScriptReply(reply).status === 0) throw new FamilyRevokedError(family);
   }
 
@@ -574,10 +627,14 @@ export class RedisStore implements Store {
   async delete(key: StoreKey): Promise<boolean> {
     const recordKey = this.#recordKey(key);
     const family = key.family;
-    const removed =
-      family === undefined
-        ? await this.#write('delete', (c) => c.del(recordKey))
-        : await this.#write('delete', (c) => this.#script(c, 'tesseraDeleteMember', [recordKey, this.#membersKey(family)], []));
+    if (family === undefined) return Number(await this.#write('delete', (c) => c.del(recordKey))) > 0;
+    const keys = [recordKey, this.#membersKey(family)];
+    const args: ScriptArg[] = [];
+    if (key.name !== undefined) {
+      keys.push(this.#listedKey(family));
+      args.push(this.#listingMember(key));
+    }
+    const removed = await this.#write('delete', (c) => this.#script(c, 'tesseraDeleteMember', keys, args));
     return Number(removed) > 0;
   }
 
@@ -705,7 +762,7 @@ export class RedisStore implements Store {
     assertFamilyName(family);
     const ttl = toTtlMs(ttlMs);
     const removed = await this.#write('revokeFamily', (c) =>
-      this.#script(c, 'tesseraRevoke', [this.#membersKey(family), this.#revokedKey(family)], [ttl]),
+      this.#script(c, 'tesseraRevoke', [this.#membersKey(family), this.#revokedKey(family), this.#listedKey(family)], [ttl]),
     );
     return Number(removed);
   }
@@ -730,6 +787,56 @@ export class RedisStore implements Store {
     return records;
   }
 
+  async listFamily<T>(family: string, after: string | undefined, limit: number): Promise<FamilyPage<T>> {
+    assertFamilyName(family);
+    assertPageLimit(limit);
+    const listedKey = this.#listedKey(family);
+    // Past every member of `after` itself: its members are `after`, NUL, a key.
+    const from = after === undefined ? '-' : Buffer.concat([Buffer.from('['), Buffer.from(after, 'utf8'), Buffer.from([1])]);
+    // One more than the page, to tell whether more follow; and a bound on forgotten names read in
+    // one script, so that a listing full of expired names never holds Redis long.
+    const most = 4 * limit + 100;
+    const prefix = `${this.#prefix}${familyTag(family)}:`;
+    // A read that may forget stale names: not followed by WAIT (a name forgotten on the master
+    // only is forgotten again by the next page read after a failover).
+    const reply = await this.#run('listFamily', (c) => this.#script(c, 'tesseraListPage', [listedKey], [from, limit + 1, prefix, most]));
+    if (!Array.isArray(reply) || typeof reply[0] !== 'number') throw new Error('unexpected listFamily reply from redis');
+    const records: ListedRecord<T>[] = [];
+    for (let i = 2; i + 1 < reply.length; i += 2) {
+      records.push({ name: (reply[i] as Buffer).toString('utf8'), value: unpackBody<T>(reply[i + 1] as Buffer) });
+    }
+    if (records.length > limit) {
+      records.pop();
+      return { records, next: (records.at(-1) as ListedRecord<T>).name };
+    }
+    // Stopped at the bound on names read: the next page goes on from the last one read.
+    const lastRead = (reply[1] as Buffer).toString('utf8');
+    return { records, next: reply[0] >= most ? lastRead : null };
+  }
+
+  async scanFamily<T>(family: string, kind: RecordKind, cursor: string | undefined, count: number): Promise<FamilyScan<T>> {
+    assertFamilyName(family);
+    const membersKey = this.#membersKey(family);
+    const [next, members] = await this.#run('scanFamily', (c) => c.sscan(membersKey, cursor ?? '0', 'COUNT', count));
+    const marker = `${familyTag(family)}:${kind}:`;
+    const keys = members.filter((m) => m.startsWith(this.#prefix) && m.includes(marker));
+    const records: T[] = [];
+    if (keys.length > 0) {
+      const values = await this.#run('scanFamily', (c) => c.mgetBuffer(...keys));
+      for (const bytes of values) if (bytes !== null && bytes[0] === liveHeader) records.push(unpackBody<T>(bytes));
+    }
+    return { records, cursor: next === '0' ? null : next };
+  }
+
+  async listRecords(keys: readonly StoreKey[]): Promise<number> {
+    assertListable(keys);
+    const first = keys[0];
+    if (first === undefined) return 0;
+    const scriptKeys = [this.#listedKey(first.family as string), ...keys.map((k) => this.#recordKey(k))];
+    const members = keys.map((k) => this.#listingMember(k));
+    return Number(await this.#write('listRecords', (c) => this.#script(c, 'tesseraListIfLive', scriptKeys, members)));
+  }
+
   async isFamilyRevoked(family: string): Promise<boolean> {
     assertFamilyName(family);
     const revokedKey = this.#revokedKey(family);
@@ -741,7 +848,9 @@ export class RedisStore implements Store {
     const keys = [this.#recordKey(key)];
     if (key.family !== undefined) keys.push(this.#membersKey(key.family), this.#revokedKey(key.family));
     const bytes = packRecordWithHeader(value, headerBytes);
-    const reply = readScriptReply(await this.#write('putIfAbsent', (c) => this.#script(c, 'tesseraWrite', keys, [bytes, ttl, '1'])));
+    const args: ScriptArg[] = [bytes, ttl, '1'];
+    this.#addListing(key, keys, args);
+    const reply = readScriptReply(await this.#write('putIfAbsent', (c) => this.#script(c, 'tesseraWrite', keys, args)));
     if (reply.status === 0) throw new FamilyRevokedError(key.family ?? '');
     // Every caller gets a decoded copy of what is stored, the writer included.
     return unpackBody<T>(reply.status === 2 && reply.bytes !== undefined ? reply.bytes : bytes);
@@ -791,6 +900,23 @@ export class RedisStore implements Store {
     if (key.family === undefined) return `${this.#prefix}${key.kind}:${key.id}`;
     assertFamilyName(key.family);
     return `${this.#prefix}${familyTag(key.family)}:${key.kind}:${key.id}`;
+  }
+
+  #listedKey(family: string): string {
+    return `${this.#prefix}${familyTag(family)}:listed`;
+  }
+
+  /** A record's member in its family's listing: its name, NUL, its key past the family's tag. */
+  #listingMember(key: StoreKey): Buffer {
+    return Buffer.concat([Buffer.from(assertListedName(key), 'utf8'), Buffer.from([0]), Buffer.from(`${key.kind}:${key.id}`)]);
+  }
+
+  /** The listing's key and member for `tesseraWrite`, when the record has a name. */
+  #addListing(key: StoreKey, keys: string[], args: ScriptArg[]): void {
+    if (key.name === undefined) return;
+    const member = this.#listingMember(key);
+    keys.push(this.#listedKey(key.family as string));
+    args.push(member);
   }
 
   #membersKey(family: string): string {

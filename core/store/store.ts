@@ -44,6 +44,34 @@ export interface StoreKey {
   id: string;
   /** Family the record belongs to; omitted for standalone records. */
   family?: string;
+  /**
+   * A family record's name in its family's listing ({@link Store.listFamily}), kept in the same
+   * atomic step as the record by `set`, `putIfAbsent` and `delete` (other writes ignore it). One
+   * record keeps one name; a name never contains U+0000. The store-kept clients are listed this
+   * way, by `clientId` (docs/storage.md, "Clients in the store").
+   */
+  name?: string;
+}
+
+/** One record of a family's listing and the name it is listed under. */
+export interface ListedRecord<T> {
+  readonly name: string;
+  readonly value: T;
+}
+
+/** One page of {@link Store.listFamily}. */
+export interface FamilyPage<T> {
+  /** Live records by name (UTF-8 byte order), at most the page's `limit`. */
+  readonly records: readonly ListedRecord<T>[];
+  /** The `after` of the next page: `null` once the listing is done. */
+  readonly next: string | null;
+}
+
+/** One batch of {@link Store.scanFamily}. */
+export interface FamilyScan<T> {
+  readonly records: readonly T[];
+  /** Where the next batch starts; `null` once the scan is done. */
+  readonly cursor: string | null;
 }
 
 /**
@@ -221,6 +249,33 @@ export interface Store {
    * which nothing can be added to it.
    */
   familyRecords<T>(family: string, kind: RecordKind): Promise<T[]>;
+  /**
+   * The family's listed records (written with a {@link StoreKey.name}) by name, `limit` of them
+   * from the first name after `after` (from the first name when `undefined`): a page costs about
+   * `limit` record reads however many records the family lists (a sorted index on Redis, a
+   * sorted array in memory). Live records only; a name whose record expired or is consumed is
+   * skipped (and forgotten when gone). `next` is not `null` while more may follow; a page may
+   * then hold fewer than `limit` records (Redis reads a bounded number of forgotten names per
+   * call).
+   *
+   * Paging by name gives every record listed throughout the walk exactly once, in order; a record
+   * written or deleted during the walk shows in a later page, or not, by where its name falls
+   * against the pages already read.
+   */
+  listFamily<T>(family: string, after: string | undefined, limit: number): Promise<FamilyPage<T>>;
+  /**
+   * The live records of one kind in a family, a batch of about `count` at a time, in no order,
+   * from `cursor` (`undefined` to begin): for walking a family too large for `familyRecords`. A
+   * record there throughout the scan is returned at least once (Redis `SSCAN`; the memory store
+   * answers in one batch).
+   */
+  scanFamily<T>(family: string, kind: RecordKind, cursor: string | undefined, count: number): Promise<FamilyScan<T>>;
+  /**
+   * Lists records written before they had a name (`keys`, each with its `name`, all of one
+   * family), each only while it is live, in one atomic step; resolves how many were listed. The
+   * migration of a family to a listing (gateway/client_registry/client_listing_backfill.ts).
+   */
+  listRecords(keys: readonly StoreKey[]): Promise<number>;
   /**
    * Writes the record only when no live record is stored under the key, atomically, and resolves
    * the value stored afterwards: `value` for the caller that wrote it, the earlier value for every
@@ -405,6 +460,39 @@ export function retiredFilterPositions(id: string): number[] {
 export function assertChain(oldKey: StoreKey, newKey: StoreKey, chain: ChainPolicy<unknown>): void {
   if (oldKey.family === undefined || oldKey.family !== newKey.family) throw new Error('a chain rotation needs both keys in one family');
   if (!(chain.limit >= 1) || !(chain.windowMs > 0)) throw new RangeError('a chain needs a limit of at least 1 per positive window');
+}
+
+/**
+ * The precondition of a listing name (see {@link StoreKey.name}): in a family, without U+0000
+ * (which ends the name in the listing's entries).
+ * @internal
+ */
+export function assertListedName(key: StoreKey): string {
+  const { name } = key;
+  if (name === undefined) throw new Error('a listed record needs a name');
+  if (key.family === undefined) throw new Error('only a family record can be listed');
+  if (typeof name !== 'string' || name.includes('\u0000')) throw new Error(`invalid listing name ${JSON.stringify(name)}: no U+0000`);
+  return name;
+}
+
+/**
+ * The precondition of {@link Store.listRecords}: every key named and in one family.
+ * @internal
+ */
+export function assertListable(keys: readonly StoreKey[]): void {
+  const family = keys[0]?.family;
+  for (const key of keys) {
+    assertListedName(key);
+    if (key.family !== family) throw new Error('listRecords needs every key in one family');
+  }
+}
+
+/**
+ * `limit` of {@link Store.listFamily}: a whole number from 1.
+ * @internal
+ */
+export function assertPageLimit(limit: number): void {
+  if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`a page limit must be a whole number from 1, got ${String(limit)}`);
 }
 
 function sameKey(a: StoreKey, b: StoreKey): boolean {

@@ -19,6 +19,7 @@ import type { TokenTaskResult } from '../../wire/token_task.js';
 import { Exchange } from '../http/exchange.js';
 import type { AuditEventInput, AuditEventName } from '../observability/events/audit_event.js';
 import { checkClientDocument, clientView, generateSecret, secretId } from './client_document.js';
+import { decodeClientCursor, encodeClientCursor } from './client_list_cursor.js';
 
 export interface AdminApiDeps {
   readonly registry: ClientRegistry;
@@ -116,15 +117,28 @@ export function registerAdminRoutes(app: Pick<uWS.TemplatedApp, 'any'>, deps: Ad
   route(adminPaths.expireSecret, { post: expireSecret });
 }
 
+/**
+ * One page of the store-kept clients by `clientId`: `limit` (1-1000, default 100) from `cursor`
+ * (the `next` of the page before) or after the client id `after`. A page reads about `limit`
+ * records however many are stored; the walk's behaviour under concurrent writes is in
+ * docs/operations.md ("Admin API").
+ */
 async function listClients(request: AdminRequest, _body: unknown, deps: AdminApiDeps): Promise<void> {
+  const { exchange } = request;
   const limitText = request.query('limit');
-  const limit = limitText === undefined ? defaultPageSize : Number(limitText);
-  if (!Number.isInteger(limit) || limit < 1 || limit > maxPageSize) {
-    sendError(request.exchange, 400, 'invalid_request', `limit must be an integer from 1 to ${maxPageSize}`);
-    return;
+  const limit = limitText === undefined ? defaultPageSize : /^\d{1,4}$/.test(limitText) ? Number(limitText) : Number.NaN;
+  if (!(limit >= 1 && limit <= maxPageSize)) {
+    return sendError(exchange, 400, 'invalid_request', `limit must be a whole number from 1 to ${maxPageSize}`);
   }
-  const page = await deps.registry.list(request.query('after'), limit);
-  send(request.exchange, 200, { clients: page.clients.map((r) => clientView(r)), next: page.next });
+  const cursor = request.query('cursor');
+  const afterId = request.query('after');
+  if (cursor !== undefined && afterId !== undefined) return sendError(exchange, 400, 'invalid_request', 'give cursor or after, not both');
+  const after = cursor === undefined ? afterId : decodeClientCursor(cursor);
+  if (cursor !== undefined && after === undefined) {
+    return sendError(exchange, 400, 'invalid_request', 'cursor is not one this API gave (the "next" of a page)');
+  }
+  const page = await deps.registry.list(after, limit);
+  send(exchange, 200, { clients: page.clients.map((r) => clientView(r)), next: page.next === null ? null : encodeClientCursor(page.next) });
 }
 
 async function createClient(request: AdminRequest, body: unknown, deps: AdminApiDeps): Promise<void> {

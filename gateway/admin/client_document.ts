@@ -31,6 +31,9 @@ export function checkClientDocument(document: unknown, config: LoadedConfig, gra
   for (const field of configOnlyFields) {
     if (client[field] !== undefined) problems.push({ path: field, message: 'is not supported for a store-kept client (config file only)' });
   }
+  // The listing keeps a client under its id, which ends at U+0000 there (core/store/store.ts,
+  // `StoreKey.name`); RFC 6749 Appendix A.1 allows no control character in a client_id anyway.
+  if (client.clientId.includes('\u0000')) problems.push({ path: 'clientId', message: 'must not contain U+0000' });
   const crossProblems = checkCrossReferences({ ...config, clients: [client] }, [...grantTypes]);
   for (const problem of crossProblems) {
     if (problem.path === clientPrefix) problems.push({ path: '(root)', message: problem.message });

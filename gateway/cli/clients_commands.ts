@@ -103,40 +103,76 @@ export const clientsAddCommand: CliCommand = {
 
 export const clientsListCommand: CliCommand = {
   words: ['clients', 'list'],
-  summary: 'List the store-kept clients: id, enabled, grant types, scopes',
-  usage: 'tessera clients list [--limit N] [--after CLIENT_ID] [--url URL] [--token-file FILE]',
+  summary: 'List the store-kept clients by id: id, enabled, grant types, scopes',
+  usage: 'tessera clients list [--all] [--limit N] [--cursor CURSOR | --after CLIENT_ID] [--url URL] [--token-file FILE]',
   details: [
+    "--all              every page: follows each page's cursor to the end",
     '--limit N          clients per page (default 100, at most 1000)',
-    '--after CLIENT_ID  start after this client id (the "next" a page printed)',
+    '--cursor CURSOR    the page a "more:" line named (the admin API\'s opaque "next")',
+    '--after CLIENT_ID  start after this client id',
     ...connectionDetails,
+    '',
+    'Without --all, one page, and on stderr the command for the next one. Clients come in client id',
+    'order; one added or deleted during a walk shows or not by where its id falls (docs/operations.md).',
   ],
   async run(args, io) {
     const { values } = parseArgs({
       args,
-      options: { ...connectionOptions, limit: { type: 'string' }, after: { type: 'string' } },
+      options: {
+        ...connectionOptions,
+        all: { type: 'boolean' },
+        limit: { type: 'string' },
+        cursor: { type: 'string' },
+        after: { type: 'string' },
+      },
       strict: true,
     });
-    const query = new URLSearchParams();
-    if (values.limit !== undefined) query.set('limit', values.limit);
-    if (values.after !== undefined) query.set('after', values.after);
-    const page = await call(await connection(values, io), 'GET', `/admin/clients${query.size > 0 ? `?${query}` : ''}`);
-    const clients = page.clients as { clientId: string; enabled: boolean; allowedGrantTypes: string[]; allowedScopes: string[] }[];
-    const rows = [
-      ['CLIENT_ID', 'ENABLED', 'GRANT_TYPES', 'SCOPES'],
-      ...clients.map((c) => [c.clientId, String(c.enabled), c.allowedGrantTypes.join(','), c.allowedScopes.join(' ')]),
-    ];
-    const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
-    for (const row of rows)
-      io.stdout.write(
-        `${row
-          .map((cell, i) => cell.padEnd(widths[i] ?? 0))
-          .join('  ')
-          .trimEnd()}\n`,
-      );
-    if (typeof page.next === 'string') io.stderr.write(`more: tessera clients list --after ${page.next}\n`);
-    return ExitCode.Ok;
+    if (values.cursor !== undefined && values.after !== undefined) throw new UsageError('give --cursor or --after, not both');
+    const admin = await connection(values, io);
+    let cursor = values.cursor;
+    let first = true;
+    for (;;) {
+      const query = new URLSearchParams();
+      if (values.limit !== undefined) query.set('limit', values.limit);
+      if (cursor !== undefined) query.set('cursor', cursor);
+      else if (first && values.after !== undefined) query.set('after', values.after);
+      const page = await call(admin, 'GET', `/admin/clients${query.size > 0 ? `?${query}` : ''}`);
+      printClientRows(io, page.clients as ListedClient[], first);
+      first = false;
+      const next = typeof page.next === 'string' ? page.next : undefined;
+      if (next === undefined) return ExitCode.Ok;
+      if (values.all !== true) {
+        const limit = values.limit === undefined ? '' : ` --limit ${values.limit}`;
+        io.stderr.write(`more: tessera clients list${limit} --cursor ${next}\n`);
+        return ExitCode.Ok;
+      }
+      cursor = next;
+    }
   },
 };
+
+interface ListedClient {
+  clientId: string;
+  enabled: boolean;
+  allowedGrantTypes: string[];
+  allowedScopes: string[];
+}
+
+/** One page's rows, aligned within the page; the header with the first. */
+function printClientRows(io: CliIo, clients: readonly ListedClient[], header: boolean): void {
+  const rows = [
+    ...(header ? [['CLIENT_ID', 'ENABLED', 'GRANT_TYPES', 'SCOPES']] : []),
+    ...clients.map((c) => [c.clientId, String(c.enabled), c.allowedGrantTypes.join(','), c.allowedScopes.join(' ')]),
+  ];
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
+  for (const row of rows)
+    io.stdout.write(
+      `${row
+        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+        .join('  ')
+        .trimEnd()}\n`,
+    );
+}
 
 export const clientsShowCommand: CliCommand = {
   words: ['clients', 'show'],

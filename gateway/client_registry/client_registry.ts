@@ -14,6 +14,7 @@ import { hashHandle } from '../../core/store/handle.js';
 import { StoreUnavailableError, type Store, type StoreKey } from '../../core/store/store.js';
 import type { ClientConfig } from '../../core/worker_config.js';
 import type { ClientMetadata } from './client_metadata.js';
+import { backfillClientListing } from './client_listing_backfill.js';
 
 /**
  * What dynamic client registration (RFC 7591) keeps beside a client it registered: the hash of
@@ -41,7 +42,7 @@ export interface StoredClientRecord {
 /** One page of {@link ClientRegistry.list}: clients by `clientId`, and where the next page starts. */
 export interface ClientPage {
   readonly clients: readonly StoredClientRecord[];
-  /** The `after` of the next page; `null` on the last. */
+  /** The `after` of the next page (the last `clientId` of this one); `null` on the last. */
   readonly next: string | null;
 }
 
@@ -56,8 +57,9 @@ export interface ClientRegistryOptions {
   readonly now?: () => number;
 }
 
-// Every store-kept client is one family's record, so that the admin API can list them
-// (`familyRecords`); a record needs a TTL (core/store/store.ts), renewed by every write.
+// Every store-kept client is one record of one family, listed by its `clientId` (the key's
+// `name`), so that the admin API pages them in `clientId` order at O(page) cost
+// (`Store.listFamily`); a record needs a TTL (core/store/store.ts), renewed by every write.
 const family = 'clients';
 /** A store-kept client record's TTL: renewed by every write. */
 export const storedClientTtlMs = 10 * 365 * 86_400_000;
@@ -65,7 +67,7 @@ const versionKey: StoreKey = { kind: 'client', id: 'version' };
 
 /** Where client `clientId` is kept (exported for the bench, bench/scale/stored_clients.ts, to write the same records). */
 export function storedClientKey(clientId: string): StoreKey {
-  return { kind: 'client', id: hashHandle(clientId), family };
+  return { kind: 'client', id: hashHandle(clientId), family, name: clientId };
 }
 
 /** The record {@link ClientRegistry.write} stores for `config` at `now`; `kept` as there. */
@@ -112,11 +114,31 @@ export class ClientRegistry {
     this.#now = options.now ?? Date.now;
   }
 
-  /** Reads the version once, then polls it; never keeps the process alive. */
+  /**
+   * What the listing's migration did (client_listing_backfill.ts): started by {@link start}, in
+   * the background; resolves the clients it listed, `null` when the store had been migrated, or
+   * `undefined` when it failed (logged; the next start tries again).
+   */
+  listingBackfill: Promise<number | null | undefined> = Promise.resolve(null);
+
+  /**
+   * Reads the version once, then polls it; never keeps the process alive. Lists the clients of
+   * an older version in the background, once per store: start-up does not wait for it.
+   */
   async start(): Promise<void> {
     await this.#poll();
     this.#timer = setInterval(() => void this.#poll(), this.#options.pollIntervalMs);
     this.#timer.unref();
+    this.listingBackfill = backfillClientListing({
+      store: this.#store,
+      family,
+      keyOf: storedClientKey,
+      logger: this.#options.logger,
+      markerTtlMs: storedClientTtlMs,
+    }).catch((err: unknown) => {
+      this.#options.logger.warn({ err }, 'client listing: listing the older clients failed; the next start tries again');
+      return undefined;
+    });
   }
 
   stop(): void {
@@ -207,15 +229,15 @@ export class ClientRegistry {
     return removed;
   }
 
-  /** Store-kept clients ordered by `clientId`, `limit` from the first after `after`. */
+  /**
+   * Store-kept clients ordered by `clientId` (its UTF-8 bytes), `limit` from the first after
+   * `after`: one store call that reads about `limit` records, however many clients are stored
+   * (`Store.listFamily`).
+   */
   async list(after: string | undefined, limit: number): Promise<ClientPage> {
-    const all = (await this.#store.familyRecords<StoredClientRecord>(family, 'client')).sort((a, b) =>
-      a.config.clientId < b.config.clientId ? -1 : a.config.clientId > b.config.clientId ? 1 : 0,
-    );
-    const from = after === undefined ? all : all.filter((r) => r.config.clientId > after);
-    const clients = from.slice(0, limit);
-    const last = clients.at(-1);
-    return { clients, next: from.length > limit && last !== undefined ? last.config.clientId : null };
+    const page = await this.#store.listFamily<StoredClientRecord>(family, after, limit);
+    const clients = page.records.filter((r) => r.value.config.clientId === r.name).map((r) => r.value);
+    return { clients, next: page.next };
   }
 
   /** Empties both caches; lookups in flight then do not fill them. */

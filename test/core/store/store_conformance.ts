@@ -489,6 +489,95 @@ export function runStoreConformance(t: TapTest, makeStore: MakeStore): void {
     tt.same(await store.familyRecords(newFamily(), 'jti'), [], 'an unknown family has none');
   });
 
+  /** Walks a family's listing `limit` at a time: every page's names, and how many pages. */
+  async function walk(store: Store, family: string, limit: number): Promise<{ names: string[]; pages: number }> {
+    const names: string[] = [];
+    let after: string | undefined;
+    let pages = 0;
+    for (;;) {
+      const page = await store.listFamily<{ n: string }>(family, after, limit);
+      pages += 1;
+      for (const r of page.records) {
+        if (r.value.n !== r.name) throw new Error(`record ${r.value.n} listed as ${r.name}`);
+        names.push(r.name);
+      }
+      if (page.records.length > limit) throw new Error('a page longer than its limit');
+      if (page.next === null) return { names, pages };
+      after = page.next;
+    }
+  }
+
+  const listedKey = (family: string, name: string): StoreKey => ({ kind: 'client', id: hashHandle(name), family, name });
+
+  t.test('listFamily pages the named records by name, in UTF-8 byte order, each once', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    // UTF-16 order puts the astral character before U+E000; UTF-8 byte order (Redis's) after.
+    const names = ['a', 'ab', 'a b', 'b', 'B', 'é', '\ue000', '😀', 'z9', 'z10', 'zz', '0', '-', 'a\u0001'];
+    for (const name of names) await store.set(listedKey(family, name), { n: name }, longTtlMs);
+    await store.set({ kind: 'client', id: newId(), family }, { n: 'unnamed' }, longTtlMs);
+    await store.set(listedKey(newFamily(), 'other'), { n: 'other' }, longTtlMs);
+    const expected = [...names].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
+    for (const limit of [1, 3, names.length, 100]) {
+      const { names: listed, pages } = await walk(store, family, limit);
+      tt.same(listed, expected, `limit ${limit}: every name once, in order`);
+      tt.equal(pages, Math.max(1, Math.ceil(names.length / limit)), `limit ${limit}: no empty last page`);
+    }
+    const fromMiddle = await store.listFamily<{ n: string }>(family, 'a', 2);
+    tt.same(
+      fromMiddle.records.map((r) => r.name),
+      ['a\u0001', 'a b'],
+      'after a name, from the next one',
+    );
+    tt.same(await store.listFamily(newFamily(), undefined, 10), { records: [], next: null }, 'an unknown family lists nothing');
+    await tt.rejects(store.listFamily(family, undefined, 0), RangeError);
+    await tt.rejects(store.set({ kind: 'client', id: newId(), family, name: 'nul\u0000' }, 1, longTtlMs), /U\+0000/);
+  });
+
+  t.test('listFamily follows the writes: a delete unlists, a rewrite lists once, expired and consumed records are skipped', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    for (const name of ['a', 'b', 'c', 'd', 'e']) await store.set(listedKey(family, name), { n: name }, longTtlMs);
+    tt.equal(await store.delete(listedKey(family, 'b')), true);
+    await store.set(listedKey(family, 'c'), { n: 'c' }, longTtlMs);
+    await store.set({ kind: 'client', id: hashHandle('d'), family }, { n: 'd' }, longTtlMs);
+    await store.set(listedKey(family, 'f'), { n: 'f' }, shortTtlMs);
+    tt.same(await store.putIfAbsent(listedKey(family, 'g'), { n: 'g' }, longTtlMs), { n: 'g' });
+    await store.consume(listedKey(family, 'e'));
+    tt.same((await walk(store, family, 2)).names, ['a', 'c', 'd', 'f', 'g'], 'a write without the name keeps it listed');
+    await sleep(pastShortTtlMs);
+    tt.same((await walk(store, family, 2)).names, ['a', 'c', 'd', 'g'], 'an expired record is not listed');
+    await store.revokeFamily(family, longTtlMs);
+    tt.same(await store.listFamily(family, undefined, 10), { records: [], next: null }, 'a revoked family lists nothing');
+  });
+
+  t.test('scanFamily walks a family in batches and listRecords lists what was written without a name', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const names = Array.from({ length: 30 }, (_, i) => `client-${String(i).padStart(2, '0')}`);
+    for (const name of names) await store.set({ kind: 'client', id: hashHandle(name), family }, { n: name }, longTtlMs);
+    await store.set({ kind: 'jti', id: newId(), family }, { n: 'another kind' }, longTtlMs);
+    tt.same(await store.listFamily(family, undefined, 100), { records: [], next: null }, 'written without a name: not listed');
+    const seen = new Set<string>();
+    let cursor: string | undefined;
+    let batches = 0;
+    do {
+      const scan = await store.scanFamily<{ n: string }>(family, 'client', cursor, 7);
+      for (const r of scan.records) seen.add(r.n);
+      cursor = scan.cursor ?? undefined;
+      batches += 1;
+    } while (cursor !== undefined && batches < 1000);
+    tt.same([...seen].sort(), names, 'every record of the kind, at least once');
+    await store.delete({ kind: 'client', id: hashHandle('client-03'), family });
+    tt.equal(await store.listRecords(names.map((n) => listedKey(family, n))), 29, 'a deleted record is not listed');
+    tt.same(
+      (await walk(store, family, 8)).names,
+      names.filter((n) => n !== 'client-03'),
+    );
+    tt.equal(await store.listRecords([]), 0);
+    await tt.rejects(store.listRecords([listedKey(family, 'a'), listedKey(newFamily(), 'b')]), /one family/);
+  });
+
   t.test('revokeFamily of an unknown family removes nothing and still refuses later writes', async (tt) => {
     const store = await open(tt);
     const family = newFamily();

@@ -111,8 +111,8 @@ t.test('creates, reads, updates, disables, lists and deletes a client, each chan
     first.clients.map((c) => c.clientId),
     ['svc-a', 'svc-b'],
   );
-  t.equal(first.next, 'svc-b');
-  const second = (await (await admin('GET', `/admin/clients?limit=2&after=${first.next}`)).json()) as {
+  t.type(first.next, 'string', 'an opaque cursor to the next page');
+  const second = (await (await admin('GET', `/admin/clients?limit=2&cursor=${first.next}`)).json()) as {
     clients: { clientId: string }[];
     next: string | null;
   };
@@ -194,4 +194,45 @@ t.test('tessera clients add, list, show, rotate-secret and disable work over the
   t.match(refused.stderr, /400 allowedGrantTypes\[0\]: unknown grant type "pasword"/);
   const noToken = await runCliInProcess(['clients', 'list'], { env });
   t.equal(noToken.code, 2);
+});
+
+t.test('on the memory store too, pages walk every client once in clientId order, and the CLI follows them', async (t) => {
+  const ids = Array.from({ length: 45 }, (_, i) => `page-${String(i * 7919).padStart(6, '0')}`);
+  for (const clientId of ids) {
+    const res = await admin('POST', '/admin/clients', { clientId, allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] });
+    t.equal(res.status, 201);
+  }
+  const walk = async (limit: number): Promise<string[]> => {
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = (await (await admin('GET', `/admin/clients?limit=${limit}${cursor === null ? '' : `&cursor=${cursor}`}`)).json()) as {
+        clients: { clientId: string }[];
+        next: string | null;
+      };
+      seen.push(...page.clients.map((c) => c.clientId));
+      cursor = page.next;
+    } while (cursor !== null);
+    return seen;
+  };
+  const all = await walk(1000);
+  t.same(
+    all.filter((id) => id.startsWith('page-')),
+    [...ids].sort(),
+  );
+  t.same(await walk(7), all, 'limit 7 walks the same clients once each');
+  const cli = await runCliInProcess(['clients', 'list', '--all', '--limit', '4', '--url', managementUrl, '--token-file', tokenFile]);
+  t.equal(cli.code, 0, cli.stderr);
+  t.same(
+    cli.stdout
+      .trimEnd()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(/\s+/)[0]),
+    all,
+  );
+  const bad = (await (await admin('GET', '/admin/clients?limit=5000')).json()) as { error: string; error_description: string };
+  t.same(bad, { error: 'invalid_request', error_description: 'limit must be a whole number from 1 to 1000' });
+  const nul = await admin('POST', '/admin/clients', { clientId: 'a\u0000b', allowedGrantTypes: ['client_credentials'] });
+  t.equal(nul.status, 400, 'a client id with U+0000 cannot be listed: refused');
 });

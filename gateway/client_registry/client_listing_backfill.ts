@@ -1,0 +1,62 @@
+/**
+ * Puts the store-kept clients written before the client listing existed into it, once per store
+ * (docs/operations.md, "Admin API", "Listing"). Since the listing came, every write of a client
+ * lists it in the same atomic step (`StoreKey.name`); a client written by an older gateway is in
+ * the `clients` family but not in the listing, and the admin API would not page it.
+ *
+ * Walks the family a batch at a time (`Store.scanFamily`, Redis `SSCAN`), lists each batch in one
+ * atomic step that skips clients deleted meanwhile (`Store.listRecords`), logs its progress, and
+ * then writes a marker, so that later starts skip the walk. Listing twice is harmless: gateways
+ * that start together may each walk.
+ */
+import type { Logger } from 'pino';
+import type { Store, StoreKey } from '../../core/store/store.js';
+
+/** Written once the family is listed: a start that finds it does not walk. */
+export const clientListingMarkerKey: StoreKey = { kind: 'client', id: 'listed' };
+
+export interface ClientListingBackfill {
+  readonly store: Store;
+  readonly family: string;
+  /** The record's key, with its listing name, for a client id. */
+  readonly keyOf: (clientId: string) => StoreKey;
+  readonly logger: Logger;
+  /** Clients per batch (default 1000). */
+  readonly batch?: number;
+  /** How long the marker is kept. */
+  readonly markerTtlMs: number;
+  /** Progress lines at most this often (default 10 s). */
+  readonly progressEveryMs?: number;
+}
+
+/** Lists the family's unlisted clients unless the marker says it was done; resolves how many were listed, or `null` when done before. */
+export async function backfillClientListing(options: ClientListingBackfill): Promise<number | null> {
+  const { store, family, keyOf, logger } = options;
+  if ((await store.get(clientListingMarkerKey)) !== null) return null;
+  const started = performance.now();
+  let lastProgress = started;
+  let seen = 0;
+  let listed = 0;
+  let cursor: string | undefined;
+  logger.info('client listing: listing the store-kept clients written before it (once per store)');
+  do {
+    const scan = await store.scanFamily<{ config?: { clientId?: unknown } }>(family, 'client', cursor, options.batch ?? 1000);
+    const keys: StoreKey[] = [];
+    for (const record of scan.records) {
+      const clientId = record.config?.clientId;
+      if (typeof clientId === 'string' && !clientId.includes('\u0000')) keys.push(keyOf(clientId));
+    }
+    seen += scan.records.length;
+    if (keys.length > 0) listed += await store.listRecords(keys);
+    cursor = scan.cursor ?? undefined;
+    const now = performance.now();
+    if (cursor !== undefined && now - lastProgress >= (options.progressEveryMs ?? 10_000)) {
+      lastProgress = now;
+      logger.info({ seen, listed }, `client listing: ${seen} store-kept clients read, ${listed} listed so far`);
+    }
+  } while (cursor !== undefined);
+  await store.set(clientListingMarkerKey, { at: Date.now() }, options.markerTtlMs);
+  const seconds = Math.round((performance.now() - started) / 100) / 10;
+  logger.info({ seen, listed, seconds }, `client listing: ${listed} store-kept clients listed in ${seconds} s`);
+  return listed;
+}

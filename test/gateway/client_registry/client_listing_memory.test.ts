@@ -1,0 +1,83 @@
+/**
+ * The client registry's listing on the memory store (docs/operations.md, "Admin API", "Listing"):
+ * a page costs about its size in record reads however many clients are stored, and clients written
+ * before the listing existed (no listing name) are listed by the registry's first start, once.
+ */
+import pino from 'pino';
+import t from 'tap';
+import { MemoryStore } from '../../../core/store/memory_store.js';
+import type { StoreKey } from '../../../core/store/store.js';
+import type { ClientConfig } from '../../../core/worker_config.js';
+import {
+  ClientRegistry,
+  storedClientKey,
+  storedClientRecord,
+  storedClientTtlMs,
+} from '../../../gateway/client_registry/client_registry.js';
+
+const config = (clientId: string): ClientConfig =>
+  ({ clientId, clientSecrets: [], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] }) as unknown as ClientConfig;
+
+function registryOver(store: MemoryStore): ClientRegistry {
+  const registry = new ClientRegistry(store, {
+    cacheSize: 100,
+    negativeCacheSize: 100,
+    cacheTtlMs: 60_000,
+    pollIntervalMs: 60_000,
+    logger: pino({ level: 'silent' }),
+  });
+  t.teardown(() => registry.stop());
+  return registry;
+}
+
+async function write(store: MemoryStore, ids: readonly string[], keyOf: (id: string) => StoreKey = storedClientKey): Promise<void> {
+  for (const id of ids) await store.set(keyOf(id), storedClientRecord(config(id), 0), storedClientTtlMs);
+}
+
+const idsOf = (n: number, prefix = 'c'): string[] => Array.from({ length: n }, (_, i) => `${prefix}-${String(i).padStart(5, '0')}`);
+
+t.test('a page of 10 reads about 10 records with 100 clients stored and with 10,000', async (t) => {
+  const costs: number[] = [];
+  for (const n of [100, 10_000]) {
+    const store = new MemoryStore();
+    t.teardown(() => store.close());
+    const registry = registryOver(store);
+    const ids = idsOf(n);
+    await write(store, ids);
+    const before = store.listingReads;
+    const page = await registry.list(ids[n / 2], 10);
+    costs.push(store.listingReads - before);
+    t.same(
+      page.clients.map((c) => c.config.clientId),
+      ids.slice(n / 2 + 1, n / 2 + 11),
+    );
+    t.equal(page.next, ids[n / 2 + 10]);
+  }
+  t.ok(
+    costs.every((c) => c <= 11),
+    `records read for a page of 10: ${costs.join(' and ')}`,
+  );
+});
+
+t.test("the registry's first start lists the clients written without a listing name, once", async (t) => {
+  const store = new MemoryStore();
+  t.teardown(() => store.close());
+  const listed = idsOf(200, 'new');
+  const unlisted = idsOf(300, 'old');
+  await write(store, listed);
+  await write(store, unlisted, (id) => {
+    const { name: _name, ...key } = storedClientKey(id);
+    return key;
+  });
+  const before = registryOver(store);
+  t.same((await before.list(undefined, 1000)).clients.length, 200, 'before the migration only the clients written with a name');
+  await before.start();
+  t.equal(await before.listingBackfill, 500, 'every live client listed (those listed already count again)');
+  t.same(
+    (await before.list(undefined, 1000)).clients.map((c) => c.config.clientId),
+    [...listed, ...unlisted],
+  );
+  const again = registryOver(store);
+  await again.start();
+  t.equal(await again.listingBackfill, null, 'a later start does not walk again');
+});
