@@ -362,7 +362,7 @@ export function formatFloor(floor: ScenarioFloor, labelOf: (id: string) => strin
   }
   const newParts = floor.rows.map((row) => {
     const label = labelOf(row.contender);
-    if (row.newFloorUs == null) return `${label}: not measured (no hand-off${row.bridgeUs === null ? ' or bridge' : ''} in its rounds)`;
+    if (row.newFloorUs == null) return `${label}: not measured (its hand-off, or on memory its bridge, was not measured in any round)`;
     const bridge = row.bridgeUs == null ? '' : ` + bridge ${us(row.bridgeUs)}`;
     return `${label}: old ${us(row.floorUs)} + hand-off ${us(row.handoffUs ?? 0)}${bridge} = **${us(row.newFloorUs)}**`;
   });
