@@ -15,7 +15,7 @@ interface ChartRow {
   kind: string;
   rps: number;
   us: number | null;
-  /** Its floor (report/floors.ts), drawn as a tick on its CPU bar; on Redis the bar is the server's alone. */
+  /** Its new floor, else its old one (report/floors.ts), drawn as a tick on its CPU bar; on Redis the bar is the server's alone. */
   floorUs: number | null;
   round: number | null;
   roundRps: number | null;
@@ -27,12 +27,14 @@ function rowsOf(results: BenchResults): ChartRow[] {
     for (const contender of scenario.contenders) {
       if (contender.summary === null) continue;
       const row = `${scenario.name} · ${contenderLabel(contender)}`;
+      const floor = scenario.floor?.rows.find((r) => r.contender === contender.id);
       rows.push({
         row,
         kind: contender.kind,
         rps: contender.summary.rps,
         us: contender.summary.serverUsPerRequest,
-        floorUs: scenario.floor?.rows.find((r) => r.contender === contender.id)?.floorUs ?? null,
+        // The new floor (issue 33) where the row has one, else the old (older files).
+        floorUs: floor?.newFloorUs ?? floor?.floorUs ?? null,
         round: null,
         roundRps: null,
       });
@@ -108,7 +110,7 @@ export function chartSpec(results: BenchResults): TopLevelSpec {
       {
         width: 520,
         title:
-          'server CPU per request (µs, all threads of the server process; ticks: the floor of its request, which on Redis also counts redis-server; log scale)',
+          'server CPU per request (µs, all threads of the server process; ticks: the floor of its request (the new one since issue 33), which on Redis also counts redis-server; log scale)',
         transform: [summaries, { filter: 'datum.us !== null' }],
         layer: [
           { mark: 'bar', encoding: { y, x: { field: 'us', type: 'quantitative', title: 'µs', scale: usScale }, color } },

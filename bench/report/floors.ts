@@ -3,10 +3,19 @@
  * measured in the same run (runner/floors.ts): the floor in µs and Tessera's CPU per request as a
  * multiple of it. On Redis both sides count redis-server: Tessera's server µs + Redis µs against a
  * floor that includes the store commands' ioredis client and redis-server CPU.
+ *
+ * Two floors, both printed (issue 33): the old one (issue 18: signatures, verifications, the bare
+ * request, on Redis the store commands) and the new one, which adds what the fixed design cannot
+ * avoid: one bare batch hand-off per request (the workers sign, so every request crosses two
+ * threads) at the batch size the row's gateway reported in that round, and on the memory store
+ * its store commands through the thread bridge. The bars judge the new one (report/bars.ts).
  */
 import { storeCommandName, type RequestFloor } from '../scenarios/floor.js';
 import { median, medianOrNull } from '../support/stats.js';
 import type {
+  BridgeCommandCost,
+  ContenderBridge,
+  ContenderHandoff,
   ContenderResult,
   CryptoCost,
   FloorBreakdown,
@@ -54,7 +63,25 @@ export function floorBreakdown(declared: RequestFloor, components: FloorComponen
   }
   const excludedUs =
     declared.excludes === undefined ? 0 : declared.excludes === 'argon2id-verify' ? components.hashUs : (components.cheapHashUs ?? null);
-  return { parts, signUs, verifyUs, httpUs, storeUs, excludedUs };
+  const handoffUs: Record<string, number> = {};
+  for (const h of components.handoff ?? []) handoffUs[h.contender] = h.usPerRequest;
+  const bridgeUs: Record<string, number> = {};
+  for (const { contender, commands } of components.bridge ?? []) {
+    const total = bridgeFloorUs(declared, commands);
+    if (total !== null) bridgeUs[contender] = total;
+  }
+  return { parts, signUs, verifyUs, httpUs, storeUs, excludedUs, handoffUs, bridgeUs };
+}
+
+/** The declared store commands through the bridge, µs per request; null when one was not measured. */
+export function bridgeFloorUs(declared: RequestFloor, commands: readonly BridgeCommandCost[]): number | null {
+  let total = 0;
+  for (const { command, count } of declared.store) {
+    const cost = commands.find((c) => c.name === storeCommandName(command));
+    if (cost === undefined) return null;
+    total += count * cost.us;
+  }
+  return total;
 }
 
 /** Server and Redis µs per request, as a summary or one round has them. */
@@ -63,15 +90,53 @@ interface CpuPerRequest {
   storeUsPerRequest: number | null;
 }
 
-/** A row's floor and figure from one set of figures against one breakdown; null when a part is missing. */
-function floorAndFigure(onRedis: boolean, cpu: CpuPerRequest, breakdown: FloorBreakdown): { floorUs: number; figureUs: number } | null {
+/** A row's floors and figure against one breakdown. */
+export interface FloorPair {
+  /** The old floor. */
+  floorUs: number;
+  figureUs: number;
+  /** The new floor: the old + the hand-off + on memory the bridge; null when one of those was not measured. */
+  newFloorUs: number | null;
+  handoffUs: number | null;
+  /** On the memory store, when the request sends store commands; else null. */
+  bridgeUs: number | null;
+}
+
+/**
+ * A row's floors and figure from one set of figures against one breakdown; null when a part of
+ * the old floor is missing. On memory the store commands' bridge round trips join the new floor
+ * (the records live on the gateway's main thread); on Redis the ioredis loop already counts them.
+ */
+export function floorAndFigure(
+  contender: { id: string; store: ContenderResult['store'] },
+  cpu: CpuPerRequest,
+  breakdown: FloorBreakdown,
+  declared: RequestFloor,
+): FloorPair | null {
+  const onRedis = contender.store === 'redis';
   const serverUs = cpu.serverUsPerRequest;
   const redisUs = onRedis ? cpu.storeUsPerRequest : 0;
   const storeFloorUs = onRedis ? breakdown.storeUs : 0;
   if (serverUs === null || redisUs === null || storeFloorUs === null || breakdown.excludedUs === null) return null;
+  const floorUs = breakdown.signUs + breakdown.verifyUs + breakdown.httpUs + storeFloorUs;
+  const handoffUs = breakdown.handoffUs?.[contender.id] ?? null;
+  const needsBridge = contender.store === 'memory' && declared.store.length > 0;
+  const bridgeUs = needsBridge ? (breakdown.bridgeUs?.[contender.id] ?? null) : null;
+  const newFloorUs = handoffUs === null || (needsBridge && bridgeUs === null) ? null : floorUs + handoffUs + (bridgeUs ?? 0);
+  return { floorUs, figureUs: serverUs + redisUs - breakdown.excludedUs, newFloorUs, handoffUs, bridgeUs };
+}
+
+/** A row's fields from one pair. */
+function rowOf(contender: string, pair: FloorPair): FloorRow {
   return {
-    floorUs: breakdown.signUs + breakdown.verifyUs + breakdown.httpUs + storeFloorUs,
-    figureUs: serverUs + redisUs - breakdown.excludedUs,
+    contender,
+    floorUs: pair.floorUs,
+    figureUs: pair.figureUs,
+    multiple: pair.figureUs / pair.floorUs,
+    newFloorUs: pair.newFloorUs,
+    newMultiple: pair.newFloorUs === null ? null : pair.figureUs / pair.newFloorUs,
+    handoffUs: pair.handoffUs,
+    bridgeUs: pair.bridgeUs,
   };
 }
 
@@ -84,13 +149,13 @@ function judgedContenders(contenders: readonly ContenderResult[]): ContenderResu
  * Tessera's rows (and a baseline's) against the floor. A row measured under a background load is
  * left out (its CPU is the load's too), and so is a row whose figures or floor part are missing.
  */
-export function floorRows(contenders: readonly ContenderResult[], breakdown: FloorBreakdown): FloorRow[] {
+export function floorRows(contenders: readonly ContenderResult[], breakdown: FloorBreakdown, declared: RequestFloor): FloorRow[] {
   const rows: FloorRow[] = [];
   for (const contender of judgedContenders(contenders)) {
     if (contender.summary === null) continue;
-    const pair = floorAndFigure(contender.store === 'redis', contender.summary, breakdown);
+    const pair = floorAndFigure(contender, contender.summary, breakdown, declared);
     if (pair === null) continue;
-    rows.push({ contender: contender.id, ...pair, multiple: pair.figureUs / pair.floorUs });
+    rows.push(rowOf(contender.id, pair));
   }
   return rows;
 }
@@ -127,7 +192,42 @@ export function medianComponents(rounds: readonly FloorComponents[]): FloorCompo
     })),
     hashUs: medianOrNull(rounds.map((r) => r.hashUs)),
     cheapHashUs: medianOrNull(rounds.map((r) => r.cheapHashUs ?? null)),
+    handoff: medianHandoffs(rounds.flatMap((r) => r.handoff ?? [])),
+    bridge: medianBridges(rounds.flatMap((r) => r.bridge ?? [])),
   };
+}
+
+/** Per contender, the median of its rounds' hand-offs. */
+function medianHandoffs(all: readonly ContenderHandoff[]): ContenderHandoff[] {
+  const by = new Map<string, ContenderHandoff[]>();
+  for (const h of all) by.set(h.contender, [...(by.get(h.contender) ?? []), h]);
+  return [...by.entries()].map(([contender, hs]) => ({
+    contender,
+    batch: median(hs.map((h) => h.batch)),
+    size: median(hs.map((h) => h.size)),
+    tasks: hs.reduce((sum, h) => sum + h.tasks, 0),
+    usPerTask: median(hs.map((h) => h.usPerTask)),
+    usPerRequest: median(hs.map((h) => h.usPerRequest)),
+  }));
+}
+
+/** Per contender and command, the median of its rounds' bridge costs. */
+function medianBridges(all: readonly ContenderBridge[]): ContenderBridge[] {
+  const by = new Map<string, Map<string, BridgeCommandCost[]>>();
+  for (const { contender, commands } of all) {
+    const mine = by.get(contender) ?? new Map<string, BridgeCommandCost[]>();
+    for (const c of commands) mine.set(c.name, [...(mine.get(c.name) ?? []), c]);
+    by.set(contender, mine);
+  }
+  return [...by.entries()].map(([contender, commands]) => ({
+    contender,
+    commands: [...commands.values()].map((costs) => ({
+      ...(costs[0] as BridgeCommandCost),
+      commands: costs.reduce((sum, c) => sum + c.commands, 0),
+      perTurn: median(costs.map((c) => c.perTurn)),
+      us: median(costs.map((c) => c.us)),
+    })),
+  }));
 }
 
 /**
@@ -148,11 +248,22 @@ export function floorRowsByRound(
   const rows: FloorRow[] = [];
   for (const contender of judgedContenders(contenders)) {
     const perRound: FloorRound[] = [];
+    const parts: { handoffUs: number | null; bridgeUs: number | null }[] = [];
     for (const measured of contender.rounds) {
       const breakdown = breakdowns.get(measured.round);
       if (!measured.valid || breakdown === undefined) continue;
-      const pair = floorAndFigure(contender.store === 'redis', measured.cpu, breakdown);
-      if (pair !== null) perRound.push({ round: measured.round, ...pair, multiple: pair.figureUs / pair.floorUs });
+      const pair = floorAndFigure(contender, measured.cpu, breakdown, declared);
+      if (pair === null) continue;
+      const { newFloorUs, newMultiple, handoffUs, bridgeUs, ...old } = rowOf(contender.id, pair);
+      perRound.push({
+        round: measured.round,
+        floorUs: old.floorUs,
+        figureUs: old.figureUs,
+        multiple: old.multiple,
+        newFloorUs,
+        newMultiple,
+      });
+      parts.push({ handoffUs: handoffUs ?? null, bridgeUs: bridgeUs ?? null });
     }
     if (perRound.length === 0) continue;
     const figures = perRound.map((r) => r.figureUs);
@@ -160,12 +271,18 @@ export function floorRowsByRound(
     // The password's rounds, minus a 14 ms hash, left 28 µs in one round and 707 µs in the other
     // (2026-11-26 06:50): a median of such rounds is no cost of the request's own work.
     const undetermined = declared.excludes !== undefined && Math.max(...figures) - Math.min(...figures) > figureUs;
+    // The new floor from the rounds that measured its parts; a round without them leaves it out.
+    const newRounds = perRound.filter((r) => r.newFloorUs != null && r.newMultiple != null);
     rows.push({
       contender: contender.id,
       floorUs: median(perRound.map((r) => r.floorUs)),
       figureUs,
       multiple: median(perRound.map((r) => r.multiple)),
       perRound,
+      newFloorUs: newRounds.length === 0 ? null : median(newRounds.map((r) => r.newFloorUs as number)),
+      newMultiple: newRounds.length === 0 ? null : median(newRounds.map((r) => r.newMultiple as number)),
+      handoffUs: medianOrNull(parts.map((p) => p.handoffUs)),
+      bridgeUs: medianOrNull(parts.map((p) => p.bridgeUs)),
       ...(undetermined ? { undetermined } : {}),
     });
   }
@@ -189,7 +306,7 @@ export function scenarioFloor(
     return { declared, breakdown, rows: breakdown === null ? [] : floorRowsByRound(declared, contenders, rounds), rounds: [...rounds] };
   }
   const breakdown = components == null ? null : floorBreakdown(declared, components);
-  return { declared, breakdown, rows: breakdown === null ? [] : floorRows(contenders, breakdown) };
+  return { declared, breakdown, rows: breakdown === null ? [] : floorRows(contenders, breakdown, declared) };
 }
 
 /** µs as the floor lines and the bars print them: one decimal under 100, whole with separators above. */
@@ -205,20 +322,26 @@ export function hasMultiple(row: FloorRow): boolean {
   return row.figureUs > 0 && row.undetermined !== true;
 }
 
+/** Whether a row has a multiple of the new floor: {@link hasMultiple}, and its hand-off (and bridge) measured. */
+export function hasNewMultiple(row: FloorRow): row is FloorRow & { newFloorUs: number; newMultiple: number } {
+  return hasMultiple(row) && row.newFloorUs != null && row.newMultiple != null;
+}
+
 function formatPart(part: FloorPart): string {
   const count = part.count === 1 ? '' : `${Number.isInteger(part.count) ? part.count : part.count.toFixed(2)} × `;
   return `${count}${part.name} ${us(part.us)}`;
 }
 
 /**
- * The line below a table: what the floor is made of, each part's µs in this run (the rounds'
- * median when it was measured in each round, followed by each row's multiple round by round).
+ * The lines below a table: what the old floor is made of, each part's µs in this run (the rounds'
+ * median when it was measured in each round, followed by each row's multiple round by round), then
+ * the new floor of each row: the old + its bare batch hand-off (+ on memory its bridge round trips).
  */
 export function formatFloor(floor: ScenarioFloor, labelOf: (id: string) => string = (id) => id): string {
   const b = floor.breakdown;
   if (b === null) return 'Floor: not measured in this run (the bare request or an algorithm is missing)';
   const base = b.signUs + b.verifyUs + b.httpUs;
-  let line = `Floor per request (this run, µs): ${b.parts
+  let line = `Old floor per request (this run, µs): ${b.parts
     .filter((p) => !p.redisOnly)
     .map(formatPart)
     .join(' + ')} = **${us(base)}**`;
@@ -237,11 +360,26 @@ export function formatFloor(floor: ScenarioFloor, labelOf: (id: string) => strin
         ? `; ${floor.declared.excludes} not measured: no multiple`
         : `; Tessera's figure minus one ${floor.declared.excludes} (${us(b.excludedUs)} µs in this run)`;
   }
+  const newParts = floor.rows.map((row) => {
+    const label = labelOf(row.contender);
+    if (row.newFloorUs == null) return `${label}: not measured (its hand-off, or on memory its bridge, was not measured in any round)`;
+    const bridge = row.bridgeUs == null ? '' : ` + bridge ${us(row.bridgeUs)}`;
+    return `${label}: old ${us(row.floorUs)} + hand-off ${us(row.handoffUs ?? 0)}${bridge} = **${us(row.newFloorUs)}**`;
+  });
+  if (newParts.length > 0)
+    line += `\n- New floor per request (the old + one bare batch hand-off at the row's batch size; on memory + its store commands through the bridge), rounds' median: ${newParts.join('; ')}`;
   if (floor.rounds !== undefined && floor.rounds.length > 0) {
     const byRound = floor.rows
       .filter((row) => row.perRound !== undefined && row.perRound.length > 0)
-      .map((row) => `${labelOf(row.contender)} ${row.perRound!.map((r) => `${r.multiple.toFixed(2)}x`).join(' · ')}`);
-    line += `\n- Floor measured in each round, before its contenders (the median above)${
+      .map(
+        (row) =>
+          `${labelOf(row.contender)} ${row
+            .perRound!.map((r) =>
+              r.newMultiple == null ? `${r.multiple.toFixed(2)}x old` : `${r.newMultiple.toFixed(2)}x (old ${r.multiple.toFixed(2)}x)`,
+            )
+            .join(' · ')}`,
+      );
+    line += `\n- Floors measured in each round (the old one's parts before its contenders, the hand-off and bridge after them, at the batch size each gateway reported in that round)${
       byRound.length === 0
         ? ''
         : `; each round's figure over that round's floor: ${byRound.join('; ')} (the row's multiple is their median)`
@@ -250,8 +388,10 @@ export function formatFloor(floor: ScenarioFloor, labelOf: (id: string) => strin
   return line;
 }
 
-/** A row's two table cells: its floor in µs and its multiple. */
-export function floorCells(row: FloorRow | undefined): [string, string] {
-  if (row === undefined) return ['–', '–'];
-  return [us(row.floorUs), hasMultiple(row) ? `${row.multiple.toFixed(2)}x` : 'n/a'];
+/** A row's four table cells: its new floor in µs and multiple, then the old floor's. */
+export function floorCells(row: FloorRow | undefined): [string, string, string, string] {
+  if (row === undefined) return ['–', '–', '–', '–'];
+  const newFloor = row.newFloorUs == null ? '–' : us(row.newFloorUs);
+  const newMultiple = row.newFloorUs == null ? '–' : hasNewMultiple(row) ? `${row.newMultiple.toFixed(2)}x` : 'n/a';
+  return [newFloor, newMultiple, us(row.floorUs), hasMultiple(row) ? `${row.multiple.toFixed(2)}x` : 'n/a'];
 }

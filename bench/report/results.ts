@@ -146,6 +146,12 @@ export interface ContenderResult {
   processes?: number;
   /** With `processes`: the id of the same server with one process, measured in the same rounds. */
   oneProcess?: string;
+  /**
+   * `--events-beside`: the audit events sink this twin of a Tessera row runs with; the twin is
+   * measured right after `eventsOff`, the same checkout with events off, in each round.
+   */
+  events?: 'file' | 'redis';
+  eventsOff?: string;
 }
 
 export interface RatioResult {
@@ -362,6 +368,49 @@ export interface FloorComponents {
   hashUs: number | null;
   /** The same for the cheap-hash user (`password_cheap_hash`); absent in older files. */
   cheapHashUs?: number | null;
+  /**
+   * The bare batch hand-off of each gateway contender, at the batch size it reported for the round
+   * (support/handoff_cost.ts); measured in each round after its contenders. Absent in older files.
+   */
+  handoff?: ContenderHandoff[];
+  /**
+   * The floor's store commands through the memory store's bridge, for each memory-store contender
+   * at its batch size (support/bridge_cost.ts). Absent in older files.
+   */
+  bridge?: ContenderBridge[];
+}
+
+/** One bare batch hand-off measurement (support/handoff_cost.ts). */
+export interface HandoffCost {
+  /** The mean batch size the gateway reported (`tessera_worker_batch_size`). */
+  batch: number;
+  /** The whole number of empty items each task carried. */
+  size: number;
+  tasks: number;
+  /** CPU µs of one task, both sides, and per request (over `size`). */
+  usPerTask: number;
+  usPerRequest: number;
+}
+
+export interface ContenderHandoff extends HandoffCost {
+  contender: string;
+}
+
+/** One store command through the memory store's bridge (support/bridge_cost.ts). */
+export interface BridgeCommandCost {
+  /** `storeCommandName` of the command. */
+  name: string;
+  command: StoreCommand;
+  commands: number;
+  /** Commands sent in one turn, as one message (the batch size). */
+  perTurn: number;
+  /** CPU µs per command, both threads. */
+  us: number;
+}
+
+export interface ContenderBridge {
+  contender: string;
+  commands: BridgeCommandCost[];
 }
 
 /** One part of a floor in this run: `count` × its cost, µs per request. */
@@ -385,6 +434,10 @@ export interface FloorBreakdown {
   storeUs: number | null;
   /** Subtracted from Tessera's figure (the argon2id verify); 0 when the floor excludes nothing, null when not measured. */
   excludedUs: number | null;
+  /** Per gateway contender, the bare hand-off per request (the new floor's part; absent when not measured). */
+  handoffUs?: Record<string, number>;
+  /** Per memory-store contender, its store commands through the bridge per request (absent when not measured). */
+  bridgeUs?: Record<string, number>;
 }
 
 /** One row's figure against the floor of one round (both measured in that round). */
@@ -393,12 +446,15 @@ export interface FloorRound {
   floorUs: number;
   figureUs: number;
   multiple: number;
+  /** The round's new floor and multiple (null: its hand-off or bridge was not measured). */
+  newFloorUs?: number | null;
+  newMultiple?: number | null;
 }
 
 /** One row against its floor. */
 export interface FloorRow {
   contender: string;
-  /** The floor: signatures, verifications, the bare request, and on Redis the store commands. */
+  /** The old floor (issue 18): signatures, verifications, the bare request, and on Redis the store commands. */
   floorUs: number;
   /** Server µs/req, on Redis + Redis µs/req, minus the excluded work. */
   figureUs: number;
@@ -409,6 +465,16 @@ export interface FloorRow {
   multiple: number;
   /** Each valid round against its own floor (absent in files from before floors were measured per round). */
   perRound?: FloorRound[];
+  /**
+   * The new floor (issue 33): the old one + one bare batch hand-off per request + on the memory
+   * store its store commands through the bridge; null when a part was not measured. Absent in older files.
+   */
+  newFloorUs?: number | null;
+  /** `figureUs ÷ newFloorUs` (with `perRound`, the median of the rounds'); the bars judge this one. */
+  newMultiple?: number | null;
+  /** The new floor's parts for this row: hand-off and (memory) bridge µs per request. */
+  handoffUs?: number | null;
+  bridgeUs?: number | null;
   /**
    * True when the floor excludes work measured apart and the rounds' figures, once it is taken
    * off, spread wider than their median: what is left is that measurement's noise, not a cost.
@@ -458,7 +524,7 @@ export interface BenchResults {
   soak?: SoakResults | null;
   /** The parts of every floor, measured in the run (absent in older files; null: no scenario with a floor ran). */
   floors?: FloorComponents | null;
-  /** Issue 18's bars judged on this run (absent in older files). */
+  /** Issue 33's bars judged on this run (issue 18's in older files; absent in files before them). */
   bars?: BarResult[];
 }
 

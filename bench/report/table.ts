@@ -203,8 +203,8 @@ function contenderDetails(contender: ContenderResult): string[] {
 }
 
 export const tableHeader =
-  '| contender | req/s (median) | each round | p50 ms | p90 ms | p99 ms | max ms | non-2xx | errors | server CPU | server µs/req | Redis µs/req | floor µs | × floor | load gen CPU | other processes | steal | RSS MiB idle → after (peak) |\n' +
-  '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
+  '| contender | req/s (median) | each round | p50 ms | p90 ms | p99 ms | max ms | non-2xx | errors | server CPU | server µs/req | Redis µs/req | floor µs | × floor | old floor µs | × old floor | load gen CPU | other processes | steal | RSS MiB idle → after (peak) |\n' +
+  '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
 
 export function formatScenario(scenario: ScenarioResult): string {
   const floorOf = (id: string): FloorRow | undefined => scenario.floor?.rows.find((r) => r.contender === id);

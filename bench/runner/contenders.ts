@@ -52,10 +52,16 @@ export interface Contender {
   processes: number;
   /** With more than one process: the id of the same server with one, when it is measured too. */
   oneProcess: string | null;
+  /** `--events-beside`: the events sink of this twin of a Tessera contender, and that contender's id; else null. */
+  events: 'file' | 'redis' | null;
+  eventsOff: string | null;
   start(): Promise<StartedContender>;
   /** The kinds of request it is sent, built once it runs. */
   requestKinds(access: ServerAccess): Promise<RequestKind[]>;
 }
+
+/** The scenarios `--events-beside` adds an events-on twin to: the one the events bar judges (report/bars.ts). */
+export const eventsBesideScenarios: readonly string[] = ['client_credentials'];
 
 /** One fixed request as a workload of one kind. */
 function fixedKind(name: string, plan: RequestPlan): RequestKind[] {
@@ -121,10 +127,12 @@ function tesseraContender(
   checkout: Checkout,
   background: BackgroundLoad | null = null,
   processes = 1,
+  /** An events-on twin (`--events-beside`): the sink it runs with. */
+  twinEvents: 'file' | 'redis' | null = null,
 ): Contender {
   const single = store === null ? checkout.kind : `${checkout.kind}/${store}`;
   const alone = `${single}${processesSuffix(processes).id}`;
-  const id = background === null ? alone : `${alone}+${background.kind}`;
+  const id = twinEvents !== null ? `${alone}+events-${twinEvents}` : background === null ? alone : `${alone}+${background.kind}`;
   const name = checkout.kind === 'baseline' ? 'Tessera baseline' : 'Tessera';
   // Named by their count only when the run compares counts.
   const counted = ctx.options.processes.length > 1 || processes > 1 ? processesSuffix(processes).label : null;
@@ -132,7 +140,7 @@ function tesseraContender(
   const label = qualifiers.length === 0 ? name : `${name} (${qualifiers.join(', ')})`;
   return {
     id,
-    label: background === null ? label : `${label} + ${background.name}`,
+    label: twinEvents !== null ? `${label} + audit events (${twinEvents})` : background === null ? label : `${label} + ${background.name}`,
     kind: checkout.kind,
     store,
     expectedRps: (scenario.expectedRps ?? 20_000) * processes,
@@ -140,12 +148,14 @@ function tesseraContender(
     alone: background === null ? null : alone,
     processes,
     oneProcess: processes > 1 && ctx.options.processes.includes(1) ? `${single}${background === null ? '' : `+${background.kind}`}` : null,
+    events: twinEvents,
+    eventsOff: twinEvents === null ? null : alone,
     requestKinds: kindsOf(scenario.name, scenario.plan, scenario.workload),
     async start() {
       const redis = store === 'redis' ? await ctx.ensureRedis() : null;
       // `--events` for the checkout under test, `--baseline-events` (none by default) for the
       // baseline: a baseline of the same commit is then "events off".
-      const events = checkout.kind === 'tessera' ? ctx.options.events : ctx.options.baselineEvents;
+      const events = twinEvents ?? (checkout.kind === 'tessera' ? ctx.options.events : ctx.options.baselineEvents);
       const eventsEnv: Record<string, string> =
         events === 'none'
           ? {}
@@ -204,6 +214,8 @@ function peerContender(scenario: ActiveScenario, peer: PeerDefinition, ctx: RunC
     alone: null,
     processes: 1,
     oneProcess: null,
+    events: null,
+    eventsOff: null,
     requestKinds: kindsOf(scenario.name, peer.plan, peer.workload),
     async start() {
       const key = await ctx.key(peer.signing);
@@ -242,6 +254,8 @@ function ceilingContender(scenario: ActiveScenario, ctx: RunContext): Contender 
     alone: null,
     processes: 1,
     oneProcess: null,
+    events: null,
+    eventsOff: null,
     requestKinds: own ? kindsOf(scenario.name, scenario.plan, scenario.workload) : kindsOf(ceiling.name, ceiling.plan, undefined),
     async start() {
       const server = await startChild({
@@ -291,9 +305,15 @@ export function contendersOf(scenario: ActiveScenario, ctx: RunContext): Contend
     const counts = ctx.options.processes.filter((count) => count === 1 || store === 'redis');
     return counts.length === 0 ? [1] : counts;
   };
+  // `--events-beside`: the measured checkout with events on, right after itself with them off, in
+  // the scenario whose bar judges the events' cost (report/bars.ts).
+  const twin = ctx.options.eventsBeside === 'none' || !eventsBesideScenarios.includes(scenario.name) ? null : ctx.options.eventsBeside;
   const withBackground = (store: StoreKind | null, checkout: Checkout): Contender[] =>
     countsOn(store).flatMap((processes) => [
       tesseraContender(scenario, store, ctx, checkout, null, processes),
+      ...(twin === null || checkout.kind !== 'tessera' || processes !== 1
+        ? []
+        : [tesseraContender(scenario, store, ctx, checkout, null, processes, twin)]),
       ...(background === null ? [] : [tesseraContender(scenario, store, ctx, checkout, background, processes)]),
     ]);
   const tessera = stores.flatMap((store) => [

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { sendRedisCommand, startRedisServer, type RedisServer } from '../../test/helpers/redis_server.js';
 import type { LoadGenerator } from '../load/load_generator.js';
+import { closeHandoffPools } from '../support/handoff_cost.js';
 import { writeBenchKey, type BenchAlgorithm, type BenchKey } from '../support/keys.js';
 import type { BenchOptions } from './options.js';
 import type { Progress } from './progress.js';
@@ -56,6 +57,7 @@ export class RunContext {
   }
 
   async close(): Promise<void> {
+    await closeHandoffPools();
     if (this.redis !== undefined) await (await this.redis.catch(() => null))?.stop();
     rmSync(this.tmp, { recursive: true, force: true });
   }

@@ -8,7 +8,16 @@
  * which its rows are judged against ({@link runScenarioWithFloor}).
  */
 import { scenarioFloor } from '../report/floors.js';
-import type { CryptoCost, FloorComponents, FloorComponentsRound, ScenarioResult, StoreCommandCost } from '../report/results.js';
+import type {
+  ContenderBridge,
+  ContenderHandoff,
+  CryptoCost,
+  FloorComponents,
+  FloorComponentsRound,
+  RoundResult,
+  ScenarioResult,
+  StoreCommandCost,
+} from '../report/results.js';
 import { ceiling } from '../scenarios/ceiling.js';
 import { storeCommandName, type StoreCommand } from '../scenarios/floor.js';
 import type { ActiveScenario } from '../scenarios/scenario.js';
@@ -17,6 +26,9 @@ import { cheapHashUser } from '../support/bench_config.js';
 import { measureCryptoCost } from '../support/crypto_cost.js';
 import type { BenchAlgorithm } from '../support/keys.js';
 import { measureStoreCommand } from '../support/store_command_cost.js';
+import { measureBridgeCommands } from '../support/bridge_cost.js';
+import { measureHandoff } from '../support/handoff_cost.js';
+import type { Contender } from './contenders.js';
 import type { RunContext } from './context.js';
 import { runScenario } from './run_scenario.js';
 
@@ -146,7 +158,14 @@ export async function runScenarioWithFloor(
       : async (round: number): Promise<void> => {
           measuredRounds.push({ round, ...(await measureParts([scenario], ctx, `${scenario.name} · round ${round} · floor`)) });
         };
-  const result = await runScenario(scenario, ctx, beforeRound);
+  const afterRound =
+    declared === undefined
+      ? undefined
+      : async (round: number, measured: readonly { contender: Contender; result: RoundResult }[]): Promise<void> => {
+          afterParts.set(round, await measureHandoffs(scenario, ctx, round, measured));
+        };
+  const afterParts = new Map<number, { handoff: ContenderHandoff[]; bridge: ContenderBridge[] }>();
+  const result = await runScenario(scenario, ctx, beforeRound, afterRound);
   if (result === null) return null;
   const bare = result.contenders.find((c) => c.kind === 'ceiling');
   const rounds: FloorComponentsRound[] = [];
@@ -164,11 +183,44 @@ export async function runScenarioWithFloor(
         // (bench/README.md, "Bars"): a 14 ms cost measured apart cannot be taken off to 0.3%.
         hashUs: floors?.components.hashUs ?? null,
         cheapHashUs: measured.cheapHashUs,
+        handoff: afterParts.get(measured.round)?.handoff ?? [],
+        bridge: afterParts.get(measured.round)?.bridge ?? [],
       },
     });
   }
   const floor = scenarioFloor(declared, result.contenders, floors?.components, rounds);
   return floor === null ? result : { ...result, floor };
+}
+
+/**
+ * The new floor's parts of one round (issue 33), measured after its contenders at the batch size
+ * each gateway reported in that round (`tessera_worker_batch_size`): one bare batch hand-off
+ * through a pool like the gateway's (support/handoff_cost.ts), and for a memory-store row whose
+ * request sends store commands, those commands through the bridge (support/bridge_cost.ts). A
+ * row without a batch figure (a checkout that does not publish it, an invalid round) gets none.
+ */
+async function measureHandoffs(
+  scenario: ActiveScenario,
+  ctx: RunContext,
+  round: number,
+  measured: readonly { contender: Contender; result: RoundResult }[],
+): Promise<{ handoff: ContenderHandoff[]; bridge: ContenderBridge[] }> {
+  const handoff: ContenderHandoff[] = [];
+  const bridge: ContenderBridge[] = [];
+  const commands = new Map<string, StoreCommand>();
+  for (const { command } of scenario.floor?.store ?? []) commands.set(storeCommandName(command), command);
+  for (const { contender, result } of measured) {
+    const gateway = contender.kind === 'tessera' || contender.kind === 'baseline';
+    if (!gateway || contender.background !== null || contender.processes !== 1 || !result.valid || result.batch == null) continue;
+    const where = `${scenario.name} · round ${round} · floor · ${contender.label}`;
+    ctx.progress.phase(`${where} · bare hand-off of ${result.batch.toFixed(1)} requests a batch`);
+    handoff.push({ contender: contender.id, ...(await measureHandoff(ctx.options.threads, result.batch)) });
+    if (contender.store === 'memory' && commands.size > 0) {
+      ctx.progress.phase(`${where} · its store commands through the bridge`);
+      bridge.push({ contender: contender.id, commands: await measureBridgeCommands([...commands.values()], result.batch) });
+    }
+  }
+  return { handoff, bridge };
 }
 
 /** One line per part measured, for the console. */

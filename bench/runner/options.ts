@@ -45,6 +45,11 @@ export interface BenchOptions {
    * both, one run compares two versions of the events' own cost.
    */
   baselineEvents: 'none' | 'file' | 'redis';
+  /**
+   * `--events-beside file|redis`: in client_credentials, a twin of the Tessera row with audit
+   * events on, measured right after it in every round, for the events bar (report/bars.ts).
+   */
+  eventsBeside: 'none' | 'file' | 'redis';
   cpuProf: boolean;
   /**
    * `soak` (only when named): its seconds (`--duration`, else 300), the connections of each burst,
@@ -92,6 +97,10 @@ Options:
   --baseline-events none|file|redis
                        audit events of the --baseline-root gateway (none): the same sink on both
                        compares two versions of the events' cost in one run
+  --events-beside file|redis
+                       in client_credentials, also run this checkout with audit events on, right
+                       after itself with them off in every round: the events bar (≤ 10% more CPU
+                       per request) is then judged from this run
   --cpu-prof           profile the gateway processes (node --cpu-prof) and print the hottest functions
   --out DIR            write <timestamp>.json and .svg here; default $TESSERA_BENCH_RESULTS, else
                        $XDG_CACHE_HOME/tessera-bench/results (~/.cache/…): outside the repository
@@ -146,6 +155,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       help: { type: 'boolean', short: 'h', default: false },
       events: { type: 'string' },
       'baseline-events': { type: 'string' },
+      'events-beside': { type: 'string' },
       'burst-size': { type: 'string' },
       'burst-every': { type: 'string' },
       rate: { type: 'string' },
@@ -166,6 +176,11 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
   const baselineEvents = values['baseline-events'] ?? 'none';
   if (baselineEvents !== 'none' && baselineEvents !== 'file' && baselineEvents !== 'redis')
     throw new UsageError('--baseline-events must be none, file or redis');
+  const eventsBeside = values['events-beside'] ?? 'none';
+  if (eventsBeside !== 'none' && eventsBeside !== 'file' && eventsBeside !== 'redis')
+    throw new UsageError('--events-beside must be none, file or redis');
+  if (eventsBeside !== 'none' && events !== 'none')
+    throw new UsageError('--events-beside compares events on with events off: it needs --events none');
   const processes = [...new Set((values.processes ?? ['1']).flatMap((list) => list.split(',')))].map((count) => {
     const n = Number(count);
     if (!Number.isInteger(n) || n < 1 || n > 64) throw new UsageError(`--processes must be whole numbers from 1 to 64, not "${count}"`);
@@ -208,6 +223,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     out: values.out,
     events,
     baselineEvents,
+    eventsBeside,
     cpuProf: values['cpu-prof'] === true,
     storedClients,
     soak: {

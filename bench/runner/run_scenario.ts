@@ -141,6 +141,8 @@ export async function runScenario(
   ctx: RunContext,
   /** Runs at the start of each round, before its contenders (the floor's parts, runner/floors.ts). */
   beforeRound?: (round: number) => Promise<void>,
+  /** Runs at the end of each round with what its contenders measured (the hand-off at their batch sizes). */
+  afterRound?: (round: number, measured: readonly { contender: Contender; result: RoundResult }[]) => Promise<void>,
 ): Promise<ScenarioResult | null> {
   const { progress } = ctx;
   const contenders = contendersOf(scenario, ctx);
@@ -174,6 +176,8 @@ export async function runScenario(
       ...(contender.alone === null ? {} : { alone: contender.alone }),
       ...(contender.processes === 1 ? {} : { processes: contender.processes }),
       ...(contender.oneProcess === null ? {} : { oneProcess: contender.oneProcess }),
+      ...(contender.events === null ? {} : { events: contender.events }),
+      ...(contender.eventsOff === null ? {} : { eventsOff: contender.eventsOff }),
     },
   }));
 
@@ -214,6 +218,7 @@ export async function runScenario(
           state.contender.kind === 'tessera' &&
           state.contender.store === 'redis' &&
           state.contender.background === null &&
+          state.contender.events === null &&
           state.contender.processes === 1;
         await checkRequests(state.workload, state.started.server.url, state.started.keys, 'preflight', async (send) => {
           if (!watched) return send();
@@ -229,6 +234,7 @@ export async function runScenario(
 
     for (let round = 1; round <= rounds; round++) {
       await beforeRound?.(round);
+      const measuredInRound: { contender: Contender; result: RoundResult }[] = [];
       for (const state of states) {
         const started = state.started;
         const workload = state.workload;
@@ -237,6 +243,7 @@ export async function runScenario(
         try {
           measured = await measureRound(ctx, scenario.name, state.contender, started, workload, state.progress, round, rounds);
           state.result.rounds.push(measured);
+          measuredInRound.push({ contender: state.contender, result: measured });
         } catch (err) {
           fail(state, err);
           continue;
@@ -255,6 +262,7 @@ export async function runScenario(
         }
         if (!started.server.alive()) fail(state, new Error(`${state.contender.id} exited during round ${round}`));
       }
+      await afterRound?.(round, measuredInRound);
     }
 
     for (const state of states) {

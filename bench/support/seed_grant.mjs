@@ -86,6 +86,23 @@ function build(spec, now) {
   }
 }
 
+/**
+ * One write, tried again when the store times out: 256 writes in flight on a worker of a machine
+ * busy with other work can outlast the store's command timeout (500 ms), and the whole seed then
+ * failed with 503 (refresh_token on Redis, 2026-11-28, load average 14 on 2 vCPUs). A `set` of the
+ * same key and record is idempotent, so a write that landed before its timeout may be written again.
+ */
+async function write(store, key, record, ttl) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await store.set(key, record, ttl);
+    } catch (err) {
+      if (err?.code !== 'store_unavailable' || attempt >= 5) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+    }
+  }
+}
+
 export default {
   grantType: seedGrantType,
   async handle(request, services) {
@@ -99,7 +116,7 @@ export default {
     for (let i = 0; i < spec.count; i++) {
       const { key, record, ttl, item } = build(spec, now);
       items.push(item);
-      writes.push(services.store.set(key, record, ttl));
+      writes.push(write(services.store, key, record, ttl));
       if (writes.length >= parallel) {
         await Promise.all(writes);
         writes = [];

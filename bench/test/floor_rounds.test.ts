@@ -142,7 +142,7 @@ t.test('a scenario floor with rounds prints the median parts and each row round 
   t.equal(floor.rows[0]?.multiple, 1.75, '(2 + 1.5) / 2');
   t.match(
     formatFloor(floor, (id) => (id === 'tessera/memory' ? 'Tessera (memory)' : id)),
-    /= \*\*50\.0\*\*.*\n- Floor measured in each round, before its contenders \(the median above\); each round's figure over that round's floor: Tessera \(memory\) 2\.00x · 1\.50x \(the row's multiple is their median\)$/s,
+    /= \*\*50\.0\*\*.*\n- Floors measured in each round .*; each round's figure over that round's floor: Tessera \(memory\) 2\.00x old · 1\.50x old \(the row's multiple is their median\)$/s,
   );
   const runOnly = scenarioFloor(refresh, [memory], parts(30, 10, 8))!;
   t.equal(runOnly.rounds, undefined, 'without rounds: the run’s floors, as older files have it');
@@ -159,7 +159,7 @@ t.test('minus work measured apart, rounds that spread wider than their median ar
   const [row] = floorRowsByRound(password, [noisy], rounds);
   t.equal(row?.undetermined, true);
   t.notOk(hasMultiple(row!), 'no multiple to judge');
-  t.same(floorCells(row), ['40.0', 'n/a']);
+  t.same(floorCells(row), ['–', '–', '40.0', 'n/a'], 'no new floor without a hand-off; the old one, no multiple');
   const steady = withRounds(contenderResult('tessera/memory', 'tessera', 'memory', summary(1)), [measured(1, 14_060), measured(2, 14_080)]);
   const [judged] = floorRowsByRound(password, [steady], rounds);
   t.equal(judged?.undetermined, undefined);

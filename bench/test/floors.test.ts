@@ -74,6 +74,7 @@ t.test('each Tessera row is its CPU per request over its floor; on Redis both si
       { ...contender('tessera/memory+flood', 'tessera', 'memory', summary(4_000, { serverUsPerRequest: 400 })), background: 'flood' },
     ],
     b,
+    refresh,
   );
   t.same(
     rows.map((r) => [r.contender, r.floorUs, r.figureUs, r.multiple]),
@@ -89,10 +90,10 @@ t.test('each Tessera row is its CPU per request over its floor; on Redis both si
 t.test('the password floor takes Tessera minus the hash, and gives no multiple without the hash measured', async (t) => {
   const password: RequestFloor = { signatures: { ES256: 1 }, verifications: {}, store: [], excludes: 'argon2id-verify' };
   const row = contender('tessera/memory', 'tessera', 'memory', summary(100, { serverUsPerRequest: 15_080 }));
-  const [measured] = floorRows([row], floorBreakdown(password, components)!);
+  const [measured] = floorRows([row], floorBreakdown(password, components)!, password);
   t.equal(measured?.figureUs, 80);
   t.equal(measured?.multiple, 2, '(15,080 − 15,000) / 40');
-  t.same(floorRows([row], floorBreakdown(password, { ...components, hashUs: null })!), []);
+  t.same(floorRows([row], floorBreakdown(password, { ...components, hashUs: null })!, password), []);
 });
 
 t.test("a mix's floor is its parts' floors weighted by their shares", async (t) => {
@@ -121,20 +122,25 @@ t.test('the table prints each row against its floor, and the floor by part', asy
   ];
   const floor = scenarioFloor(refresh, contenders, components)!;
   const text = formatScenario({ name: 'refresh_token', measures: '', contenders, ratios: [], notes: [], hasErrors: false, floor });
-  t.match(text, /\| 120 \| – \| 40\.0 \| 3\.00x \|/, 'memory: floor 40 µs, 3x');
-  t.match(text, /\| 150 \| 50\.0 \| 100 \| 2\.00x \|/, 'Redis: floor 100 µs, 2x');
-  t.match(text, /\| 500 \| – \| – \| – \|/, 'the peer has no multiple');
+  t.match(text, /\| 120 \| – \| – \| – \| 40\.0 \| 3\.00x \|/, 'memory: old floor 40 µs, 3x; no hand-off measured, no new floor');
+  t.match(text, /\| 150 \| 50\.0 \| – \| – \| 100 \| 2\.00x \|/, 'Redis: old floor 100 µs, 2x');
+  t.match(text, /\| 500 \| – \| – \| – \| – \| – \|/, 'the peer has no multiple');
   t.match(
     formatFloor(floor),
-    /^Floor per request \(this run, µs\): ES256 JWT 30\.0 \+ bare uWS POST 10\.0 = \*\*40\.0\*\*; on Redis \+ GET 214 B 12\.0 \+ EVALSHA tesseraRotate \(214 → 336 B \+ 80 B\) 48\.0 \(ioredis \+ redis-server\) = \*\*100\*\*$/,
+    /^Old floor per request \(this run, µs\): ES256 JWT 30\.0 \+ bare uWS POST 10\.0 = \*\*40\.0\*\*; on Redis \+ GET 214 B 12\.0 \+ EVALSHA tesseraRotate \(214 → 336 B \+ 80 B\) 48\.0 \(ioredis \+ redis-server\) = \*\*100\*\*\n/,
   );
-  t.same(floorCells(undefined), ['–', '–']);
+  t.same(floorCells(undefined), ['–', '–', '–', '–']);
   t.same(
-    floorCells({ contender: 'tessera/memory', floorUs: 40, figureUs: -650, multiple: -16.25 }),
-    ['40.0', 'n/a'],
+    floorCells({ contender: 'tessera/memory', floorUs: 40, figureUs: -650, multiple: -16.25, newFloorUs: 50, newMultiple: -13 }),
+    ['50.0', 'n/a', '40.0', 'n/a'],
     'nothing left once the hash is off: no multiple',
   );
-  t.same(floorCells({ contender: 'tessera/memory', floorUs: 40, figureUs: 60, multiple: 1.5 }), ['40.0', '1.50x']);
+  t.same(floorCells({ contender: 'tessera/memory', floorUs: 40, figureUs: 60, multiple: 1.5, newFloorUs: 50, newMultiple: 1.2 }), [
+    '50.0',
+    '1.20x',
+    '40.0',
+    '1.50x',
+  ]);
   const unmeasured = scenarioFloor(refresh, contenders, null)!;
   t.same(unmeasured.rows, []);
   t.match(formatFloor(unmeasured), /not measured in this run/);
@@ -150,6 +156,7 @@ t.test('every request scenario of the bench declares a floor; the ceiling is one
     'discovery',
     ...otherGrants,
     'password',
+    'password_cheap_hash',
     'mixed',
   ];
   for (const name of named) {

@@ -1,6 +1,12 @@
 /** `npm run bench` options (bench/runner/options.ts): the ones a mistake would silently change. */
 import t from 'tap';
+import type { LoadGenerator } from '../load/load_generator.js';
+import { contendersOf } from '../runner/contenders.js';
+import { RunContext } from '../runner/context.js';
 import { parseOptions, UsageError } from '../runner/options.js';
+import type { Progress } from '../runner/progress.js';
+import { scenarios } from '../scenarios/index.js';
+import type { ActiveScenario } from '../scenarios/scenario.js';
 
 t.test('without --baseline-root there is no baseline', async (t) => {
   const options = parseOptions(['client_credentials', '--quick']);
@@ -61,4 +67,37 @@ t.test('--events is none unless asked, and only none, file or redis', async (t) 
   t.equal(parseOptions(['client_credentials', '--baseline-root', '/tmp/b', '--baseline-events', 'file']).baselineEvents, 'file');
   t.equal(refusal(['--baseline-root', '/tmp/b', '--baseline-events', 'stdout']), '--baseline-events must be none, file or redis');
   t.equal(refusal(['--baseline-events', 'file']), '--baseline-events needs --baseline-root');
+});
+
+t.test('--events-beside adds an events-on twin right after the Tessera row of client_credentials, and nowhere else', async (t) => {
+  t.equal(parseOptions(['client_credentials']).eventsBeside, 'none');
+  t.equal(parseOptions(['--events-beside', 'file']).eventsBeside, 'file');
+  t.equal(refusal(['--events-beside', 'stdout']), '--events-beside must be none, file or redis');
+  t.equal(
+    refusal(['--events-beside', 'file', '--events', 'file']),
+    '--events-beside compares events on with events off: it needs --events none',
+  );
+  const ctx = new RunContext(
+    parseOptions(['--events-beside', 'file']),
+    {} as LoadGenerator,
+    { kind: 'source', note: null },
+    {} as Progress,
+  );
+  t.teardown(() => ctx.close());
+  const named = (name: string): ActiveScenario => scenarios.find((s): s is ActiveScenario => s.kind === 'active' && s.name === name)!;
+  t.same(
+    contendersOf(named('client_credentials'), ctx)
+      .filter((c) => c.kind === 'tessera')
+      .map((c) => [c.id, c.events, c.eventsOff]),
+    [
+      ['tessera/memory', null, null],
+      ['tessera/memory+events-file', 'file', 'tessera/memory'],
+      ['tessera/redis', null, null],
+      ['tessera/redis+events-file', 'file', 'tessera/redis'],
+    ],
+  );
+  t.notOk(
+    contendersOf(named('refresh_token'), ctx).some((c) => c.events !== null),
+    'the bar judges client_credentials only',
+  );
 });

@@ -55,6 +55,8 @@ interface AdminRequest {
   readonly clientId: string;
   readonly secretId: string;
   readonly query: (name: string) => string | undefined;
+  /** The caller's address, read before anything asynchronous: every audit event carries it (docs/operations.md, "Events"). */
+  readonly remoteAddress: string;
 }
 
 type Handler = (request: AdminRequest, body: unknown, deps: AdminApiDeps) => Promise<void>;
@@ -74,6 +76,7 @@ export function registerAdminRoutes(app: Pick<uWS.TemplatedApp, 'any'>, deps: Ad
         clientId: decodePathParameter(req.getParameter(0)),
         secretId: decodePathParameter(req.getParameter(1)),
         query: (name) => query.get(name) ?? undefined,
+        remoteAddress: exchange.remoteAddress(),
       };
       const serve = (bytes: Uint8Array | undefined): void => {
         const handler = handlers[method];
@@ -158,7 +161,7 @@ async function createClient(request: AdminRequest, body: unknown, deps: AdminApi
     return sendError(exchange, 409, 'conflict', 'a store-kept client has this clientId');
   }
   const record = await deps.registry.write(checked.client);
-  audit(deps, 'ClientCreated', checked.client.clientId);
+  audit(deps, request, 'ClientCreated', checked.client.clientId);
   send(exchange, 201, { client: clientView(record), ...(generated === undefined ? {} : { secret: generated.secret }) });
 }
 
@@ -197,7 +200,7 @@ async function updateClient(request: AdminRequest, body: unknown, deps: AdminApi
 async function deleteClient(request: AdminRequest, _body: unknown, deps: AdminApiDeps): Promise<void> {
   if (refusedAsConfigured(request, deps)) return;
   if (!(await deps.registry.remove(request.clientId))) return notFound(request.exchange);
-  audit(deps, 'ClientDeleted', request.clientId);
+  audit(deps, request, 'ClientDeleted', request.clientId);
   request.exchange.sendJson(204, '');
 }
 
@@ -251,7 +254,7 @@ async function saveChanged(
   if (!checked.ok) return sendProblems(request.exchange, checked.problems);
   // A registered client keeps its registration (RFC 7592): the admin changes it beside the client.
   const record = await deps.registry.write(checked.client, { createdAt: found.createdAt, registration: found.registration });
-  audit(deps, event, request.clientId, details);
+  audit(deps, request, event, request.clientId, details);
   send(request.exchange, status, { client: clientView(record), ...extra });
 }
 
@@ -269,8 +272,21 @@ function refusedAsConfigured(request: AdminRequest, deps: AdminApiDeps): boolean
   return true;
 }
 
-function audit(deps: AdminApiDeps, name: AuditEventName, clientId: string, details: Readonly<Record<string, string>> = {}): void {
-  deps.emit({ name, outcome: 'success', clientId, endpoint: 'admin', ...(Object.keys(details).length > 0 ? { details } : {}) });
+function audit(
+  deps: AdminApiDeps,
+  request: AdminRequest,
+  name: AuditEventName,
+  clientId: string,
+  details: Readonly<Record<string, string>> = {},
+): void {
+  deps.emit({
+    name,
+    outcome: 'success',
+    clientId,
+    remoteAddress: request.remoteAddress,
+    endpoint: 'admin',
+    ...(Object.keys(details).length > 0 ? { details } : {}),
+  });
 }
 
 /** The body's bytes (`undefined` when empty); an oversized one is answered here. */

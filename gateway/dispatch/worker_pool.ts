@@ -14,7 +14,8 @@ const workerFile = new URL(
 
 type LoadBalancer = NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>['loadBalancer']>;
 
-const tasksPerThread = 6;
+/** Tasks a thread runs at once; the bench's bare hand-off (bench/support/handoff_cost.ts) uses the same. */
+export const tasksPerThread = 6;
 
 /**
  * The least busy thread with room, whether or not a task is abortable, and never one the

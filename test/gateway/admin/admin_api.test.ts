@@ -2,7 +2,7 @@
  * The admin API on the management listener (docs/operations.md, "Admin API"), on the memory store,
  * and the `tessera clients` commands over it.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import type { AuditEvent } from '../../../gateway/observability/events/audit_event.js';
@@ -11,13 +11,16 @@ import { runCliInProcess } from '../../helpers/cli_in_process.js';
 import { startTestGateway } from '../../helpers/test_gateway.js';
 
 const adminToken = 'admin-token-for-the-admin-api-test-0123456789';
-const tokenFile = path.join(t.testdir(), 'admin.token');
+const dir = t.testdir();
+const tokenFile = path.join(dir, 'admin.token');
 writeFileSync(tokenFile, adminToken);
 const events: AuditEvent[] = [];
+const eventFile = path.join(dir, 'events.jsonl');
 const gateway = await startTestGateway(t, {
   patch: (raw) => {
     raw.clientRegistry = { store: true };
     raw.admin = { tokenFile };
+    raw.events = { sink: 'file', file: eventFile };
   },
   onEvent: (event) => events.push(event),
 });
@@ -235,4 +238,28 @@ t.test('on the memory store too, pages walk every client once in clientId order,
   t.same(bad, { error: 'invalid_request', error_description: 'limit must be a whole number from 1 to 1000' });
   const nul = await admin('POST', '/admin/clients', { clientId: 'a\u0000b', allowedGrantTypes: ['client_credentials'] });
   t.equal(nul.status, 400, 'a client id with U+0000 cannot be listed: refused');
+});
+
+t.test("every admin event in the sink carries the caller's address (issue 33)", async (t) => {
+  t.equal((await admin('POST', '/admin/clients', { clientId: 'svc-addr', allowedGrantTypes: ['client_credentials'] })).status, 201);
+  t.equal((await admin('DELETE', '/admin/clients/svc-addr')).status, 204);
+  // The file sink writes in batches: wait for the delete's line.
+  const deadline = Date.now() + 5000;
+  let fromFile: AuditEvent[] = [];
+  for (;;) {
+    fromFile = readFileSync(eventFile, 'utf8')
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line) as AuditEvent);
+    if (fromFile.some((e) => e.name === 'ClientDeleted' && e.clientId === 'svc-addr') || Date.now() > deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  const adminEvents = fromFile.filter((e) => e.endpoint === 'admin');
+  t.ok(adminEvents.some((e) => e.name === 'ClientCreated' && e.clientId === 'svc-addr'));
+  t.ok(adminEvents.some((e) => e.name === 'ClientDeleted' && e.clientId === 'svc-addr'));
+  t.same(
+    adminEvents.filter((e) => e.remoteAddress !== '127.0.0.1').map((e) => `${e.name} ${e.clientId}`),
+    [],
+    'ClientCreated, ClientUpdated, ClientDeleted, ClientSecretAdded and ClientSecretExpired: each with the address',
+  );
 });

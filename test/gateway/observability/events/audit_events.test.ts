@@ -188,6 +188,14 @@ t.test('the file and the Redis Stream hold the same events as the hook, and no s
     lines.some((line) => 'level' in JSON.parse(line)),
     'no application log line among them',
   );
+  // Every event a request produced carries the client's address, as IdentityServer's do (issue 33);
+  // only the gateway's own events (a key rotation, a validator reload) have none.
+  const ownEvents = new Set(['KeyRotated', 'ValidatorReloaded']);
+  t.same(
+    fromFile.filter((e) => !ownEvents.has(e.name) && e.remoteAddress !== '127.0.0.1').map((e) => e.name),
+    [],
+    `the address on every request-driven event (${[...new Set(fromFile.map((e) => e.name))].join(', ')})`,
+  );
 
   const client = new Redis(redis.url);
   t.teardown(() => client.quit());
