@@ -134,8 +134,10 @@ async function createClient(request: AdminRequest, body: unknown, deps: AdminApi
   if (typeof clientId === 'string' && deps.config().clients.some((c) => c.clientId === clientId)) {
     return sendError(exchange, 409, 'conflict', 'a client of the config file has this clientId');
   }
-  // A confidential client without a secret gets one, shown once in the answer.
-  const needsSecret = body.clientSecrets === undefined && body.requireClientSecret !== false;
+  // A confidential client without a secret gets one, shown once in the answer; one that
+  // authenticates with keys or a certificate needs none.
+  const usesKeys = body.jwks !== undefined || body.jwksUri !== undefined || body.tokenEndpointAuthMethod !== undefined;
+  const needsSecret = body.clientSecrets === undefined && body.requireClientSecret !== false && !usesKeys;
   const generated = needsSecret ? generateSecret() : undefined;
   const document = generated === undefined ? body : { ...body, clientSecrets: [generated.stored] };
   const checked = checkClientDocument(document, deps.config(), deps.grantTypes());

@@ -430,7 +430,14 @@ const adminSchema = z
   .default({});
 
 /** The RFC 7591 client authentication methods a registered client may ask for (no keys in the store yet). */
-export const registrationAuthMethods = ['client_secret_basic', 'client_secret_post', 'none'] as const;
+export const registrationAuthMethods = [
+  'client_secret_basic',
+  'client_secret_post',
+  'none',
+  'private_key_jwt',
+  'tls_client_auth',
+  'self_signed_tls_client_auth',
+] as const;
 
 const dynamicClientRegistrationSchema = z
   .strictObject({
@@ -469,7 +476,7 @@ const dynamicClientRegistrationSchema = z
           .array(z.enum(registrationAuthMethods))
           .default(['client_secret_basic', 'client_secret_post', 'none'])
           .describe(
-            'Client authentication methods a registered client may ask for (private_key_jwt is not offered: no keys in the store).',
+            'Client authentication methods a registered client may ask for. private_key_jwt (with jwks or jwks_uri), tls_client_auth and self_signed_tls_client_auth (RFC 8705 §2) are offered only when listed here.',
           ),
       })
       .default({
