@@ -78,7 +78,8 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   const app = withStrictFraming(uwsApp);
   const { config, keys, store, clients, clientAuthentication, dispatcher, metrics, observers, events } = deps;
   // Browser clients' origins (docs/endpoints.md, "CORS"); none configured: no endpoint reads `Origin`.
-  const allOrigins = new CorsPolicy(config.clients);
+  // With a client registry, store-kept clients' origins too (gateway/client_registry/cors_origins.ts).
+  const allOrigins = new CorsPolicy(config.clients, clients.registry?.origins);
   const cors = allOrigins.empty ? undefined : allOrigins;
   const dpopNonceFor = dpopNonceProvider(config, deps.pageSecret);
   app.any(
