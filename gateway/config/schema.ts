@@ -498,6 +498,16 @@ const dynamicClientRegistrationSchema = z
     },
   });
 
+/**
+ * One API resource (`apiResources[i]`): the config file's and the admin API's store-kept ones
+ * (gateway/admin/api_resources_api.ts) are checked by this one schema.
+ */
+export const apiResourceSchema = z.strictObject({
+  name: nonEmpty,
+  scopes: z.array(nonEmpty).default([]),
+  secrets: z.array(secretSchema).default([]),
+});
+
 const tracingSchema = z
   .strictObject({
     enabled: z
@@ -820,15 +830,7 @@ export const configSchema = z
       .array(z.strictObject({ name: nonEmpty, displayName: z.string().optional(), claims: z.array(nonEmpty).default([]) }))
       .default([]),
     apiScopes: z.array(z.strictObject({ name: nonEmpty, displayName: z.string().optional() })).default([]),
-    apiResources: z
-      .array(
-        z.strictObject({
-          name: nonEmpty,
-          scopes: z.array(nonEmpty).default([]),
-          secrets: z.array(secretSchema).default([]),
-        }),
-      )
-      .default([]),
+    apiResources: z.array(apiResourceSchema).default([]),
     clients: z.array(clientSchema).default([]),
     users: z.array(userSchema).default([]).describe('Users for the built-in password validator, the login page and the device page.'),
     demoCredentials: z

@@ -10,6 +10,7 @@ import { createDeviceAuthorizationEndpoint, deviceAuthorizationPath } from './de
 import { createPushedAuthorizationEndpoint, pushedAuthorizationPath } from './pushed_authorization_endpoint.js';
 import { authorizationServerMetadataPath, discoveryPath, jwksPath } from './discovery.js';
 import { CorsPolicy } from '../http/cors.js';
+import type { ApiResourceRegistry } from '../client_registry/api_resource_registry.js';
 import { Exchange } from '../http/exchange.js';
 import { withStrictFraming } from '../http/framing.js';
 import { createIntrospectionEndpoint } from './introspection_endpoint.js';
@@ -68,6 +69,8 @@ export interface RouteDeps {
   readonly logger: Logger;
   /** `dynamicClientRegistration.initialAccessTokenFile`'s token, read at start; `undefined`: open registration. */
   readonly initialAccessToken?: string | undefined;
+  /** With `clientRegistry.store`: the store-kept API resources (scopes, audiences, introspection). */
+  readonly apiResources?: ApiResourceRegistry | undefined;
 }
 
 /**
@@ -99,6 +102,7 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
     createIntrospectionEndpoint({
       ...clientAuthentication,
       apiResources: config.apiResources,
+      storedApiResources: deps.apiResources,
       dispatcher,
       observe: observers.introspection,
       begin: observers.begin.introspection,
@@ -118,6 +122,8 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   app.any(userInfoPath, createUserInfoEndpoint({ dispatcher, cors }));
 
   const scopes = new ScopeRules(config);
+  // Store-kept API resources' scopes and audiences too, as they change (docs/configuration.md).
+  deps.apiResources?.follow(scopes);
   app.any(
     deviceAuthorizationPath,
     createDeviceAuthorizationEndpoint({
