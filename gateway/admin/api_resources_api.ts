@@ -95,6 +95,8 @@ async function createResource(request: AdminRequest, body: unknown, deps: AdminA
   if ((await registry.read(checked.resource.name)) !== null)
     return sendError(exchange, 409, 'conflict', 'a store-kept API resource has this name');
   if (registry.full) return sendError(exchange, 409, 'conflict', 'the store keeps at most 1000 API resources');
+  if (!registry.fits(checked.resource))
+    return sendError(exchange, 409, 'conflict', 'the API resources would not fit the workers’ shared memory');
   const record = await registry.write(checked.resource);
   audit(deps, 'ApiResourceCreated', checked.resource.name);
   send(exchange, 201, { apiResource: resourceView(record), ...(generated === undefined ? {} : { secret: generated.secret }) });
@@ -175,6 +177,9 @@ async function save(
 ): Promise<void> {
   const checked = checkResourceDocument(document, deps);
   if (!checked.ok) return sendProblems(request.exchange, checked.problems);
+  if (!registryOf(deps).fits(checked.resource)) {
+    return sendError(request.exchange, 409, 'conflict', 'the API resources would not fit the workers’ shared memory');
+  }
   const record = await registryOf(deps).write(checked.resource, found.createdAt);
   audit(deps, event, request.clientId, details);
   send(request.exchange, status, { apiResource: resourceView(record), ...extra });

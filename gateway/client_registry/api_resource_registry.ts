@@ -13,9 +13,9 @@ import type { Logger } from 'pino';
 import { decodeSecrets, type StoredSecret } from '../../core/client_model.js';
 import type { ScopeRules } from '../../core/rules/scope_rules.js';
 import { hashHandle } from '../../core/store/handle.js';
-import type { Store, StoreKey } from '../../core/store/store.js';
+import { isStoreUnavailable, type Store, type StoreKey } from '../../core/store/store.js';
 import type { ApiResourceConfig, SecretConfig } from '../../core/worker_config.js';
-import type { ApiResourceCell } from '../../wire/api_resource_cell.js';
+import { defaultApiResourceCellBytes, type ApiResourceCell } from '../../wire/api_resource_cell.js';
 import type { LoadedConfig } from '../config/load.js';
 
 /** A store-kept API resource as the config file writes one (`apiResources[i]`), secrets as SHA-256 values. */
@@ -119,6 +119,16 @@ export class ApiResourceRegistry {
     return this.#records.size >= maxStoredApiResources;
   }
 
+  /**
+   * Whether the set with `resource` written still fits the workers' shared memory
+   * (`defaultApiResourceCellBytes`): a set that did not would never reach them.
+   */
+  fits(resource: StoredApiResource): boolean {
+    const others = [...this.#records.values()].filter((r) => r.resource.name !== resource.name).map((r) => r.resource);
+    const encoded = JSON.stringify({ resources: [...others, resource].map((r) => ({ name: r.name, scopes: r.scopes })) });
+    return Buffer.byteLength(encoded) <= defaultApiResourceCellBytes;
+  }
+
   /** Writes a resource and tells every gateway; this one reads the set again at once. */
   async write(resource: StoredApiResource, createdAt?: number): Promise<StoredApiResourceRecord> {
     const now = this.#now();
@@ -154,7 +164,8 @@ export class ApiResourceRegistry {
     } catch (err) {
       // The set last read stays in service: a store outage removes no resource.
       this.#version = undefined;
-      this.#options.logger.debug({ err }, 'API resources: not read');
+      if (isStoreUnavailable(err)) this.#options.logger.debug({ err }, 'API resources: not read');
+      else this.#options.logger.error({ err }, 'API resources: not taken into service');
     } finally {
       this.#polling = false;
     }
@@ -165,13 +176,13 @@ export class ApiResourceRegistry {
     const records = (await this.#store.familyRecords<StoredApiResourceRecord>(family, 'client')).sort((a, b) =>
       a.resource.name < b.resource.name ? -1 : 1,
     );
-    const wasEmpty = this.#records.size === 0;
+    if (this.#records.size === 0 && records.length === 0) return;
+    const resources = records.map((r) => r.resource);
+    // The workers first (names and scopes only: they never see a secret): a set too large for
+    // them throws here and changes nothing anywhere, the last set read staying in service.
+    this.#options.cell.write({ resources: resources.map((r) => ({ name: r.name, scopes: r.scopes })) });
     this.#records = new Map(records.map((r) => [r.resource.name, r]));
     this.#secrets = new Map(records.map((r) => [r.resource.name, decodeSecrets(r.resource.secrets)]));
-    if (wasEmpty && records.length === 0) return;
-    const resources = this.resources();
-    // Names and scopes only: the workers never see a secret.
-    this.#options.cell.write({ resources: resources.map((r) => ({ name: r.name, scopes: r.scopes })) });
     for (const ref of this.#followers) {
       const scopes = ref.deref();
       if (scopes === undefined) this.#followers.delete(ref);
