@@ -141,7 +141,9 @@ export class Exchange {
    * OAuth error code, for the observer, when the answer is an error.
    */
   sendJson(status: number, body: string, extras?: ResponseExtras, error?: ErrorCode): void {
-    if (this.corsLookup !== undefined) {
+    // An answer that closes the connection never waits: nothing more of it may be read meanwhile
+    // (refuseAndClose); it goes without CORS headers.
+    if (this.corsLookup !== undefined && extras?.closeConnection !== true) {
       const lookup = this.corsLookup;
       if (this.defer()) void lookup.then(() => this.resume() && this.writeJson(status, body, extras, error));
       return;

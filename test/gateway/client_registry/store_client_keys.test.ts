@@ -43,7 +43,11 @@ const start = (): Promise<TestGateway> =>
       raw.mtls = { caFile };
       raw.dynamicClientRegistration = {
         enabled: true,
-        policy: { grantTypes: ['client_credentials'], scopes: ['api1'], tokenEndpointAuthMethods: ['private_key_jwt'] },
+        policy: {
+          grantTypes: ['client_credentials'],
+          scopes: ['api1'],
+          tokenEndpointAuthMethods: ['private_key_jwt', 'tls_client_auth'],
+        },
       };
     },
   });
@@ -220,4 +224,25 @@ t.test('dynamic client registration: private_key_jwt with jwks, then an assertio
   t.same((metadata.jwks as { keys: JWK[] }).keys[0]?.kid, 'dcr-1', 'the keys are read back');
   t.equal(metadata.client_secret, undefined, 'no secret for a key client');
   t.equal(await withAssertion(b, metadata.client_id as string, key), 200);
+});
+
+t.test('dynamic client registration: tls_client_auth with one certificate name (RFC 8705 §2.1.2)', async (t) => {
+  const register = (metadata: Record<string, unknown>) =>
+    fetch(`${a.url}/connect/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ grant_types: ['client_credentials'], response_types: [], scope: 'api1', ...metadata }),
+    });
+  const registered = await register({ token_endpoint_auth_method: 'tls_client_auth', tls_client_auth_san_dns: 'store-mtls.example' });
+  const metadata = (await registered.json()) as Record<string, unknown>;
+  t.equal(registered.status, 201, JSON.stringify(metadata));
+  t.equal(metadata.tls_client_auth_san_dns, 'store-mtls.example');
+  t.equal(await withCertificate(b, metadata.client_id as string, issued), 200);
+  t.equal(await withCertificate(b, metadata.client_id as string, selfCert), 401);
+  const none = await register({ token_endpoint_auth_method: 'tls_client_auth' });
+  t.equal(none.status, 400, 'no certificate name');
+  const keys = await register({ token_endpoint_auth_method: 'tls_client_auth', tls_client_auth_san_dns: 'x.example', jwks: { keys: [] } });
+  t.equal(keys.status, 400, 'keys with a method that takes none');
+  const secretMethod = await register({ token_endpoint_auth_method: 'client_secret_basic' });
+  t.equal(secretMethod.status, 400, 'a method outside the policy');
 });
