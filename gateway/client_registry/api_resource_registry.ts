@@ -60,6 +60,8 @@ export class ApiResourceRegistry {
   #records: ReadonlyMap<string, StoredApiResourceRecord> = new Map();
   #secrets: ReadonlyMap<string, readonly StoredSecret[]> = new Map();
   #version: string | null | undefined = undefined;
+  /** Bumped each time a new set is taken into service (discovery rebuilds its body on it). */
+  generation = 0;
   #polling = false;
   #timer: NodeJS.Timeout | undefined;
   /** Scope rules that follow the set (the gateway's, one per route set); gone ones drop out. */
@@ -183,6 +185,7 @@ export class ApiResourceRegistry {
     this.#options.cell.write({ resources: resources.map((r) => ({ name: r.name, scopes: r.scopes })) });
     this.#records = new Map(records.map((r) => [r.resource.name, r]));
     this.#secrets = new Map(records.map((r) => [r.resource.name, decodeSecrets(r.resource.secrets)]));
+    this.generation += 1;
     for (const ref of this.#followers) {
       const scopes = ref.deref();
       if (scopes === undefined) this.#followers.delete(ref);

@@ -8,7 +8,7 @@ import type { ClientAuthenticationDeps } from '../client_authentication/step.js'
 import type { LoadedConfig } from '../config/load.js';
 import { createDeviceAuthorizationEndpoint, deviceAuthorizationPath } from './device_authorization_endpoint.js';
 import { createPushedAuthorizationEndpoint, pushedAuthorizationPath } from './pushed_authorization_endpoint.js';
-import { authorizationServerMetadataPath, discoveryPath, jwksPath } from './discovery.js';
+import { authorizationServerMetadataPath, discoveryPath, jwksPath, withStoredScopes } from './discovery.js';
 import { CorsPolicy } from '../http/cors.js';
 import type { ApiResourceRegistry } from '../client_registry/api_resource_registry.js';
 import { Exchange } from '../http/exchange.js';
@@ -193,7 +193,9 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   // Resource servers cache both; a new key is published at least this long before it signs
   // (signing.rotation.propagation, docs/operations.md "Signing keys and rotation").
   const publicCache = `public, max-age=${config.signing.jwksMaxAgeSeconds}`;
-  const discovery = getOnly((ex) => ex.sendStatic(200, 'application/json; charset=utf-8', deps.discoveryBody(), publicCache), cors);
+  // With store-kept API resources, their scopes in `scopes_supported` too.
+  const discoveryBody = deps.apiResources === undefined ? deps.discoveryBody : withStoredScopes(deps.discoveryBody, deps.apiResources);
+  const discovery = getOnly((ex) => ex.sendStatic(200, 'application/json; charset=utf-8', discoveryBody(), publicCache), cors);
   app.any(discoveryPath, discovery);
   app.any(authorizationServerMetadataPath(config.issuer), discovery);
   app.any(

@@ -116,6 +116,9 @@ t.test('a resource and its new scope, created on A, reach B and its worker threa
     many.map((m) => [m.status, audienceOf(m.body.access_token)]),
     Array.from({ length: 8 }, () => [200, 'urn:orders']),
   );
+  const discovery = (await (await fetch(`${b.url}/.well-known/openid-configuration`)).json()) as { scopes_supported: string[] };
+  t.ok(discovery.scopes_supported.includes('orders.read'), 'discovery at B lists the new scope');
+  t.equal(discovery.scopes_supported.filter((s) => s === 'api1').length, 1, 'a scope listed once');
   const both = await token(b, 'svc-orders', clientSecret, { scope: 'api1' });
   t.same(audienceOf(both.body.access_token), ['urn:api1', 'urn:orders'], 'a scope of a config file resource and a store-kept one');
 });
