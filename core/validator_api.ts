@@ -116,7 +116,9 @@ export interface ValidatorServices {
   /**
    * The configured API resources, so that a validator can check a `resource` or `audience`
    * parameter (RFC 8693 §2.1, RFC 8707) and narrow the scopes to it with
-   * {@link SuccessOptions.scopes}.
+   * {@link SuccessOptions.scopes}. The config file's, then the store-kept ones
+   * (docs/configuration.md, `clientRegistry`): read it per request, not once at construction, as
+   * store-kept resources change while the thread runs (the list is replaced, never changed).
    */
   readonly apiResources: readonly ApiResource[];
 }

@@ -62,10 +62,22 @@ const descriptions = {
 export default class TokenExchangeGrantValidator implements ExtensionGrantValidator {
   readonly grantType = 'urn:ietf:params:oauth:grant-type:token-exchange';
 
-  private readonly resources: ReadonlyMap<string, ApiResource>;
+  private resourceMap: ReadonlyMap<string, ApiResource> = new Map();
+  private resourceList: readonly ApiResource[] | undefined;
 
-  constructor(private readonly services: ValidatorServices) {
-    this.resources = new Map(services.apiResources.map((r) => [r.name, r]));
+  constructor(private readonly services: ValidatorServices) {}
+
+  /**
+   * The API resources by name, built again when `services.apiResources` is another list: store-kept
+   * resources change while the thread runs (docs/configuration.md, `clientRegistry`).
+   */
+  private get resources(): ReadonlyMap<string, ApiResource> {
+    const list = this.services.apiResources;
+    if (list !== this.resourceList) {
+      this.resourceList = list;
+      this.resourceMap = new Map(list.map((r) => [r.name, r]));
+    }
+    return this.resourceMap;
   }
 
   async validate(context: ExtensionGrantValidationContext): Promise<void> {

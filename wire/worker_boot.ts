@@ -8,6 +8,11 @@ export interface WorkerBootData {
    * when, updated by the gateway without restarting the thread.
    */
   readonly keySet: SharedArrayBuffer;
+  /**
+   * The shared memory of an `ApiResourceCell` (`api_resource_cell.ts`): the store-kept API
+   * resources, updated by the gateway without restarting the thread; absent: none.
+   */
+  readonly apiResources?: SharedArrayBuffer;
   /** URLs of extra grant-handler modules (default export: a GrantHandler). */
   readonly grantModules: readonly string[];
   /** URLs of extension-grant validator modules (default export: a validator class). */

@@ -23,6 +23,7 @@ const answer = (item: TaskItem) => answerItem(worker, item);
  */
 export default async function runTokenBatch(task: BatchTask | Uint8Array): Promise<unknown> {
   worker.keyRing.refresh(Date.now());
+  worker.storedResources.refresh();
   if (!isBatchTask(task)) return move(packMessage(await Promise.all(unpackTaskItems(task).map(answer))));
   const control = new Int32Array(task.control);
   // Withdrawn while this thread was busy: the gateway sent its requests to another thread.

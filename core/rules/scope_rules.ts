@@ -34,16 +34,41 @@ export class ScopeRules {
   private readonly identity = new Set<string>();
   private readonly api = new Set<string>();
   private readonly audiencesByScope = new Map<string, string[]>();
-  private readonly defaults = new WeakMap<RegisteredClient, Map<ScopePolicy, GrantedScopes>>();
+  private defaults = new WeakMap<RegisteredClient, Map<ScopePolicy, GrantedScopes>>();
   // Clients send the same few scope strings again and again; a valid one is resolved once.
-  private readonly resolved = new WeakMap<RegisteredClient, Map<ScopePolicy, Map<string, GrantedScopes>>>();
+  private resolved = new WeakMap<RegisteredClient, Map<ScopePolicy, Map<string, GrantedScopes>>>();
   // Granted scopes are themselves cached, so their narrowings to the same targets are too.
-  private readonly narrowed = new WeakMap<GrantedScopes, Map<string, GrantedScopes>>();
+  private narrowed = new WeakMap<GrantedScopes, Map<string, GrantedScopes>>();
+  private readonly config: Pick<WorkerConfig, 'identityResources' | 'apiScopes' | 'apiResources'>;
 
   constructor(config: Pick<WorkerConfig, 'identityResources' | 'apiScopes' | 'apiResources'>) {
+    this.config = config;
+    this.fill([]);
+  }
+
+  /**
+   * The config's resources and scopes, and now also the store-kept API resources `stored`
+   * (docs/configuration.md, `clientRegistry`): each scope one of them lists that is not an
+   * identity scope counts as an API scope while it is there. Every cached result is dropped.
+   */
+  useStoredResources(stored: WorkerConfig['apiResources']): void {
+    this.identity.clear();
+    this.api.clear();
+    this.audiencesByScope.clear();
+    this.defaults = new WeakMap();
+    this.resolved = new WeakMap();
+    this.narrowed = new WeakMap();
+    this.fill(stored);
+  }
+
+  private fill(stored: WorkerConfig['apiResources']): void {
+    const config = this.config;
     for (const r of config.identityResources) this.identity.add(r.name);
     for (const s of config.apiScopes) this.api.add(s.name);
-    for (const resource of config.apiResources) {
+    for (const resource of stored) {
+      for (const scope of resource.scopes) if (!this.identity.has(scope) && scope !== offlineAccessScope) this.api.add(scope);
+    }
+    for (const resource of [...config.apiResources, ...stored]) {
       for (const scope of resource.scopes) {
         const list = this.audiencesByScope.get(scope);
         if (list === undefined) this.audiencesByScope.set(scope, [resource.name]);

@@ -20,9 +20,13 @@ import { Exchange } from '../http/exchange.js';
 import type { AuditEventInput, AuditEventName } from '../observability/events/audit_event.js';
 import { checkClientDocument, clientView, generateSecret, secretId } from './client_document.js';
 import { decodeClientCursor, encodeClientCursor } from './client_list_cursor.js';
+import { withStoredApiResources, type ApiResourceRegistry } from '../client_registry/api_resource_registry.js';
+import { registerApiResourceRoutes } from './api_resources_api.js';
 
 export interface AdminApiDeps {
   readonly registry: ClientRegistry;
+  /** Store-kept API resources (`/admin/api-resources`, gateway/admin/api_resources_api.ts). */
+  readonly apiResources?: ApiResourceRegistry | undefined;
   /** The config in service (scopes, grant types a client is checked against). */
   readonly config: () => LoadedConfig;
   readonly grantTypes: () => Iterable<string>;
@@ -49,7 +53,7 @@ const defaultPageSize = 100;
 const maxPageSize = 1000;
 
 /** One admin request, copied out of uWS before anything asynchronous. */
-interface AdminRequest {
+export interface AdminRequest {
   readonly exchange: Exchange;
   readonly method: string;
   readonly clientId: string;
@@ -59,7 +63,7 @@ interface AdminRequest {
   readonly remoteAddress: string;
 }
 
-type Handler = (request: AdminRequest, body: unknown, deps: AdminApiDeps) => Promise<void>;
+export type Handler = (request: AdminRequest, body: unknown, deps: AdminApiDeps) => Promise<void>;
 
 /** Mounts the admin routes on the management app. */
 export function registerAdminRoutes(app: Pick<uWS.TemplatedApp, 'any'>, deps: AdminApiDeps): void {
@@ -118,6 +122,7 @@ export function registerAdminRoutes(app: Pick<uWS.TemplatedApp, 'any'>, deps: Ad
   route(adminPaths.client, { get: showClient, patch: updateClient, delete: deleteClient });
   route(adminPaths.secrets, { post: addSecret });
   route(adminPaths.expireSecret, { post: expireSecret });
+  if (deps.apiResources !== undefined) registerApiResourceRoutes(route);
 }
 
 /**
@@ -151,11 +156,13 @@ async function createClient(request: AdminRequest, body: unknown, deps: AdminApi
   if (typeof clientId === 'string' && deps.config().clients.some((c) => c.clientId === clientId)) {
     return sendError(exchange, 409, 'conflict', 'a client of the config file has this clientId');
   }
-  // A confidential client without a secret gets one, shown once in the answer.
-  const needsSecret = body.clientSecrets === undefined && body.requireClientSecret !== false;
+  // A confidential client without a secret gets one, shown once in the answer; one that
+  // authenticates with keys or a certificate needs none.
+  const usesKeys = body.jwks !== undefined || body.jwksUri !== undefined || body.tokenEndpointAuthMethod !== undefined;
+  const needsSecret = body.clientSecrets === undefined && body.requireClientSecret !== false && !usesKeys;
   const generated = needsSecret ? generateSecret() : undefined;
   const document = generated === undefined ? body : { ...body, clientSecrets: [generated.stored] };
-  const checked = checkClientDocument(document, deps.config(), deps.grantTypes());
+  const checked = checkClientDocument(document, withStoredApiResources(deps.config(), deps.apiResources), deps.grantTypes());
   if (!checked.ok) return sendProblems(exchange, checked.problems);
   if ((await deps.registry.read(checked.client.clientId)) !== null) {
     return sendError(exchange, 409, 'conflict', 'a store-kept client has this clientId');
@@ -250,7 +257,7 @@ async function saveChanged(
   status: number,
   extra: Readonly<Record<string, unknown>> = {},
 ): Promise<void> {
-  const checked = checkClientDocument(document, deps.config(), deps.grantTypes());
+  const checked = checkClientDocument(document, withStoredApiResources(deps.config(), deps.apiResources), deps.grantTypes());
   if (!checked.ok) return sendProblems(request.exchange, checked.problems);
   // A registered client keeps its registration (RFC 7592): the admin changes it beside the client.
   const record = await deps.registry.write(checked.client, { createdAt: found.createdAt, registration: found.registration });

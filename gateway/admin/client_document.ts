@@ -6,19 +6,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { ClientConfig, SecretConfig } from '../../core/worker_config.js';
 import type { ConfigProblem } from '../config/config_error.js';
-import { checkCrossReferences, tlsClientAuthNames } from '../config/cross_references.js';
+import { checkCrossReferences } from '../config/cross_references.js';
 import type { LoadedConfig } from '../config/load.js';
 import { clientSchema } from '../config/schema.js';
 import { describeIssue, toProblems } from '../config/schema_issues.js';
 import type { StoredClientRecord } from '../client_registry/client_registry.js';
 
 export type CheckedClient = { ok: true; client: ClientConfig } | { ok: false; problems: readonly ConfigProblem[] };
-
-/**
- * Fields a store-kept client may not have yet: their keys and certificates are precomputed from
- * the config file at start (gateway/client_authentication/client_keys.ts, certificate_match.ts).
- */
-const configOnlyFields = ['jwks', 'jwksUri', 'tokenEndpointAuthMethod', ...tlsClientAuthNames] as const;
 
 const clientPrefix = 'clients[0]';
 
@@ -28,9 +22,6 @@ export function checkClientDocument(document: unknown, config: LoadedConfig, gra
   if (!parsed.success) return { ok: false, problems: parsed.error.issues.flatMap(toProblems) };
   const client = parsed.data;
   const problems: ConfigProblem[] = [];
-  for (const field of configOnlyFields) {
-    if (client[field] !== undefined) problems.push({ path: field, message: 'is not supported for a store-kept client (config file only)' });
-  }
   // The listing keeps a client under its id, which ends at U+0000 there (core/store/store.ts,
   // `StoreKey.name`); RFC 6749 Appendix A.1 allows no control character in a client_id anyway.
   if (client.clientId.includes('\u0000')) problems.push({ path: 'clientId', message: 'must not contain U+0000' });

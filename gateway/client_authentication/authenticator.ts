@@ -1,7 +1,13 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { RegisteredClient, StoredSecret } from '../../core/client_model.js';
 import type { FormParams } from '../../wire/token_task.js';
-import { carriesClientAssertion, readClientAssertion, type AssertionRules, type ReadAssertion } from './client_assertion.js';
+import {
+  assertionSubject,
+  carriesClientAssertion,
+  readClientAssertion,
+  type AssertionRules,
+  type ReadAssertion,
+} from './client_assertion.js';
 import { ClientKeys } from './client_keys.js';
 import { decodeBasicAuthorization, type ClientAuthMethod } from './credentials.js';
 import { VerifiedHeaders } from './verified_headers.js';
@@ -134,7 +140,8 @@ export class ClientAuthenticator {
       const basic = decodeBasicAuthorization(authorization);
       return basic === undefined || basic === null ? undefined : basic.clientId;
     }
-    return params.client_id;
+    // RFC 7523 §3: `client_id` is optional beside an assertion, whose `sub` names the client.
+    return params.client_id ?? (params.client_assertion === undefined ? undefined : assertionSubject(params.client_assertion));
   }
 
   /**

@@ -48,6 +48,17 @@ export function carriesClientAssertion(params: FormParams): boolean {
 }
 
 /**
+ * The client an assertion names (its `sub`, which must equal `iss`), read without any check, or
+ * `undefined`: only to look a store-kept client up before {@link readClientAssertion} checks it all.
+ */
+export function assertionSubject(jwt: string): string | undefined {
+  if (jwt.length > maxAssertionLength) return undefined;
+  const parts = splitCompactJws(jwt);
+  const sub = parts === undefined ? undefined : decodeJsonObject(parts.payload)?.sub;
+  return typeof sub === 'string' && sub.length > 0 ? sub : undefined;
+}
+
+/**
  * Reads a `private_key_jwt` assertion (RFC 7523 §2.2, §3; OpenID Connect Core §9) and checks
  * everything but its signature and the single use of its `jti`: those need the key and the
  * store, and run in the worker (docs/architecture.md, "Client assertions"). The claims checked

@@ -5,6 +5,11 @@ import { RemoteJwks, type RemoteJwksOptions } from './remote_jwks.js';
 
 /** At most this many candidate keys go to the worker: each one it tries is a signature check. */
 const maxCandidates = 4;
+/**
+ * Store-kept clients' `jwksUri` caches kept at once; past it the least recently created goes (and
+ * is fetched again when its client comes back). Bounded as the client registry's cache is.
+ */
+const maxStoredRemotes = 10_000;
 
 /**
  * The public keys each `private_key_jwt` client verifies with: its inline `jwks`, or its
@@ -15,8 +20,18 @@ const maxCandidates = 4;
  */
 export class ClientKeys {
   private readonly remote = new Map<string, RemoteJwks>();
+  /**
+   * Store-kept clients' (docs/configuration.md, `clientRegistry`), made at their first assertion
+   * and keyed by client id and URI: a client whose `jwksUri` changes through the admin API gets a
+   * new cache, while one that did not change keeps its fetched keys across the registry's cache
+   * invalidations.
+   */
+  private readonly storedRemote = new Map<string, RemoteJwks>();
 
-  constructor(clients: ReadonlyMap<string, RegisteredClient>, options: RemoteJwksOptions) {
+  constructor(
+    clients: ReadonlyMap<string, RegisteredClient>,
+    private readonly options: RemoteJwksOptions,
+  ) {
     for (const client of clients.values()) {
       const uri = client.config.jwksUri;
       if (uri !== undefined) this.remote.set(client.clientId, new RemoteJwks(uri, client.clientId, options));
@@ -40,7 +55,21 @@ export class ClientKeys {
     const pick = (keys: readonly PublicJwkConfig[]): PublicJwkConfig[] => pickKeys(keys, alg, kid);
     const inline = client.config.jwks;
     if (inline !== undefined) return pick(inline.keys);
-    return this.remote.get(client.clientId)?.select(pick) ?? [];
+    if (client.stored === undefined) return this.remote.get(client.clientId)?.select(pick) ?? [];
+    return this.storedRemoteOf(client)?.select(pick) ?? [];
+  }
+
+  private storedRemoteOf(client: RegisteredClient): RemoteJwks | undefined {
+    const uri = client.config.jwksUri;
+    if (uri === undefined) return undefined;
+    const key = `${client.clientId}\n${uri}`;
+    let remote = this.storedRemote.get(key);
+    if (remote === undefined) {
+      remote = new RemoteJwks(uri, client.clientId, this.options);
+      this.storedRemote.set(key, remote);
+      if (this.storedRemote.size > maxStoredRemotes) this.storedRemote.delete(this.storedRemote.keys().next().value as string);
+    }
+    return remote;
   }
 }
 

@@ -28,6 +28,30 @@ export interface ClientMetadata {
   readonly contacts?: readonly string[];
   readonly software_id?: string;
   readonly software_version?: string;
+  /** RFC 7591 §2: `private_key_jwt` and `self_signed_tls_client_auth` keys, by value… */
+  readonly jwks?: { readonly keys: readonly Record<string, unknown>[] };
+  /** …or by reference (`private_key_jwt` only). */
+  readonly jwks_uri?: string;
+  /** RFC 8705 §2.1.2: the one name a `tls_client_auth` client's certificate carries. */
+  readonly tls_client_auth_subject_dn?: string;
+  readonly tls_client_auth_san_dns?: string;
+  readonly tls_client_auth_san_uri?: string;
+  readonly tls_client_auth_san_ip?: string;
+  readonly tls_client_auth_san_email?: string;
+}
+
+/** RFC 8705 §2.1.2 metadata and the client config fields they become. */
+const tlsNameFields = [
+  ['tls_client_auth_subject_dn', 'tlsClientAuthSubjectDn'],
+  ['tls_client_auth_san_dns', 'tlsClientAuthSanDns'],
+  ['tls_client_auth_san_uri', 'tlsClientAuthSanUri'],
+  ['tls_client_auth_san_ip', 'tlsClientAuthSanIp'],
+  ['tls_client_auth_san_email', 'tlsClientAuthSanEmail'],
+] as const;
+
+/** Whether a client registered with `method` authenticates with a client secret. */
+export function usesClientSecret(method: RegistrationAuthMethod): boolean {
+  return method === 'client_secret_basic' || method === 'client_secret_post';
 }
 
 /** RFC 7591 §3.2.2: which of the two errors, and why (the `error_description`). */
@@ -50,13 +74,13 @@ export function checkClientMetadata(body: unknown, policy: RegistrationPolicy): 
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return invalid('the body must be a JSON object');
   const given = body as Record<string, unknown>;
   for (const field of serverFields) if (given[field] !== undefined) return invalid(`${field} is set by the server`);
-  // Keys are not kept for store-kept clients yet (docs/endpoints.md, "Dynamic client registration").
-  if (given.jwks !== undefined || given.jwks_uri !== undefined) return invalid('jwks and jwks_uri are not supported: no private_key_jwt');
 
   const method = given.token_endpoint_auth_method ?? 'client_secret_basic';
   if (typeof method !== 'string' || !(policy.tokenEndpointAuthMethods as readonly string[]).includes(method)) {
     return invalid(`token_endpoint_auth_method must be one of ${policy.tokenEndpointAuthMethods.join(', ')}`);
   }
+  const keys = keyMetadata(given, method as RegistrationAuthMethod);
+  if (typeof keys === 'string') return invalid(keys);
   const grantTypes = stringArray(given.grant_types, ['authorization_code']);
   if (grantTypes === undefined || grantTypes.length === 0) return invalid('grant_types must be a non-empty array of strings');
   const outside = grantTypes.find((g) => !policy.grantTypes.includes(g));
@@ -93,6 +117,7 @@ export function checkClientMetadata(body: unknown, policy: RegistrationPolicy): 
     scope: scopes.join(' '),
   };
   if (postLogout.length > 0) metadata.post_logout_redirect_uris = postLogout;
+  Object.assign(metadata, keys);
   for (const field of stringFields) {
     const value = given[field];
     if (value === undefined) continue;
@@ -117,8 +142,15 @@ export function clientDocumentOf(clientId: string, metadata: ClientMetadata, sec
   return {
     clientId,
     ...(metadata.client_name === undefined ? {} : { clientName: metadata.client_name }),
+    // A key or certificate client is confidential too; it simply has no secret.
     requireClientSecret: metadata.token_endpoint_auth_method !== 'none',
-    clientSecrets: metadata.token_endpoint_auth_method === 'none' ? [] : secrets,
+    clientSecrets: usesClientSecret(metadata.token_endpoint_auth_method) ? secrets : [],
+    ...(metadata.jwks === undefined ? {} : { jwks: metadata.jwks }),
+    ...(metadata.jwks_uri === undefined ? {} : { jwksUri: metadata.jwks_uri }),
+    ...(metadata.token_endpoint_auth_method === 'tls_client_auth' || metadata.token_endpoint_auth_method === 'self_signed_tls_client_auth'
+      ? { tokenEndpointAuthMethod: metadata.token_endpoint_auth_method }
+      : {}),
+    ...Object.fromEntries(tlsNameFields.flatMap(([name, field]) => (metadata[name] === undefined ? [] : [[field, metadata[name]]]))),
     allowedGrantTypes: metadata.grant_types,
     allowedScopes: scopes,
     // Tessera issues refresh tokens for offline_access only (docs/endpoints.md).
@@ -126,6 +158,44 @@ export function clientDocumentOf(clientId: string, metadata: ClientMetadata, sec
     redirectUris: metadata.redirect_uris,
     postLogoutRedirectUris: metadata.post_logout_redirect_uris ?? [],
   };
+}
+
+/**
+ * The key and certificate metadata `method` needs, and no other (RFC 7591 §2: `jwks` and
+ * `jwks_uri` never both; RFC 8705 §2.1.2: one certificate name for `tls_client_auth`); a
+ * description of the problem otherwise. The keys' own checks are the client schema's.
+ */
+function keyMetadata(given: Record<string, unknown>, method: RegistrationAuthMethod): Record<string, unknown> | string {
+  const found: Record<string, unknown> = {};
+  const { jwks, jwks_uri: jwksUri } = given;
+  if (jwks !== undefined) {
+    const keys = (jwks as { keys?: unknown } | null)?.keys;
+    if (typeof jwks !== 'object' || !Array.isArray(keys)) return 'jwks must be a JWK Set: {"keys": [...]}';
+    found.jwks = jwks;
+  }
+  if (jwksUri !== undefined) {
+    if (typeof jwksUri !== 'string') return 'jwks_uri must be a string';
+    found.jwks_uri = jwksUri;
+  }
+  for (const [name] of tlsNameFields) {
+    const value = given[name];
+    if (value === undefined) continue;
+    if (typeof value !== 'string') return `${name} must be a string`;
+    found[name] = value;
+  }
+  const names = tlsNameFields.filter(([name]) => found[name] !== undefined).length;
+  if (found.jwks !== undefined && found.jwks_uri !== undefined) return 'jwks and jwks_uri must not both be given (RFC 7591 §2)';
+  if (method === 'private_key_jwt') {
+    if (found.jwks === undefined && found.jwks_uri === undefined) return 'private_key_jwt needs jwks or jwks_uri';
+  } else if (method === 'self_signed_tls_client_auth') {
+    if (found.jwks === undefined) return 'self_signed_tls_client_auth needs jwks (the certificate keys, RFC 8705 §2.2)';
+  } else if (found.jwks !== undefined || found.jwks_uri !== undefined) {
+    return `jwks and jwks_uri go with private_key_jwt or self_signed_tls_client_auth, not ${method}`;
+  }
+  if (method === 'tls_client_auth' ? names !== 1 : names > 0) {
+    return 'tls_client_auth needs exactly one tls_client_auth_* name (RFC 8705 §2.1.2), and no other method takes one';
+  }
+  return found;
 }
 
 /** RFC 6749 §3.1.2: absolute, no fragment; and a scheme the policy allows. */

@@ -15,6 +15,7 @@ import { StoreUnavailableError, type Store, type StoreKey } from '../../core/sto
 import type { ClientConfig } from '../../core/worker_config.js';
 import type { ClientMetadata } from './client_metadata.js';
 import { backfillClientListing } from './client_listing_backfill.js';
+import { StoredCorsOrigins } from './cors_origins.js';
 
 /**
  * What dynamic client registration (RFC 7591) keeps beside a client it registered: the hash of
@@ -107,11 +108,19 @@ export class ClientRegistry {
   #timer: NodeJS.Timeout | undefined;
   /** Store reads of a client record since start (tests, docs/operations.md "Admin API"). */
   storeLookups = 0;
+  /** The origins store-kept clients allow, by origin (CORS), emptied with the client caches. */
+  readonly origins: StoredCorsOrigins;
 
   constructor(store: Store, options: ClientRegistryOptions) {
     this.#store = store;
     this.#options = options;
     this.#now = options.now ?? Date.now;
+    this.origins = new StoredCorsOrigins(store, {
+      cacheSize: options.negativeCacheSize,
+      cacheTtlMs: options.cacheTtlMs,
+      recordTtlMs: storedClientTtlMs,
+      ...(options.now === undefined ? {} : { now: options.now }),
+    });
   }
 
   /**
@@ -217,14 +226,18 @@ export class ClientRegistry {
     kept: { createdAt?: number; registration?: ClientRegistration | undefined } = {},
   ): Promise<StoredClientRecord> {
     const record = storedClientRecord(config, this.#now(), kept);
+    const previous = await this.read(config.clientId);
     await this.#store.set(storedClientKey(config.clientId), record, storedClientTtlMs);
+    await this.origins.index(config.clientId, previous?.config ?? null, config);
     await this.#changed();
     return record;
   }
 
   /** Removes a client; resolves whether there was one. */
   async remove(clientId: string): Promise<boolean> {
+    const previous = await this.read(clientId);
     const removed = await this.#store.delete(storedClientKey(clientId));
+    await this.origins.index(clientId, previous?.config ?? null, null);
     await this.#changed();
     return removed;
   }
@@ -245,6 +258,7 @@ export class ClientRegistry {
     this.#generation += 1;
     this.#found.clear();
     this.#unknown.clear();
+    this.origins.invalidate();
   }
 
   async #read(clientId: string): Promise<StoredClientRecord | null> {

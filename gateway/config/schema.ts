@@ -430,7 +430,14 @@ const adminSchema = z
   .default({});
 
 /** The RFC 7591 client authentication methods a registered client may ask for (no keys in the store yet). */
-export const registrationAuthMethods = ['client_secret_basic', 'client_secret_post', 'none'] as const;
+export const registrationAuthMethods = [
+  'client_secret_basic',
+  'client_secret_post',
+  'none',
+  'private_key_jwt',
+  'tls_client_auth',
+  'self_signed_tls_client_auth',
+] as const;
 
 const dynamicClientRegistrationSchema = z
   .strictObject({
@@ -469,7 +476,7 @@ const dynamicClientRegistrationSchema = z
           .array(z.enum(registrationAuthMethods))
           .default(['client_secret_basic', 'client_secret_post', 'none'])
           .describe(
-            'Client authentication methods a registered client may ask for (private_key_jwt is not offered: no keys in the store).',
+            'Client authentication methods a registered client may ask for. private_key_jwt (with jwks or jwks_uri), tls_client_auth and self_signed_tls_client_auth (RFC 8705 §2) are offered only when listed here.',
           ),
       })
       .default({
@@ -490,6 +497,16 @@ const dynamicClientRegistrationSchema = z
       tokenEndpointAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
     },
   });
+
+/**
+ * One API resource (`apiResources[i]`): the config file's and the admin API's store-kept ones
+ * (gateway/admin/api_resources_api.ts) are checked by this one schema.
+ */
+export const apiResourceSchema = z.strictObject({
+  name: nonEmpty,
+  scopes: z.array(nonEmpty).default([]),
+  secrets: z.array(secretSchema).default([]),
+});
 
 const tracingSchema = z
   .strictObject({
@@ -813,15 +830,7 @@ export const configSchema = z
       .array(z.strictObject({ name: nonEmpty, displayName: z.string().optional(), claims: z.array(nonEmpty).default([]) }))
       .default([]),
     apiScopes: z.array(z.strictObject({ name: nonEmpty, displayName: z.string().optional() })).default([]),
-    apiResources: z
-      .array(
-        z.strictObject({
-          name: nonEmpty,
-          scopes: z.array(nonEmpty).default([]),
-          secrets: z.array(secretSchema).default([]),
-        }),
-      )
-      .default([]),
+    apiResources: z.array(apiResourceSchema).default([]),
     clients: z.array(clientSchema).default([]),
     users: z.array(userSchema).default([]).describe('Users for the built-in password validator, the login page and the device page.'),
     demoCredentials: z

@@ -1,5 +1,6 @@
 import { Piscina } from 'piscina';
 import type { KeySetCell } from '../../wire/key_set_cell.js';
+import type { ApiResourceCell } from '../../wire/api_resource_cell.js';
 import type { WorkerBootData } from '../../wire/worker_boot.js';
 import type { LoadedConfig } from '../config/load.js';
 import { workerConfigOf } from '../config/worker_config.js';
@@ -50,6 +51,8 @@ export interface PoolInputs {
   config: LoadedConfig;
   /** The signing keys every worker reads, and reads again when they change. */
   keySet: KeySetCell;
+  /** The store-kept API resources every worker reads before each batch; absent: none. */
+  apiResources?: ApiResourceCell;
   grantModules: readonly string[];
   validatorModules: readonly string[];
   passwordValidatorModule: string | null;
@@ -76,6 +79,7 @@ export async function startWorkerPool(inputs: PoolInputs): Promise<Piscina> {
   const boot: WorkerBootData = {
     config: workerConfigOf(config),
     keySet: inputs.keySet.buffer,
+    ...(inputs.apiResources === undefined ? {} : { apiResources: inputs.apiResources.buffer }),
     grantModules: inputs.grantModules,
     validatorModules: inputs.validatorModules,
     passwordValidatorModule: inputs.passwordValidatorModule,

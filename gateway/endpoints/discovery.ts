@@ -6,6 +6,7 @@ import { dpopSigningAlgorithms } from '../../core/dpop_algorithms.js';
 import { ScopeRules } from '../../core/rules/scope_rules.js';
 import { supportedIdTokenClaims } from '../../core/id_token_claims.js';
 import { endpointPaths } from './endpoint_paths.js';
+import type { ApiResourceRegistry } from '../client_registry/api_resource_registry.js';
 
 export const discoveryPath = endpointPaths.discovery;
 export const jwksPath = endpointPaths.jwks;
@@ -18,6 +19,33 @@ export const jwksPath = endpointPaths.jwks;
 export function authorizationServerMetadataPath(issuer: string): string {
   const path = new URL(issuer).pathname;
   return `${endpointPaths.authorizationServerMetadata}${path === '/' ? '' : path}`;
+}
+
+/**
+ * `body` (a discovery document) with the store-kept API resources' scopes added to
+ * `scopes_supported` (docs/configuration.md, `clientRegistry`), built again only when `body` or
+ * the resources change: per request, two comparisons.
+ */
+export function withStoredScopes(body: () => string, resources: Pick<ApiResourceRegistry, 'generation' | 'resources'>): () => string {
+  let base = '';
+  let generation = -1;
+  let served = '';
+  return () => {
+    const current = body();
+    if (current === base && resources.generation === generation) return served;
+    base = current;
+    generation = resources.generation;
+    const stored = resources.resources().flatMap((r) => r.scopes);
+    if (stored.length === 0) {
+      served = current;
+      return served;
+    }
+    const document = JSON.parse(current) as { scopes_supported?: string[] };
+    const listed = document.scopes_supported ?? [];
+    document.scopes_supported = [...listed, ...new Set(stored.filter((s) => !listed.includes(s)))];
+    served = JSON.stringify(document);
+    return served;
+  };
 }
 
 /**

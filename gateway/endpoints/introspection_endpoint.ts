@@ -9,21 +9,34 @@ import { authenticateClient, type AuthenticatedClient } from '../client_authenti
 import { createApiRoute, dispatchToWorker, serveForm, type ApiEndpointDeps, type ApiRoute } from '../http/api_endpoint.js';
 import { requireParameter, type FormRequest } from '../http/form_request.js';
 import type { WorkerDispatcher } from '../dispatch/worker_dispatcher.js';
+import type { ApiResourceRegistry } from '../client_registry/api_resource_registry.js';
 
 export interface IntrospectionEndpointDeps extends ApiEndpointDeps {
   apiResources: TesseraConfig['apiResources'];
+  /** Store-kept API resources, after the config file's (gateway/client_registry/api_resource_registry.ts). */
+  storedApiResources?: Pick<ApiResourceRegistry, 'secretsOf'> | undefined;
   dispatcher: WorkerDispatcher;
   now?: () => number;
 }
 
 /** What the introspection endpoint's steps share, built once at start. */
 interface IntrospectionRoute extends ApiRoute {
-  /** API resource names and their stored secrets. */
-  readonly resources: ReadonlyMap<string, readonly StoredSecret[]>;
-  /** Basic headers that authenticated an API resource recently, and its name (as clients' are). */
-  readonly verifiedResources: VerifiedHeaders<string>;
+  /** API resource names and their stored secrets: the config file's, then the store's. */
+  readonly resources: ResourceSecrets;
+  /**
+   * Basic headers that authenticated an API resource recently, its name and the secrets they
+   * matched (as clients' are): a hit counts only while the resource has those very secrets, so a
+   * store-kept resource deleted or given new secrets is checked afresh.
+   */
+  readonly verifiedResources: VerifiedHeaders<{ readonly name: string; readonly secrets: readonly StoredSecret[] }>;
   readonly dispatcher: WorkerDispatcher;
   readonly now: () => number;
+}
+
+/** Where a resource name finds its secrets. */
+interface ResourceSecrets {
+  get(name: string): readonly StoredSecret[] | undefined;
+  has(name: string): boolean;
 }
 
 /**
@@ -39,8 +52,17 @@ type Caller = readonly ['resource' | 'client', string, AuthenticatedClient?];
  * What the caller may see is decided by the worker that reads the token.
  */
 export function createIntrospectionEndpoint(deps: IntrospectionEndpointDeps): (res: HttpResponse, req: HttpRequest) => void {
-  const resources = new Map<string, readonly StoredSecret[]>();
-  for (const resource of deps.apiResources) resources.set(resource.name, decodeSecrets(resource.secrets));
+  const configured = new Map<string, readonly StoredSecret[]>();
+  for (const resource of deps.apiResources) configured.set(resource.name, decodeSecrets(resource.secrets));
+  const stored = deps.storedApiResources;
+  // Without store-kept resources the map itself: no second lookup per request.
+  const resources: ResourceSecrets =
+    stored === undefined
+      ? configured
+      : {
+          get: (name) => configured.get(name) ?? stored.secretsOf(name),
+          has: (name) => configured.has(name) || stored.secretsOf(name) !== undefined,
+        };
   const route: IntrospectionRoute = createApiRoute(deps, OAuthErrors.introspectionPostOnly, {
     resources,
     verifiedResources: new VerifiedHeaders(deps.now ?? Date.now),
@@ -60,7 +82,8 @@ function answerIntrospectionRequest(route: IntrospectionRoute, request: FormRequ
 /** RFC 7662 §2.1: the caller must be authorized to introspect, as an API resource or a confidential client. */
 function authenticateCaller(route: IntrospectionRoute, request: FormRequest): void {
   const { authorization } = request;
-  const known = authorization.length > 0 ? route.verifiedResources.get(authorization) : undefined;
+  const remembered = authorization.length > 0 ? route.verifiedResources.get(authorization) : undefined;
+  const known = remembered !== undefined && route.resources.get(remembered.name) === remembered.secrets ? remembered.name : undefined;
   if (known !== undefined) {
     const resource = admitKnownApiResource(route, request, known);
     if (resource !== undefined) answerIntrospectionRequest(route, request, resource);
@@ -120,7 +143,7 @@ function authenticateApiResource(
     gate.refuseFailed(exchange, credentials.clientId, basic);
     return undefined;
   }
-  if (basic) route.verifiedResources.remember(authorization, credentials.clientId, secrets);
+  if (basic) route.verifiedResources.remember(authorization, { name: credentials.clientId, secrets }, secrets);
   return ['resource', credentials.clientId];
 }
 

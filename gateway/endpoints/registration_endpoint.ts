@@ -14,7 +14,7 @@ import { OAuthErrors } from '../../core/oauth_errors.js';
 import { isStoreUnavailable } from '../../core/store/store.js';
 import type { RequestRate } from '../../core/throttles.js';
 import { checkClientDocument, generateSecret } from '../admin/client_document.js';
-import { checkClientMetadata, clientDocumentOf, type ClientMetadata } from '../client_registry/client_metadata.js';
+import { checkClientMetadata, clientDocumentOf, usesClientSecret, type ClientMetadata } from '../client_registry/client_metadata.js';
 import type { ClientRegistration, ClientRegistry, StoredClientRecord } from '../client_registry/client_registry.js';
 import type { LoadedConfig } from '../config/load.js';
 import { readBody } from '../http/body_reader.js';
@@ -92,7 +92,7 @@ async function register(route: RegistrationRoute, request: RegistrationRequest, 
   const checked = checkMetadata(route, exchange, body);
   if (checked === undefined) return;
   const clientId = randomBytes(16).toString('base64url');
-  const generated = checked.token_endpoint_auth_method === 'none' ? undefined : generateSecret();
+  const generated = usesClientSecret(checked.token_endpoint_auth_method) ? generateSecret() : undefined;
   const config = configOf(route, exchange, clientId, checked, generated === undefined ? [] : [generated.stored]);
   if (config === undefined) return;
   const token = randomBytes(32).toString('base64url');
@@ -131,8 +131,9 @@ async function updateClient(route: RegistrationRoute, request: RegistrationReque
   }
   const checked = checkMetadata(route, exchange, metadataOnly);
   if (checked === undefined) return;
-  const keep = checked.token_endpoint_auth_method !== 'none' && current.clientSecrets.length > 0;
-  const generated = checked.token_endpoint_auth_method === 'none' || keep ? undefined : generateSecret();
+  const secretMethod = usesClientSecret(checked.token_endpoint_auth_method);
+  const keep = secretMethod && current.clientSecrets.length > 0;
+  const generated = !secretMethod || keep ? undefined : generateSecret();
   const secrets = keep ? current.clientSecrets : generated === undefined ? [] : [generated.stored];
   const config = configOf(route, exchange, request.clientId, checked, secrets);
   if (config === undefined) return;

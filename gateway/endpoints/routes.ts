@@ -8,8 +8,9 @@ import type { ClientAuthenticationDeps } from '../client_authentication/step.js'
 import type { LoadedConfig } from '../config/load.js';
 import { createDeviceAuthorizationEndpoint, deviceAuthorizationPath } from './device_authorization_endpoint.js';
 import { createPushedAuthorizationEndpoint, pushedAuthorizationPath } from './pushed_authorization_endpoint.js';
-import { authorizationServerMetadataPath, discoveryPath, jwksPath } from './discovery.js';
+import { authorizationServerMetadataPath, discoveryPath, jwksPath, withStoredScopes } from './discovery.js';
 import { CorsPolicy } from '../http/cors.js';
+import type { ApiResourceRegistry } from '../client_registry/api_resource_registry.js';
 import { Exchange } from '../http/exchange.js';
 import { withStrictFraming } from '../http/framing.js';
 import { createIntrospectionEndpoint } from './introspection_endpoint.js';
@@ -68,6 +69,8 @@ export interface RouteDeps {
   readonly logger: Logger;
   /** `dynamicClientRegistration.initialAccessTokenFile`'s token, read at start; `undefined`: open registration. */
   readonly initialAccessToken?: string | undefined;
+  /** With `clientRegistry.store`: the store-kept API resources (scopes, audiences, introspection). */
+  readonly apiResources?: ApiResourceRegistry | undefined;
 }
 
 /**
@@ -78,7 +81,8 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   const app = withStrictFraming(uwsApp);
   const { config, keys, store, clients, clientAuthentication, dispatcher, metrics, observers, events } = deps;
   // Browser clients' origins (docs/endpoints.md, "CORS"); none configured: no endpoint reads `Origin`.
-  const allOrigins = new CorsPolicy(config.clients);
+  // With a client registry, store-kept clients' origins too (gateway/client_registry/cors_origins.ts).
+  const allOrigins = new CorsPolicy(config.clients, clients.registry?.origins);
   const cors = allOrigins.empty ? undefined : allOrigins;
   const dpopNonceFor = dpopNonceProvider(config, deps.pageSecret);
   app.any(
@@ -98,6 +102,7 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
     createIntrospectionEndpoint({
       ...clientAuthentication,
       apiResources: config.apiResources,
+      storedApiResources: deps.apiResources,
       dispatcher,
       observe: observers.introspection,
       begin: observers.begin.introspection,
@@ -117,6 +122,8 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   app.any(userInfoPath, createUserInfoEndpoint({ dispatcher, cors }));
 
   const scopes = new ScopeRules(config);
+  // Store-kept API resources' scopes and audiences too, as they change (docs/configuration.md).
+  deps.apiResources?.follow(scopes);
   app.any(
     deviceAuthorizationPath,
     createDeviceAuthorizationEndpoint({
@@ -186,7 +193,9 @@ export function registerRoutes(uwsApp: TemplatedApp, deps: RouteDeps): void {
   // Resource servers cache both; a new key is published at least this long before it signs
   // (signing.rotation.propagation, docs/operations.md "Signing keys and rotation").
   const publicCache = `public, max-age=${config.signing.jwksMaxAgeSeconds}`;
-  const discovery = getOnly((ex) => ex.sendStatic(200, 'application/json; charset=utf-8', deps.discoveryBody(), publicCache), cors);
+  // With store-kept API resources, their scopes in `scopes_supported` too.
+  const discoveryBody = deps.apiResources === undefined ? deps.discoveryBody : withStoredScopes(deps.discoveryBody, deps.apiResources);
+  const discovery = getOnly((ex) => ex.sendStatic(200, 'application/json; charset=utf-8', discoveryBody(), publicCache), cors);
   app.any(discoveryPath, discovery);
   app.any(authorizationServerMetadataPath(config.issuer), discovery);
   app.any(

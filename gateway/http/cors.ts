@@ -1,6 +1,12 @@
 import type { HttpRequest } from 'uWebSockets.js';
 import type { Exchange } from './exchange.js';
 
+/** Where store-kept clients' origins are found (gateway/client_registry/cors_origins.ts). */
+export interface OriginLookup {
+  cached(origin: string): boolean | undefined;
+  lookup(origin: string): Promise<boolean>;
+}
+
 /**
  * Cross-origin requests from browser clients (the Fetch standard's CORS protocol) to the
  * endpoints a single-page application calls: token, revocation, UserInfo, discovery and JWKS.
@@ -8,19 +14,27 @@ import type { Exchange } from './exchange.js';
  * IdentityServer's default CORS policy decides: a preflight does not say which client asks, and
  * CORS only decides what a browser page may read, not who may call; each request still
  * authenticates its client (docs/endpoints.md, "CORS").
+ *
+ * With a client registry, store-kept clients' origins count too (`stored`): an origin the config
+ * file does not list is looked up once and the answer cached; the answer to a request whose
+ * origin is being looked up waits for it (`Exchange.corsLookup`), so its CORS headers say what
+ * the lookup found. A request without `Origin`, or with a config file client's, costs nothing more.
  */
 export class CorsPolicy {
   private readonly origins: ReadonlySet<string>;
 
-  constructor(clients: Iterable<{ readonly enabled: boolean; readonly allowedCorsOrigins: readonly string[] }>) {
+  constructor(
+    clients: Iterable<{ readonly enabled: boolean; readonly allowedCorsOrigins: readonly string[] }>,
+    private readonly stored?: OriginLookup | undefined,
+  ) {
     const origins = new Set<string>();
     for (const client of clients) if (client.enabled) for (const origin of client.allowedCorsOrigins) origins.add(origin);
     this.origins = origins;
   }
 
-  /** No client lists an origin: the endpoints then read no `Origin` header at all. */
+  /** No client lists an origin, nor can a store-kept one: the endpoints then read no `Origin` header at all. */
   get empty(): boolean {
-    return this.origins.size === 0;
+    return this.origins.size === 0 && this.stored === undefined;
   }
 
   /**
@@ -32,7 +46,21 @@ export class CorsPolicy {
   mark(exchange: Exchange, req: HttpRequest): void {
     exchange.varyOrigin = true;
     const origin = req.getHeader('origin');
-    if (origin.length > 0 && this.origins.has(origin)) exchange.allowOrigin = origin;
+    if (origin.length === 0) return;
+    if (this.origins.has(origin)) {
+      exchange.allowOrigin = origin;
+      return;
+    }
+    const stored = this.stored;
+    if (stored === undefined) return;
+    const known = stored.cached(origin);
+    if (known === true) exchange.allowOrigin = origin;
+    else if (known === undefined) {
+      exchange.corsLookup = stored.lookup(origin).then((allowed) => {
+        if (allowed) exchange.allowOrigin = origin;
+        exchange.corsLookup = undefined;
+      });
+    }
   }
 
   /**
@@ -54,11 +82,17 @@ export class CorsPolicy {
     const requested = req.getHeader('access-control-request-method');
     if (requested.length === 0) return false;
     const origin = req.getHeader('origin');
-    if (origin.length === 0 || !this.origins.has(origin)) {
-      exchange.sendPreflight(403, undefined, methods);
+    const allowed = origin.length === 0 ? false : this.origins.has(origin) || this.stored?.cached(origin);
+    if (allowed === undefined && this.stored !== undefined) {
+      void this.stored.lookup(origin).then((found) => answerPreflight(exchange, found ? origin : undefined, methods));
       return true;
     }
-    exchange.sendPreflight(204, origin, methods);
+    answerPreflight(exchange, allowed === true ? origin : undefined, methods);
     return true;
   }
+}
+
+function answerPreflight(exchange: Exchange, origin: string | undefined, methods: string): void {
+  if (origin === undefined) exchange.sendPreflight(403, undefined, methods);
+  else exchange.sendPreflight(204, origin, methods);
 }

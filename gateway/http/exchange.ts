@@ -78,6 +78,13 @@ export class Exchange {
    * then says `Vary: Origin`, with or without CORS headers (gateway/http/cors.ts).
    */
   varyOrigin = false;
+  /**
+   * A store-kept client's origin being looked up (gateway/http/cors.ts): an answer given
+   * meanwhile is written once it is found, with the CORS headers it calls for.
+   */
+  corsLookup: Promise<void> | undefined = undefined;
+  /** An answer given while {@link corsLookup} runs, not yet written. */
+  private deferred = false;
   /** The DPoP server nonce this answer hands out (`DPoP-Nonce`, RFC 9449 §8), when the client needs one. */
   dpopNonce: string | undefined = undefined;
   /** The client's address once read ({@link remoteAddress}). */
@@ -100,7 +107,7 @@ export class Exchange {
     // Must be attached before any asynchronous step (uWS contract).
     res.onAborted(() => {
       this.aborted = true;
-      if (!this.done) this.serving?.end();
+      if (!this.done || this.deferred) this.serving?.end();
     });
   }
 
@@ -134,7 +141,18 @@ export class Exchange {
    * OAuth error code, for the observer, when the answer is an error.
    */
   sendJson(status: number, body: string, extras?: ResponseExtras, error?: ErrorCode): void {
+    // An answer that closes the connection never waits: nothing more of it may be read meanwhile
+    // (refuseAndClose); it goes without CORS headers.
+    if (this.corsLookup !== undefined && extras?.closeConnection !== true) {
+      const lookup = this.corsLookup;
+      if (this.defer()) void lookup.then(() => this.resume() && this.writeJson(status, body, extras, error));
+      return;
+    }
     if (!this.answering()) return;
+    this.writeJson(status, body, extras, error);
+  }
+
+  private writeJson(status: number, body: string, extras?: ResponseExtras, error?: ErrorCode): void {
     this.observer?.(this, status, error);
     const res = this.res;
     res.cork(() => {
@@ -191,7 +209,16 @@ export class Exchange {
 
   /** A prebuilt body with its own headers (discovery, JWKS, metrics). */
   sendStatic(status: number, contentType: string, body: string | Uint8Array, cacheControl: string): void {
+    if (this.corsLookup !== undefined) {
+      const lookup = this.corsLookup;
+      if (this.defer()) void lookup.then(() => this.resume() && this.writeStatic(status, contentType, body, cacheControl));
+      return;
+    }
     if (!this.answering()) return;
+    this.writeStatic(status, contentType, body, cacheControl);
+  }
+
+  private writeStatic(status: number, contentType: string, body: string | Uint8Array, cacheControl: string): void {
     const res = this.res;
     res.cork(() => {
       res.writeStatus(statusLine(status));
@@ -221,6 +248,25 @@ export class Exchange {
       }
       res.endWithoutBody(0, this.closing);
     });
+  }
+
+  /**
+   * Marks the one answer as given, to be written when {@link corsLookup} ends; false when one was
+   * given already or the client went away. The gateway counts it in flight until written.
+   */
+  private defer(): boolean {
+    if (this.aborted || this.done) return false;
+    this.done = true;
+    this.deferred = true;
+    return true;
+  }
+
+  /** The deferred answer may be written now: false when the client went away meanwhile. */
+  private resume(): boolean {
+    this.deferred = false;
+    if (this.aborted) return false;
+    this.serving?.end();
+    return true;
   }
 
   /** Marks the one answer as given; false when one was given already or the client went away. */

@@ -81,6 +81,7 @@ export class GatewayRoutes {
           draining: () => serving.draining,
           logger,
           initialAccessToken: this.initialAccessToken,
+          apiResources: state.apiResources,
         }),
       proxies,
       new ClientCertificates({

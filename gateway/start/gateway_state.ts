@@ -8,6 +8,8 @@ import type { PageSecretLoad } from '../keys/page_secret.js';
 import { createLogger } from '../observability/logger.js';
 import type { ManagementListener } from '../observability/management_listener.js';
 import type { ClientRegistry } from '../client_registry/client_registry.js';
+import type { ApiResourceRegistry } from '../client_registry/api_resource_registry.js';
+import { ApiResourceCell } from '../../wire/api_resource_cell.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import type { ProcessSlot, StartOptions } from './start_options.js';
 import { openTracing } from '../observability/tracing/open_tracing.js';
@@ -49,6 +51,10 @@ export interface GatewayState {
   management?: ManagementListener;
   /** With `clientRegistry.store`: store-kept clients, cached, polled (gateway/client_registry/). */
   clientRegistry?: ClientRegistry;
+  /** With `clientRegistry.store`: store-kept API resources, all in memory, polled. */
+  apiResources?: ApiResourceRegistry;
+  /** Where the workers read the store-kept API resources (every pool boots with it). */
+  readonly apiResourceCell: ApiResourceCell;
   listener?: Listener;
   stopWatching: () => void;
 }
@@ -60,5 +66,16 @@ export function newGatewayState(options: StartOptions, openStore: (config: Loade
   const processSlot = options.process !== undefined && options.process.count > 1 ? options.process : undefined;
   const storage = openStore(config);
   const tracing = openTracing(config, process.env, options.spanProcessor);
-  return { options, logger, processSlot, storage, tracing, config, pageSecret: undefined, discoveryBody: '', stopWatching: () => {} };
+  return {
+    options,
+    logger,
+    processSlot,
+    storage,
+    tracing,
+    config,
+    pageSecret: undefined,
+    discoveryBody: '',
+    stopWatching: () => {},
+    apiResourceCell: ApiResourceCell.create(),
+  };
 }

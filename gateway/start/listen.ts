@@ -72,6 +72,7 @@ function adminRoutes(state: GatewayState, sources: AdminSources): ((app: Pick<Te
   return (app) =>
     registerAdminRoutes(app, {
       registry: clientRegistry,
+      apiResources: state.apiResources,
       config: () => state.config,
       grantTypes: sources.grantTypes,
       token,

@@ -1,4 +1,5 @@
 import { ClientRegistry } from '../client_registry/client_registry.js';
+import { ApiResourceRegistry } from '../client_registry/api_resource_registry.js';
 import type { GatewayState } from './gateway_state.js';
 
 /**
@@ -18,4 +19,12 @@ export async function openClientRegistry(state: GatewayState): Promise<void> {
   });
   state.clientRegistry = registry;
   await registry.start();
+  // Store-kept API resources: read whole at start, then as their version changes.
+  const apiResources = new ApiResourceRegistry(state.storage.store, {
+    pollIntervalMs: options.pollIntervalMs,
+    cell: state.apiResourceCell,
+    logger: logger.child({ component: 'api-resources' }),
+  });
+  state.apiResources = apiResources;
+  await apiResources.start();
 }

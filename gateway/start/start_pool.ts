@@ -33,6 +33,7 @@ export function poolStarter(state: GatewayState, inputs: PoolInputs): PoolStarte
     startWorkerPool({
       config,
       keySet: inputs.keys.cell,
+      apiResources: state.apiResourceCell,
       grantModules: inputs.grants.urls,
       validatorModules: modules.filter((m) => m.kind === 'extension_grant').map((m) => m.url),
       passwordValidatorModule: modules.find((m) => m.kind === 'resource_owner_password')?.url ?? null,

@@ -51,6 +51,7 @@ async function closeInOrder(state: GatewayState, targets: StopTargets): Promise<
   targets.listener.close();
   state.management?.close();
   state.clientRegistry?.stop();
+  state.apiResources?.stop();
   targets.services.storeOutage.close();
   await state.events?.close();
   await state.tracing?.close();
@@ -67,6 +68,7 @@ export async function closeStarted(state: GatewayState): Promise<void> {
   state.keyRing?.stop();
   state.management?.close();
   state.clientRegistry?.stop();
+  state.apiResources?.stop();
   await state.events?.close();
   await state.tracing?.close();
   await state.pool?.destroy().catch(() => {});

@@ -9,7 +9,7 @@ import { IntrospectionThrottle } from '../../core/throttles.js';
 import type { RevocationServices } from '../endpoints/revocation.js';
 import type { UserInfoServices } from '../endpoints/userinfo.js';
 import { ConfigUserPasswordValidator } from '../grants/config_user_validator.js';
-import { extensionGrantHandler, validatorApiResources } from '../grants/extension_grant.js';
+import { extensionGrantHandler } from '../grants/extension_grant.js';
 import { FailureThrottle } from '../../core/throttles.js';
 import type { GrantServices } from '../grants/grant_handler.js';
 import { createPasswordGrant, createResourceOwnerAuthenticator, type ResourceOwnerAuthenticator } from '../grants/password.js';
@@ -19,6 +19,8 @@ import { UserProfiles } from '../grants/user_profiles.js';
 import { registerClients } from '../../core/client_model.js';
 import { DPoPNonces } from '../../core/dpop_nonce.js';
 import { KeySetCell } from '../../wire/key_set_cell.js';
+import { ApiResourceCell } from '../../wire/api_resource_cell.js';
+import { StoredApiResources } from './stored_api_resources.js';
 import { StoreCommandStats } from '../../wire/store_command_stats.js';
 import type {
   ExtensionGrantValidator,
@@ -49,6 +51,8 @@ export interface BootedWorker {
   readonly logger: Logger;
   /** The signing keys the gateway publishes (`refresh` before each batch). */
   readonly keyRing: SigningKeyRing;
+  /** The store-kept API resources the gateway publishes (`refresh` before each batch). */
+  readonly storedResources: StoredApiResources;
   readonly registry: GrantRegistry;
   readonly services: GrantServices;
   readonly endpoints: EndpointServices;
@@ -70,12 +74,23 @@ export async function bootWorker(boot: WorkerBootData): Promise<BootedWorker> {
   const tokenValidator = new AccessTokenValidator({ issuer: boot.config.issuer, keys: [], store, now: Date.now });
   // Fills the validator's keys at once, and again whenever the gateway publishes a new set.
   const keyRing = new SigningKeyRing(new KeySetCell(boot.keySet), (keys) => tokenValidator.useKeys(keys));
-  const apiResources = validatorApiResources(boot.config);
+  const scopes = new ScopeRules(boot.config);
+  const resourceScopes = new Map<string, ReadonlySet<string>>(boot.config.apiResources.map((r) => [r.name, new Set(r.scopes)]));
+  const storedResources = new StoredApiResources(
+    boot.apiResources === undefined ? undefined : new ApiResourceCell(boot.apiResources),
+    boot.config.apiResources,
+    scopes,
+    resourceScopes,
+  );
+  storedResources.refresh();
   const validatorServices = (name: string): ValidatorServices => ({
     tokenValidator,
     logger: logger.child({ validator: name }),
     issuer: boot.config.issuer,
-    apiResources,
+    // Read per use: store-kept resources change while the thread runs.
+    get apiResources() {
+      return storedResources.current;
+    },
   });
   const authenticateResourceOwner = await passwordAuthenticator(boot, store, logger, validatorServices);
   const identityClaims = new IdentityClaims(boot.config);
@@ -88,13 +103,13 @@ export async function bootWorker(boot: WorkerBootData): Promise<BootedWorker> {
     windowSeconds: boot.config.dpop.proofWindowSeconds,
     now: Date.now,
   };
-  const services = grantServices(boot, keyRing, store, logger, profiles);
+  const services = grantServices(boot, keyRing, store, logger, profiles, scopes);
   const endpoints: EndpointServices = {
     tokenValidator,
     store,
     now: Date.now,
     introspectionThrottle: new IntrospectionThrottle(store, boot.config.throttling.introspectionInactive),
-    resourceScopes: new Map(boot.config.apiResources.map((r) => [r.name, new Set(r.scopes)])),
+    resourceScopes,
     identityClaims,
     profiles,
     clients: services.clients,
@@ -106,6 +121,7 @@ export async function bootWorker(boot: WorkerBootData): Promise<BootedWorker> {
     boot,
     logger,
     keyRing,
+    storedResources,
     registry,
     services,
     endpoints,
@@ -209,12 +225,13 @@ function grantServices(
   store: Store,
   logger: Logger,
   profiles: UserProfiles | undefined,
+  scopes: ScopeRules,
 ): GrantServices {
   let idTokens: IdTokenBuilder | undefined;
   return {
     issuer: boot.config.issuer,
     clients: registerClients(boot.config.clients),
-    scopes: new ScopeRules(boot.config),
+    scopes,
     // Read per token: the ring swaps it when the next key activates or the set changes.
     get signer() {
       return keyRing.signer;

@@ -27,6 +27,10 @@ export const auditEventNames = [
   'ClientDeleted',
   'ClientSecretAdded',
   'ClientSecretExpired',
+  'ApiResourceCreated',
+  'ApiResourceUpdated',
+  'ApiResourceDeleted',
+  'ApiResourceSecretAdded',
 ] as const;
 
 export type AuditEventName = (typeof auditEventNames)[number];
@@ -54,6 +58,10 @@ const categories: Readonly<Record<AuditEventName, AuditEventCategory>> = {
   ClientDeleted: 'Configuration',
   ClientSecretAdded: 'Configuration',
   ClientSecretExpired: 'Configuration',
+  ApiResourceCreated: 'Configuration',
+  ApiResourceUpdated: 'Configuration',
+  ApiResourceDeleted: 'Configuration',
+  ApiResourceSecretAdded: 'Configuration',
 };
 
 export function categoryOf(name: AuditEventName): AuditEventCategory {

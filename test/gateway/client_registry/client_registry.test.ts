@@ -122,6 +122,7 @@ t.test('unknown client ids asked again do not reach the store again', async (t) 
     return Number(/cmdstat_get:calls=(\d+)/.exec(info)?.[1] ?? 0);
   };
   const before = await getCalls();
+  const started = performance.now();
   const ids = ['nobody-1', 'nobody-2', 'nobody-3', 'nobody-4', 'nobody-5'];
   const statuses = new Set<number>();
   for (let round = 0; round < 20; round++) {
@@ -133,8 +134,10 @@ t.test('unknown client ids asked again do not reach the store again', async (t) 
     [],
   );
   const gets = (await getCalls()) - before;
-  // 5 lookups, and the version polls of both gateways while the 100 requests ran (4 a second each).
-  t.ok(gets < 5 + 20, `${gets} GET commands for 100 requests with 5 unknown ids`);
+  // 5 lookups, and the version polls of both gateways while the 100 requests ran: each gateway
+  // reads two version keys (clients', API resources') 4 times a second, 16 GETs a second in all.
+  const polls = Math.ceil(((performance.now() - started) / 1000) * 16) + 4;
+  t.ok(gets < 5 + polls, `${gets} GET commands for 100 requests with 5 unknown ids (${polls} polls allowed)`);
   t.ok(gets >= 5, 'each id was looked up once');
 });
 

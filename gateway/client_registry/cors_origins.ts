@@ -1,0 +1,120 @@
+/**
+ * The browser origins store-kept clients allow (`allowedCorsOrigins`, docs/endpoints.md "CORS"),
+ * found by origin: a CORS request names an origin, never a client, so the registry keeps an index
+ * beside the clients. Each enabled client's origin is one record in the family of that origin, so
+ * that two clients written at once on two gateways never overwrite each other's entries; an origin
+ * is allowed while its family holds a record. Each gateway caches the answers (allowed or not) in
+ * a bounded map the client registry empties with its own caches (the version key), so a change is
+ * seen everywhere within the same second as a client change.
+ */
+import { hashHandle } from '../../core/store/handle.js';
+import type { Store, StoreKey } from '../../core/store/store.js';
+import type { ClientConfig } from '../../core/worker_config.js';
+
+export interface CorsOriginsOptions {
+  /** Origins each gateway remembers (allowed or not); past it the oldest goes. */
+  readonly cacheSize: number;
+  readonly cacheTtlMs: number;
+  /** The index records' TTL: a client record's, renewed by every write. */
+  readonly recordTtlMs: number;
+  /** Lookups at once; past it an origin counts as not allowed this time (not cached). */
+  readonly maxLookupsInFlight?: number;
+  readonly now?: () => number;
+}
+
+interface OriginEntry {
+  readonly clientId: string;
+  readonly origin: string;
+}
+
+function originFamily(origin: string): string {
+  return `cors-${hashHandle(origin)}`;
+}
+
+function entryKey(origin: string, clientId: string): StoreKey {
+  return { kind: 'client', id: `cors:${hashHandle(`${origin}\n${clientId}`)}`, family: originFamily(origin) };
+}
+
+/** The origins a client's config lets browsers call from: none while it is disabled. */
+function originsOf(config: ClientConfig | null | undefined): ReadonlySet<string> {
+  return new Set(config === null || config === undefined || !config.enabled ? [] : config.allowedCorsOrigins);
+}
+
+export class StoredCorsOrigins {
+  readonly #store: Store;
+  readonly #options: CorsOriginsOptions;
+  readonly #now: () => number;
+  readonly #known = new Map<string, { readonly allowed: boolean; readonly expiresAt: number }>();
+  readonly #inFlight = new Map<string, Promise<boolean>>();
+  #generation = 0;
+  /** Store reads of an origin since start (tests). */
+  storeLookups = 0;
+
+  constructor(store: Store, options: CorsOriginsOptions) {
+    this.#store = store;
+    this.#options = options;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Whether a store-kept client allows `origin`, when this gateway knows; `undefined` otherwise. */
+  cached(origin: string): boolean | undefined {
+    const entry = this.#known.get(origin);
+    if (entry === undefined) return undefined;
+    if (entry.expiresAt > this.#now()) return entry.allowed;
+    this.#known.delete(origin);
+    return undefined;
+  }
+
+  /**
+   * Whether an enabled store-kept client allows `origin`: one store read, shared by concurrent
+   * requests, cached either way. Never rejects: a store that cannot answer allows nothing this
+   * time (a browser then cannot read the answer; the request itself is served as it would be).
+   */
+  lookup(origin: string): Promise<boolean> {
+    const pending = this.#inFlight.get(origin);
+    if (pending !== undefined) return pending;
+    if (this.#inFlight.size >= (this.#options.maxLookupsInFlight ?? 256)) return Promise.resolve(false);
+    const generation = this.#generation;
+    this.storeLookups += 1;
+    const lookup = this.#store.familyRecords<OriginEntry>(originFamily(origin), 'client').then(
+      (entries) => {
+        this.#inFlight.delete(origin);
+        const allowed = entries.some((e) => e.origin === origin);
+        if (generation === this.#generation) this.#remember(origin, allowed);
+        return allowed;
+      },
+      () => {
+        this.#inFlight.delete(origin);
+        return false;
+      },
+    );
+    this.#inFlight.set(origin, lookup);
+    return lookup;
+  }
+
+  /** Forgets every answer; lookups in flight then do not fill the cache. */
+  invalidate(): void {
+    this.#generation += 1;
+    this.#known.clear();
+  }
+
+  /**
+   * Brings the index in line with a client's change, `previous` (`null`: created) to `next`
+   * (`null`: deleted): origins it no longer allows are removed, those it allows (re)written.
+   */
+  async index(clientId: string, previous: ClientConfig | null, next: ClientConfig | null): Promise<void> {
+    const before = originsOf(previous);
+    const after = originsOf(next);
+    for (const origin of before) if (!after.has(origin)) await this.#store.delete(entryKey(origin, clientId));
+    for (const origin of after) {
+      const entry: OriginEntry = { clientId, origin };
+      await this.#store.set(entryKey(origin, clientId), entry, this.#options.recordTtlMs);
+    }
+  }
+
+  #remember(origin: string, allowed: boolean): void {
+    this.#known.delete(origin);
+    this.#known.set(origin, { allowed, expiresAt: this.#now() + this.#options.cacheTtlMs });
+    if (this.#known.size > this.#options.cacheSize) this.#known.delete(this.#known.keys().next().value as string);
+  }
+}
