@@ -10,7 +10,7 @@
  * that start together may each walk.
  */
 import type { Logger } from 'pino';
-import type { Store, StoreKey } from '../../core/store/store.js';
+import { StoreUnavailableError, type Store, type StoreKey } from '../../core/store/store.js';
 
 /** Written once the family is listed: a start that finds it does not walk. */
 export const clientListingMarkerKey: StoreKey = { kind: 'client', id: 'listed' };
@@ -27,12 +27,35 @@ export interface ClientListingBackfill {
   readonly markerTtlMs: number;
   /** Progress lines at most this often (default 10 s). */
   readonly progressEveryMs?: number;
+  /** The first wait after a step failed as unavailable (default 1 s), doubled up to 30 s. */
+  readonly retryDelayMs?: number;
+  /** True once the registry stopped: the walk ends at its next step. */
+  readonly stopped?: () => boolean;
+}
+
+/**
+ * `step` again while the store answers unavailable (a stall, a failover, a busy start): the walk
+ * resumes from the batch it was on rather than waiting for the next start, which on a long-lived
+ * gateway could be weeks. Any other error ends the walk.
+ */
+async function retried<T>(options: ClientListingBackfill, step: () => Promise<T>): Promise<T> {
+  let delay = options.retryDelayMs ?? 1000;
+  for (;;) {
+    try {
+      return await step();
+    } catch (err) {
+      if (!(err instanceof StoreUnavailableError) || options.stopped?.() === true) throw err;
+      options.logger.warn({ retryInMs: delay }, `client listing: the store is unavailable (${err.message}); trying again`);
+      await new Promise((resolve) => setTimeout(resolve, delay).unref());
+      delay = Math.min(delay * 2, 30_000);
+    }
+  }
 }
 
 /** Lists the family's unlisted clients unless the marker says it was done; resolves how many were listed, or `null` when done before. */
 export async function backfillClientListing(options: ClientListingBackfill): Promise<number | null> {
   const { store, family, keyOf, logger } = options;
-  if ((await store.get(clientListingMarkerKey)) !== null) return null;
+  if ((await retried(options, () => store.get(clientListingMarkerKey))) !== null) return null;
   const started = performance.now();
   let lastProgress = started;
   let seen = 0;
@@ -40,14 +63,18 @@ export async function backfillClientListing(options: ClientListingBackfill): Pro
   let cursor: string | undefined;
   logger.info('client listing: listing the store-kept clients written before it (once per store)');
   do {
-    const scan = await store.scanFamily<{ config?: { clientId?: unknown } }>(family, 'client', cursor, options.batch ?? 1000);
+    if (options.stopped?.() === true) throw new Error('the registry stopped before the walk ended');
+    const from = cursor;
+    const scan = await retried(options, () =>
+      store.scanFamily<{ config?: { clientId?: unknown } }>(family, 'client', from, options.batch ?? 1000),
+    );
     const keys: StoreKey[] = [];
     for (const record of scan.records) {
       const clientId = record.config?.clientId;
       if (typeof clientId === 'string' && !clientId.includes('\u0000')) keys.push(keyOf(clientId));
     }
     seen += scan.records.length;
-    if (keys.length > 0) listed += await store.listRecords(keys);
+    if (keys.length > 0) listed += await retried(options, () => store.listRecords(keys));
     cursor = scan.cursor ?? undefined;
     const now = performance.now();
     if (cursor !== undefined && now - lastProgress >= (options.progressEveryMs ?? 10_000)) {
@@ -55,7 +82,7 @@ export async function backfillClientListing(options: ClientListingBackfill): Pro
       logger.info({ seen, listed }, `client listing: ${seen} store-kept clients read, ${listed} listed so far`);
     }
   } while (cursor !== undefined);
-  await store.set(clientListingMarkerKey, { at: Date.now() }, options.markerTtlMs);
+  await retried(options, () => store.set(clientListingMarkerKey, { at: Date.now() }, options.markerTtlMs));
   const seconds = Math.round((performance.now() - started) / 100) / 10;
   logger.info({ seen, listed, seconds }, `client listing: ${listed} store-kept clients listed in ${seconds} s`);
   return listed;

@@ -56,6 +56,8 @@ export interface ClientRegistryOptions {
   readonly maxLookupsInFlight?: number;
   readonly logger: Logger;
   readonly now?: () => number;
+  /** The listing migration's first wait after the store answered unavailable (default 1 s; tests shorten it). */
+  readonly listingRetryDelayMs?: number;
 }
 
 // Every store-kept client is one record of one family, listed by its `clientId` (the key's
@@ -126,7 +128,7 @@ export class ClientRegistry {
   /**
    * What the listing's migration did (client_listing_backfill.ts): started by {@link start}, in
    * the background; resolves the clients it listed, `null` when the store had been migrated, or
-   * `undefined` when it failed (logged; the next start tries again).
+   * `undefined` when it failed other than by the store being unavailable, which it waits out (logged; the next start tries again).
    */
   listingBackfill: Promise<number | null | undefined> = Promise.resolve(null);
 
@@ -144,6 +146,8 @@ export class ClientRegistry {
       keyOf: storedClientKey,
       logger: this.#options.logger,
       markerTtlMs: storedClientTtlMs,
+      stopped: () => this.#timer === undefined,
+      ...(this.#options.listingRetryDelayMs === undefined ? {} : { retryDelayMs: this.#options.listingRetryDelayMs }),
     }).catch((err: unknown) => {
       this.#options.logger.warn({ err }, 'client listing: listing the older clients failed; the next start tries again');
       return undefined;

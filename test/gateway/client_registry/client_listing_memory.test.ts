@@ -6,7 +6,7 @@
 import pino from 'pino';
 import t from 'tap';
 import { MemoryStore } from '../../../core/store/memory_store.js';
-import type { StoreKey } from '../../../core/store/store.js';
+import { StoreUnavailableError, type StoreKey } from '../../../core/store/store.js';
 import type { ClientConfig } from '../../../core/worker_config.js';
 import {
   ClientRegistry,
@@ -80,4 +80,44 @@ t.test("the registry's first start lists the clients written without a listing n
   const again = registryOver(store);
   await again.start();
   t.equal(await again.listingBackfill, null, 'a later start does not walk again');
+});
+
+t.test('the migration waits out a store that answers unavailable and resumes from its batch', async (t) => {
+  const store = new MemoryStore();
+  t.teardown(() => store.close());
+  const unlisted = idsOf(2500, 'old');
+  await write(store, unlisted, (id) => {
+    const { name: _name, ...key } = storedClientKey(id);
+    return key;
+  });
+  // The first scan and the first listing fail as a stalled Redis would: each is tried again (the
+  // memory store scans the family in one step).
+  const failures = { scanFamily: [1], listRecords: [1] };
+  const calls = { scanFamily: 0, listRecords: 0 };
+  for (const method of ['scanFamily', 'listRecords'] as const) {
+    const real = store[method].bind(store) as (...args: unknown[]) => Promise<unknown>;
+    (store as unknown as Record<string, unknown>)[method] = async (...args: unknown[]): Promise<unknown> => {
+      calls[method] += 1;
+      if (failures[method].includes(calls[method])) throw new StoreUnavailableError('stalled (test)');
+      return await real(...args);
+    };
+  }
+  const logs: string[] = [];
+  const registry = new ClientRegistry(store, {
+    cacheSize: 100,
+    negativeCacheSize: 100,
+    cacheTtlMs: 60_000,
+    pollIntervalMs: 60_000,
+    logger: pino({ level: 'info' }, { write: (line: string) => void logs.push((JSON.parse(line) as { msg: string }).msg) }),
+    listingRetryDelayMs: 10,
+  });
+  t.teardown(() => registry.stop());
+  // The walk's waits do not keep a process alive (a gateway's listeners do): this test holds it.
+  const alive = setInterval(() => {}, 1000);
+  t.teardown(() => clearInterval(alive));
+  await registry.start();
+  t.equal(await registry.listingBackfill, 2500, 'every client listed despite two failed steps');
+  t.same(calls, { scanFamily: 2, listRecords: 2 }, 'each failed step tried once more');
+  t.equal(logs.filter((m) => m.includes('trying again')).length, 2, `one line per failed step: ${JSON.stringify(logs)}`);
+  t.equal((await registry.list(undefined, 1000)).clients.length, 1000);
 });
