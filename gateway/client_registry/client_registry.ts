@@ -50,7 +50,7 @@ export interface ClientRegistryOptions {
   readonly negativeCacheSize: number;
   readonly cacheTtlMs: number;
   readonly pollIntervalMs: number;
-  /** Store lookups at once; past it a lookup is refused as the store being unavailable. */
+  /** Store lookups at once (default {@link defaultMaxLookupsInFlight}); past it a lookup is refused as the store being unavailable. */
   readonly maxLookupsInFlight?: number;
   readonly logger: Logger;
   readonly now?: () => number;
@@ -62,6 +62,12 @@ const family = 'clients';
 /** A store-kept client record's TTL: renewed by every write. */
 export const storedClientTtlMs = 10 * 365 * 86_400_000;
 const versionKey: StoreKey = { kind: 'client', id: 'version' };
+/**
+ * Store lookups of distinct uncached ids at once. Past it a request for an uncached client is
+ * answered 503 + Retry-After at once instead of queueing behind a slow or frozen store
+ * (docs/operations.md, "Clients in the store"); each lookup ends within the store's command bound.
+ */
+export const defaultMaxLookupsInFlight = 256;
 
 /** Where client `clientId` is kept (exported for the bench, bench/scale/stored_clients.ts, to write the same records). */
 export function storedClientKey(clientId: string): StoreKey {
@@ -105,6 +111,8 @@ export class ClientRegistry {
   #timer: NodeJS.Timeout | undefined;
   /** Store reads of a client record since start (tests, docs/operations.md "Admin API"). */
   storeLookups = 0;
+  /** Lookups refused at the cap since the last warning; 0 while none is. */
+  #refusedAtCap = 0;
 
   constructor(store: Store, options: ClientRegistryOptions) {
     this.#store = store;
@@ -122,6 +130,21 @@ export class ClientRegistry {
   stop(): void {
     if (this.#timer !== undefined) clearInterval(this.#timer);
     this.#timer = undefined;
+  }
+
+  /** Store lookups running now (`tessera_client_registry_lookups_in_flight`). */
+  get lookupsInFlight(): number {
+    return this.#inFlight.size;
+  }
+
+  /** Clients in the LRU cache (at most `cacheSize`; expired entries go when next asked for). */
+  get cachedClients(): number {
+    return this.#found.size;
+  }
+
+  /** Ids remembered as unknown (at most `negativeCacheSize`). */
+  get cachedUnknownIds(): number {
+    return this.#unknown.size;
   }
 
   /** The cached client; `null` when `clientId` is cached as unknown; `undefined` when not cached. */
@@ -160,19 +183,29 @@ export class ClientRegistry {
   lookup(clientId: string): Promise<RegisteredClient | undefined> {
     const pending = this.#inFlight.get(clientId);
     if (pending !== undefined) return pending;
-    if (this.#inFlight.size >= (this.#options.maxLookupsInFlight ?? 256)) {
+    const cap = this.#options.maxLookupsInFlight ?? defaultMaxLookupsInFlight;
+    if (this.#inFlight.size >= cap) {
+      this.#refusedAtCap += 1;
+      // Once per episode, not once per refused request: the id is no secret, but a flood of
+      // random ids would otherwise write a line each (the store outage log does the same).
+      if (this.#refusedAtCap === 1) {
+        this.#options.logger.warn(
+          { maxLookupsInFlight: cap },
+          'client registry: store lookups at their cap; requests for clients not cached are answered 503 until lookups end',
+        );
+      }
       return Promise.reject(new StoreUnavailableError('too many client lookups in flight'));
     }
     const generation = this.#generation;
     const lookup = this.#read(clientId).then(
       (record) => {
-        this.#inFlight.delete(clientId);
+        this.#settled(clientId);
         const client = record === null || record.config.clientId !== clientId ? undefined : registerStoredClient(record.config);
         if (generation === this.#generation) this.#remember(clientId, client);
         return client;
       },
       (err: unknown) => {
-        this.#inFlight.delete(clientId);
+        this.#settled(clientId);
         throw err;
       },
     );
@@ -223,6 +256,15 @@ export class ClientRegistry {
     this.#generation += 1;
     this.#found.clear();
     this.#unknown.clear();
+  }
+
+  /** A lookup ended; the last one ends a cap episode with one line of how many were refused. */
+  #settled(clientId: string): void {
+    this.#inFlight.delete(clientId);
+    if (this.#inFlight.size === 0 && this.#refusedAtCap > 0) {
+      this.#options.logger.warn({ refusedLookups: this.#refusedAtCap }, 'client registry: store lookups below their cap again');
+      this.#refusedAtCap = 0;
+    }
   }
 
   async #read(clientId: string): Promise<StoredClientRecord | null> {

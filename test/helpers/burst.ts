@@ -15,6 +15,15 @@ export interface BurstOutcome {
   readonly lastAnswerMs: number;
   /** The bodies of the 200 answers, in connection order (undefined where none). */
   readonly bodies: readonly (string | undefined)[];
+  /** Each connection's first answer, in connection order (undefined where none). */
+  readonly answers: readonly (BurstAnswer | undefined)[];
+}
+
+/** One connection's answer: its status, body and `Retry-After`. */
+export interface BurstAnswer {
+  readonly status: number;
+  readonly body: string;
+  readonly retryAfter: string | undefined;
 }
 
 /**
@@ -31,6 +40,7 @@ export async function burst(port: number, requests: readonly Buffer[], deadlineM
   let answeredTwice = 0;
   let lastAnswerMs = 0;
   const bodies: (string | undefined)[] = new Array(requests.length).fill(undefined);
+  const firstAnswers: (BurstAnswer | undefined)[] = new Array(requests.length).fill(undefined);
   await Promise.all(
     requests.map(
       (request, i) =>
@@ -64,6 +74,7 @@ export async function burst(port: number, requests: readonly Buffer[], deadlineM
               statuses[answer.status] = (statuses[answer.status] ?? 0) + 1;
               if (answer.status === 503 && answer.retryAfter === undefined) unavailableWithoutRetryAfter++;
               if (answer.status === 200) bodies[i] = answer.body;
+              firstAnswers[i] = { status: answer.status, body: answer.body, retryAfter: answer.retryAfter };
               // A second answer on the same connection would come right behind the first.
               setTimeout(finish, 20);
             }
@@ -73,7 +84,16 @@ export async function burst(port: number, requests: readonly Buffer[], deadlineM
         }),
     ),
   );
-  return { sent: requests.length, statuses, unanswered, unavailableWithoutRetryAfter, answeredTwice, lastAnswerMs, bodies };
+  return {
+    sent: requests.length,
+    statuses,
+    unanswered,
+    unavailableWithoutRetryAfter,
+    answeredTwice,
+    lastAnswerMs,
+    bodies,
+    answers: firstAnswers,
+  };
 }
 
 /** One complete HTTP/1.1 answer at the start of `bytes`, if it has arrived. */
