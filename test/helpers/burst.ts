@@ -19,9 +19,11 @@ export interface BurstOutcome {
   readonly answers: readonly (BurstAnswer | undefined)[];
 }
 
-/** One connection's answer: its status, body and `Retry-After`. */
+/** One connection's answer: its status, body and `Retry-After`, and when it came. */
 export interface BurstAnswer {
   readonly status: number;
+  /** Milliseconds from the burst's start. */
+  readonly ms: number;
   readonly body: string;
   readonly retryAfter: string | undefined;
 }
@@ -74,7 +76,12 @@ export async function burst(port: number, requests: readonly Buffer[], deadlineM
               statuses[answer.status] = (statuses[answer.status] ?? 0) + 1;
               if (answer.status === 503 && answer.retryAfter === undefined) unavailableWithoutRetryAfter++;
               if (answer.status === 200) bodies[i] = answer.body;
-              firstAnswers[i] = { status: answer.status, body: answer.body, retryAfter: answer.retryAfter };
+              firstAnswers[i] = {
+                status: answer.status,
+                ms: performance.now() - started,
+                body: answer.body,
+                retryAfter: answer.retryAfter,
+              };
               // A second answer on the same connection would come right behind the first.
               setTimeout(finish, 20);
             }
