@@ -102,7 +102,13 @@ export class ClientRegistry {
   readonly #found = new Map<string, CachedClient>();
   /** Unknown ids and until when they count as unknown. */
   readonly #unknown = new Map<string, number>();
-  readonly #inFlight = new Map<string, Promise<RegisteredClient | undefined>>();
+  /** The store read of each id that later lookups of it share, and the generation it began in. */
+  readonly #inFlight = new Map<string, { readonly generation: number; readonly lookup: Promise<RegisteredClient | undefined> }>();
+  /**
+   * Store reads running: the cap counts these, not {@link #inFlight}, since a read an invalidation
+   * left behind (no longer shared) still holds a place at the store until it ends.
+   */
+  #reads = 0;
   /** Bumped by every invalidation: a lookup that began before one does not fill the cache. */
   #generation = 0;
   /** The version key as last read; `undefined` before the first read or after a failed one. */
@@ -134,7 +140,7 @@ export class ClientRegistry {
 
   /** Store lookups running now (`tessera_client_registry_lookups_in_flight`). */
   get lookupsInFlight(): number {
-    return this.#inFlight.size;
+    return this.#reads;
   }
 
   /** Clients in the LRU cache (at most `cacheSize`; expired entries go when next asked for). */
@@ -176,15 +182,17 @@ export class ClientRegistry {
 
   /**
    * Looks `clientId` up in the store and caches what it found, either way. Concurrent lookups of
-   * one id share one store read.
+   * one id share one store read, unless an invalidation came between them: a lookup after a
+   * change must not get an answer read before it (a client created a moment ago found unknown).
    *
    * @throws StoreUnavailableError when the store cannot answer, or too many lookups are waiting.
    */
   lookup(clientId: string): Promise<RegisteredClient | undefined> {
+    const generation = this.#generation;
     const pending = this.#inFlight.get(clientId);
-    if (pending !== undefined) return pending;
+    if (pending !== undefined && pending.generation === generation) return pending.lookup;
     const cap = this.#options.maxLookupsInFlight ?? defaultMaxLookupsInFlight;
-    if (this.#inFlight.size >= cap) {
+    if (this.#reads >= cap) {
       this.#refusedAtCap += 1;
       // Once per episode, not once per refused request: the id is no secret, but a flood of
       // random ids would otherwise write a line each (the store outage log does the same).
@@ -196,20 +204,20 @@ export class ClientRegistry {
       }
       return Promise.reject(new StoreUnavailableError('too many client lookups in flight'));
     }
-    const generation = this.#generation;
-    const lookup = this.#read(clientId).then(
+    this.#reads += 1;
+    const lookup: Promise<RegisteredClient | undefined> = this.#read(clientId).then(
       (record) => {
-        this.#settled(clientId);
+        this.#settled(clientId, lookup);
         const client = record === null || record.config.clientId !== clientId ? undefined : registerStoredClient(record.config);
         if (generation === this.#generation) this.#remember(clientId, client);
         return client;
       },
       (err: unknown) => {
-        this.#settled(clientId);
+        this.#settled(clientId, lookup);
         throw err;
       },
     );
-    this.#inFlight.set(clientId, lookup);
+    this.#inFlight.set(clientId, { generation, lookup });
     return lookup;
   }
 
@@ -259,9 +267,11 @@ export class ClientRegistry {
   }
 
   /** A lookup ended; the last one ends a cap episode with one line of how many were refused. */
-  #settled(clientId: string): void {
-    this.#inFlight.delete(clientId);
-    if (this.#inFlight.size === 0 && this.#refusedAtCap > 0) {
+  #settled(clientId: string, lookup: Promise<RegisteredClient | undefined>): void {
+    this.#reads -= 1;
+    // A newer read of the same id (after an invalidation) stays shared.
+    if (this.#inFlight.get(clientId)?.lookup === lookup) this.#inFlight.delete(clientId);
+    if (this.#reads === 0 && this.#refusedAtCap > 0) {
       this.#options.logger.warn({ refusedLookups: this.#refusedAtCap }, 'client registry: store lookups below their cap again');
       this.#refusedAtCap = 0;
     }
