@@ -20,7 +20,7 @@ if (!redis.managed) {
   t.comment('skipped: Redis not managed by this test (it must be frozen)');
   process.exit(0);
 }
-const commandTimeoutMs = 2000;
+const commandTimeoutMs = 3000;
 const cap = 256;
 const keyPrefix = `lookup-cap-${process.pid}:`;
 const ids = storedClientIds(320);
@@ -84,10 +84,11 @@ t.test('Redis frozen: 256 lookups end at the store bound, the rest are refused a
     'temporarily_unavailable',
   );
   t.equal(highest, cap, `the lookups gauge showed the cap while Redis was frozen (${highest})`);
-  const early = outcome.answers.filter((a) => a !== undefined && a.ms < commandTimeoutMs / 2).length;
+  // No lookup can time out before commandTimeoutMs from the burst's start: what came earlier was refused at the cap.
+  const early = outcome.answers.filter((a) => a !== undefined && a.ms < commandTimeoutMs).length;
   t.ok(early >= ids.length - cap, `${early} answered before the store's bound: the ${ids.length - cap} past the cap did not wait`);
   // No hang: the waiting lookups end at the store's command bound (plus its slack and a loaded machine).
-  t.ok(outcome.lastAnswerMs < commandTimeoutMs + 3000, `the last answer after ${Math.round(outcome.lastAnswerMs)} ms`);
+  t.ok(outcome.lastAnswerMs < commandTimeoutMs + 5000, `the last answer after ${Math.round(outcome.lastAnswerMs)} ms`);
 
   const capLines = logs.filter((l) => l.msg.startsWith('client registry: store lookups at their cap'));
   t.equal(capLines.length, 1, 'one warning at the cap, not one per refused request');
