@@ -228,6 +228,20 @@ export class ClientRegistry {
   }
 
   /**
+   * Writes a client under a new id this registry made up itself (dynamic client registration's
+   * 128 random bits, RFC 7591 §3.2.1), without telling the other gateways: no gateway can have
+   * cached an id nobody knew, so there is nothing to forget. Replacing the version key would empty
+   * every gateway's cache and send all their active clients to the store at once (past the lookup
+   * cap: 503s), for each registration, which an open registration endpoint lets anyone ask for.
+   */
+  async create(config: ClientConfig, registration: ClientRegistration): Promise<StoredClientRecord> {
+    const record = storedClientRecord(config, this.#now(), { registration });
+    await this.#store.set(storedClientKey(config.clientId), record, storedClientTtlMs);
+    this.#unknown.delete(config.clientId);
+    return record;
+  }
+
+  /**
    * Writes a client and tells every gateway (the version key). `kept`: what the record had and
    * keeps (its creation time, a registration the admin API does not change).
    */
