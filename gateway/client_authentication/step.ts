@@ -11,6 +11,8 @@ import type { ReadAssertion } from './client_assertion.js';
 import type { ClientKeys } from './client_keys.js';
 import type { ClientAuthThrottle, PendingAttempt } from '../../core/throttles.js';
 import type { ClientDirectory } from '../client_registry/client_directory.js';
+import { LookupCapError } from '../client_registry/client_registry.js';
+import { isStoreUnavailable } from '../../core/store/store.js';
 
 /** What client authentication is built from, at start. */
 export interface ClientAuthenticationDeps {
@@ -142,9 +144,13 @@ function lookUpStoredClient<R>(
       const lookedUp: ClientLookup = { get: (id) => (id === clientId ? found : directory?.get(id)) };
       authenticateWithout(authentication, route, request, next, lookedUp);
     },
-    () => {
+    (err: unknown) => {
       if (exchange.aborted) return;
       exchange.clientId = clientId;
+      // A store that failed goes to the store outage log (one warning per outage, as for the
+      // workers' store failures); without this a Redis outage that only client lookups met was
+      // logged nowhere. The cap logs its own warning (ClientRegistry.lookup).
+      if (isStoreUnavailable(err) && !(err instanceof LookupCapError)) exchange.facts = { storeUnavailable: true };
       exchange.sendError(OAuthErrors.temporarilyUnavailable, { retryAfter: 2 });
     },
   );

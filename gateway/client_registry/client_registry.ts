@@ -88,6 +88,14 @@ export function storedClientRecord(
   };
 }
 
+/** A lookup refused because {@link defaultMaxLookupsInFlight} (or the configured cap) are running: not itself a store failure. */
+export class LookupCapError extends StoreUnavailableError {
+  constructor() {
+    super('too many client lookups in flight');
+    this.name = 'LookupCapError';
+  }
+}
+
 interface CachedClient {
   readonly client: RegisteredClient;
   readonly expiresAt: number;
@@ -202,7 +210,7 @@ export class ClientRegistry {
           'client registry: store lookups at their cap; requests for clients not cached are answered 503 until lookups end',
         );
       }
-      return Promise.reject(new StoreUnavailableError('too many client lookups in flight'));
+      return Promise.reject(new LookupCapError());
     }
     this.#reads += 1;
     const lookup: Promise<RegisteredClient | undefined> = this.#read(clientId).then(

@@ -2,7 +2,8 @@
 // docs/operations.md "Limits"): with Redis frozen (SIGSTOP: connections stay open, nothing
 // answers), 320 distinct uncached store-kept clients ask at once. 256 lookups wait on the store and
 // end at its command bound as 503 + Retry-After, none hangs; the 64 past the cap are answered 503
-// + Retry-After at once; one warning says so, without any client id or secret. Once Redis
+// + Retry-After at once; one warning says so, without any client id or secret, and the store
+// outage log has the failed lookups. Once Redis
 // runs again, the gauge is back to 0 and the same clients get tokens.
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
@@ -93,6 +94,10 @@ t.test('Redis frozen: 256 lookups end at the store bound, the rest are refused a
   const capLines = logs.filter((l) => l.msg.startsWith('client registry: store lookups at their cap'));
   t.equal(capLines.length, 1, 'one warning at the cap, not one per refused request');
   t.equal(capLines[0]?.maxLookupsInFlight, cap, 'it names the cap');
+  t.ok(
+    logs.some((l) => l.msg.startsWith('store unavailable: requests that need it are answered 503')),
+    'the lookups the frozen store failed are a store outage in the log',
+  );
   t.notOk(
     rawLog.some((line) => line.includes(storedSecret)),
     'no log line holds a client secret',
