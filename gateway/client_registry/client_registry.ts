@@ -236,6 +236,21 @@ export class ClientRegistry {
   }
 
   /**
+   * Writes a new client unless a live record holds its id already (one atomic `putIfAbsent`, so
+   * of concurrent creations of one id, on any gateways, exactly one wins), and tells every gateway
+   * as {@link write} does. Resolves the record written, or `null` when the id was taken.
+   */
+  async add(config: ClientConfig): Promise<StoredClientRecord | null> {
+    const record = storedClientRecord(config, this.#now());
+    const stored = await this.#store.putIfAbsent(storedClientKey(config.clientId), record, storedClientTtlMs);
+    // Every caller gets what is stored. Another creation's record differs from ours by its
+    // generated secret; two identical ones (no secret, the same millisecond) both stand, harmlessly.
+    if (JSON.stringify(stored) !== JSON.stringify(record)) return null;
+    await this.#changed();
+    return record;
+  }
+
+  /**
    * Writes a client under a new id this registry made up itself (dynamic client registration's
    * 128 random bits, RFC 7591 §3.2.1), without telling the other gateways: no gateway can have
    * cached an id nobody knew, so there is nothing to forget. Replacing the version key would empty
