@@ -26,6 +26,8 @@ export interface BurstAnswer {
   readonly ms: number;
   readonly body: string;
   readonly retryAfter: string | undefined;
+  /** The `Location` header (a page's redirect). */
+  readonly location: string | undefined;
 }
 
 /**
@@ -81,6 +83,7 @@ export async function burst(port: number, requests: readonly Buffer[], deadlineM
                 ms: performance.now() - started,
                 body: answer.body,
                 retryAfter: answer.retryAfter,
+                location: answer.location,
               };
               // A second answer on the same connection would come right behind the first.
               setTimeout(finish, 20);
@@ -104,7 +107,9 @@ export async function burst(port: number, requests: readonly Buffer[], deadlineM
 }
 
 /** One complete HTTP/1.1 answer at the start of `bytes`, if it has arrived. */
-function takeAnswer(bytes: Buffer): { status: number; retryAfter: string | undefined; body: string; length: number } | undefined {
+function takeAnswer(
+  bytes: Buffer,
+): { status: number; retryAfter: string | undefined; location: string | undefined; body: string; length: number } | undefined {
   const end = bytes.indexOf('\r\n\r\n');
   if (end === -1) return undefined;
   const [statusLine, ...lines] = bytes.subarray(0, end).toString('latin1').split('\r\n');
@@ -116,6 +121,7 @@ function takeAnswer(bytes: Buffer): { status: number; retryAfter: string | undef
   return {
     status: Number(statusLine?.split(' ')[1]),
     retryAfter: headers.get('retry-after'),
+    location: headers.get('location'),
     body: bytes.subarray(end + 4, end + 4 + length).toString('utf8'),
     length: end + 4 + length,
   };
