@@ -164,10 +164,10 @@ async function createClient(request: AdminRequest, body: unknown, deps: AdminApi
   const document = generated === undefined ? body : { ...body, clientSecrets: [generated.stored] };
   const checked = checkClientDocument(document, withStoredApiResources(deps.config(), deps.apiResources), deps.grantTypes());
   if (!checked.ok) return sendProblems(exchange, checked.problems);
-  if ((await deps.registry.read(checked.client.clientId)) !== null) {
-    return sendError(exchange, 409, 'conflict', 'a store-kept client has this clientId');
-  }
-  const record = await deps.registry.write(checked.client);
+  // One atomic write: a read first, then a write, let concurrent creations of one id all answer
+  // 201, each with its own secret, and all but the last written secret never worked.
+  const record = await deps.registry.add(checked.client);
+  if (record === null) return sendError(exchange, 409, 'conflict', 'a store-kept client has this clientId');
   audit(deps, request, 'ClientCreated', checked.client.clientId);
   send(exchange, 201, { client: clientView(record), ...(generated === undefined ? {} : { secret: generated.secret }) });
 }

@@ -88,15 +88,24 @@ export class ClientAuthenticator {
     return this.verifiedHeaders.get(authorization)?.client.clientId;
   }
 
-  authenticate(authorization: string, params: FormParams, certificates: CertificateHolder = noCertificate): ClientAuthResult {
-    if (carriesClientAssertion(params)) return this.readAssertion(authorization, params);
+  /**
+   * `clients`: where to find the client, when not this authenticator's own lookup: right after a
+   * store lookup, the client it found (gateway/client_authentication/step.ts).
+   */
+  authenticate(
+    authorization: string,
+    params: FormParams,
+    certificates: CertificateHolder = noCertificate,
+    clients: ClientLookup = this.clients,
+  ): ClientAuthResult {
+    if (carriesClientAssertion(params)) return this.readAssertion(authorization, params, clients);
     if (authorization.length > 0) {
       const known = this.verifiedHeaders.get(authorization);
       if (
         known !== undefined &&
         // The same client object still: a store-kept client changed (or was removed) since, or a
         // reload replaced the config's, and the header is checked again.
-        this.clients.get(known.client.clientId) === known.client &&
+        clients.get(known.client.clientId) === known.client &&
         params.client_secret === undefined &&
         (params.client_id === undefined || params.client_id === known.client.clientId)
       ) {
@@ -109,15 +118,15 @@ export class ClientAuthenticator {
       if (params.client_id !== undefined && params.client_id !== basic.clientId) {
         return fail('multiple_methods', true, basic.clientId);
       }
-      const result = this.verifySecret(basic.clientId, basic.clientSecret, 'client_secret_basic', true);
+      const result = this.verifySecret(clients, basic.clientId, basic.clientSecret, 'client_secret_basic', true);
       if (result.ok) this.verifiedHeaders.remember(authorization, result, result.client.secrets);
       return result;
     }
     const clientId = params.client_id;
     if (clientId === undefined) return fail('invalid_client', false, undefined);
     const secret = params.client_secret;
-    if (secret !== undefined) return this.verifySecret(clientId, secret, 'client_secret_post', false);
-    const client = this.clients.get(clientId);
+    if (secret !== undefined) return this.verifySecret(clients, clientId, secret, 'client_secret_post', false);
+    const client = clients.get(clientId);
     const tlsMethod = client?.config.tokenEndpointAuthMethod;
     if (client !== undefined && tlsMethod !== undefined) {
       // RFC 8705 §2: `client_id` names the client, the certificate proves it.
@@ -148,20 +157,26 @@ export class ClientAuthenticator {
    * RFC 7523 §2.2: `client_assertion_type` + `client_assertion`, and no other method in the same
    * request (RFC 6749 §2.3). Only a client with keys may use it, and such a client nothing else.
    */
-  private readAssertion(authorization: string, params: FormParams): ClientAuthResult {
+  private readAssertion(authorization: string, params: FormParams, clients: ClientLookup): ClientAuthResult {
     const header = authorization.length > 0;
     if (header || params.client_secret !== undefined) return fail('multiple_methods', header, params.client_id);
     const read = readClientAssertion(params, this.assertionRules);
     if (!read.ok) return fail('invalid_client', false, read.clientId, read.reason);
-    const client = this.clients.get(read.assertion.clientId);
+    const client = clients.get(read.assertion.clientId);
     if (client === undefined || !client.enabled || !ClientKeys.usesKeys(client)) {
       return fail('invalid_client', false, read.assertion.clientId, 'client assertion: unknown client or client without keys');
     }
     return { ok: true, client, method: 'private_key_jwt', assertion: read.assertion };
   }
 
-  private verifySecret(clientId: string, secret: string, method: ClientAuthMethod, header: boolean): ClientAuthResult {
-    const client = this.clients.get(clientId);
+  private verifySecret(
+    clients: ClientLookup,
+    clientId: string,
+    secret: string,
+    method: ClientAuthMethod,
+    header: boolean,
+  ): ClientAuthResult {
+    const client = clients.get(clientId);
     const matched = matchesStoredSecret(secret, client?.secrets, this.now());
     if (
       client === undefined ||

@@ -5,12 +5,14 @@ import type { FormParams, TokenTaskResult } from '../../wire/token_task.js';
 import type { Exchange } from '../http/exchange.js';
 import type { FormRequest } from '../http/form_request.js';
 import { deliver, type Sink } from '../dispatch/worker_dispatcher.js';
-import type { ClientAuthenticator } from './authenticator.js';
+import type { ClientAuthenticator, ClientLookup } from './authenticator.js';
 import { CallerGate } from './caller_gate.js';
 import type { ReadAssertion } from './client_assertion.js';
 import type { ClientKeys } from './client_keys.js';
 import type { ClientAuthThrottle, PendingAttempt } from '../../core/throttles.js';
 import type { ClientDirectory } from '../client_registry/client_directory.js';
+import { LookupCapError } from '../client_registry/client_registry.js';
+import { isStoreUnavailable } from '../../core/store/store.js';
 
 /** What client authentication is built from, at start. */
 export interface ClientAuthenticationDeps {
@@ -74,6 +76,8 @@ export function authenticateClient<R>(
   route: R,
   request: FormRequest,
   next: AuthenticatedStep<R>,
+  /** Right after a store lookup: the clients with the one it found (see {@link lookUpStoredClient}). */
+  lookedUp?: ClientLookup,
 ): void {
   const { exchange, params, authorization } = request;
   const { authenticator, gate, directory } = authentication;
@@ -86,7 +90,7 @@ export function authenticateClient<R>(
       return;
     }
   }
-  const auth = authenticator.authenticate(authorization, params, exchange);
+  const auth = authenticator.authenticate(authorization, params, exchange, lookedUp);
   const clientId = auth.ok ? auth.client.clientId : auth.clientId;
   // For the request's log line, metrics and audit events (gateway/observability/endpoint_outcomes.ts).
   exchange.clientId = clientId;
@@ -128,23 +132,39 @@ function lookUpStoredClient<R>(
 ): void {
   const { exchange } = request;
   registry.lookup(clientId).then(
-    () => {
+    (found) => {
       if (exchange.aborted) return;
-      // The cache answers now, unless an invalidation came in between: then `get` finds nothing
-      // and the id fails as unknown this once, as it would have a moment earlier.
-      authenticateWithout(authentication, route, request, next);
+      // Authenticated against what the lookup found, not against the cache: a change anywhere
+      // empties every gateway's cache (the version key), and one that came while this lookup ran
+      // left the cache without the client, so a valid client failed as unknown (401
+      // invalid_client) whenever any client changed during its lookup. The lookup's answer is as
+      // fresh as a cached one: the request is served as of just before the change, as a request
+      // that found the client cached a moment earlier is.
+      const directory = authentication.directory;
+      const lookedUp: ClientLookup = { get: (id) => (id === clientId ? found : directory?.get(id)) };
+      authenticateWithout(authentication, route, request, next, lookedUp);
     },
-    () => {
+    (err: unknown) => {
       if (exchange.aborted) return;
       exchange.clientId = clientId;
+      // A store that failed goes to the store outage log (one warning per outage, as for the
+      // workers' store failures); without this a Redis outage that only client lookups met was
+      // logged nowhere. The cap logs its own warning (ClientRegistry.lookup).
+      if (isStoreUnavailable(err) && !(err instanceof LookupCapError)) exchange.facts = { storeUnavailable: true };
       exchange.sendError(OAuthErrors.temporarilyUnavailable, { retryAfter: 2 });
     },
   );
 }
 
 /** {@link authenticateClient} without a store lookup: after one. */
-function authenticateWithout<R>(authentication: ClientAuthentication, route: R, request: FormRequest, next: AuthenticatedStep<R>): void {
-  authenticateClient({ ...authentication, directory: undefined }, route, request, next);
+function authenticateWithout<R>(
+  authentication: ClientAuthentication,
+  route: R,
+  request: FormRequest,
+  next: AuthenticatedStep<R>,
+  lookedUp: ClientLookup,
+): void {
+  authenticateClient({ ...authentication, directory: undefined }, route, request, next, lookedUp);
 }
 
 /**

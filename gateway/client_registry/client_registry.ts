@@ -52,7 +52,7 @@ export interface ClientRegistryOptions {
   readonly negativeCacheSize: number;
   readonly cacheTtlMs: number;
   readonly pollIntervalMs: number;
-  /** Store lookups at once; past it a lookup is refused as the store being unavailable. */
+  /** Store lookups at once (default {@link defaultMaxLookupsInFlight}); past it a lookup is refused as the store being unavailable. */
   readonly maxLookupsInFlight?: number;
   readonly logger: Logger;
   readonly now?: () => number;
@@ -67,6 +67,12 @@ const family = 'clients';
 /** A store-kept client record's TTL: renewed by every write. */
 export const storedClientTtlMs = 10 * 365 * 86_400_000;
 const versionKey: StoreKey = { kind: 'client', id: 'version' };
+/**
+ * Store lookups of distinct uncached ids at once. Past it a request for an uncached client is
+ * answered 503 + Retry-After at once instead of queueing behind a slow or frozen store
+ * (docs/operations.md, "Clients in the store"); each lookup ends within the store's command bound.
+ */
+export const defaultMaxLookupsInFlight = 256;
 
 /** Where client `clientId` is kept (exported for the bench, bench/scale/stored_clients.ts, to write the same records). */
 export function storedClientKey(clientId: string): StoreKey {
@@ -87,6 +93,14 @@ export function storedClientRecord(
   };
 }
 
+/** A lookup refused because {@link defaultMaxLookupsInFlight} (or the configured cap) are running: not itself a store failure. */
+export class LookupCapError extends StoreUnavailableError {
+  constructor() {
+    super('too many client lookups in flight');
+    this.name = 'LookupCapError';
+  }
+}
+
 interface CachedClient {
   readonly client: RegisteredClient;
   readonly expiresAt: number;
@@ -101,7 +115,13 @@ export class ClientRegistry {
   readonly #found = new Map<string, CachedClient>();
   /** Unknown ids and until when they count as unknown. */
   readonly #unknown = new Map<string, number>();
-  readonly #inFlight = new Map<string, Promise<RegisteredClient | undefined>>();
+  /** The store read of each id that later lookups of it share, and the generation it began in. */
+  readonly #inFlight = new Map<string, { readonly generation: number; readonly lookup: Promise<RegisteredClient | undefined> }>();
+  /**
+   * Store reads running: the cap counts these, not {@link #inFlight}, since a read an invalidation
+   * left behind (no longer shared) still holds a place at the store until it ends.
+   */
+  #reads = 0;
   /** Bumped by every invalidation: a lookup that began before one does not fill the cache. */
   #generation = 0;
   /** The version key as last read; `undefined` before the first read or after a failed one. */
@@ -112,6 +132,8 @@ export class ClientRegistry {
   storeLookups = 0;
   /** The origins store-kept clients allow, by origin (CORS), emptied with the client caches. */
   readonly origins: StoredCorsOrigins;
+  /** Lookups refused at the cap since the last warning; 0 while none is. */
+  #refusedAtCap = 0;
 
   constructor(store: Store, options: ClientRegistryOptions) {
     this.#store = store;
@@ -159,6 +181,21 @@ export class ClientRegistry {
     this.#timer = undefined;
   }
 
+  /** Store lookups running now (`tessera_client_registry_lookups_in_flight`). */
+  get lookupsInFlight(): number {
+    return this.#reads;
+  }
+
+  /** Clients in the LRU cache (at most `cacheSize`; expired entries go when next asked for). */
+  get cachedClients(): number {
+    return this.#found.size;
+  }
+
+  /** Ids remembered as unknown (at most `negativeCacheSize`). */
+  get cachedUnknownIds(): number {
+    return this.#unknown.size;
+  }
+
   /** The cached client; `null` when `clientId` is cached as unknown; `undefined` when not cached. */
   cached(clientId: string): RegisteredClient | null | undefined {
     const now = this.#now();
@@ -188,30 +225,42 @@ export class ClientRegistry {
 
   /**
    * Looks `clientId` up in the store and caches what it found, either way. Concurrent lookups of
-   * one id share one store read.
+   * one id share one store read, unless an invalidation came between them: a lookup after a
+   * change must not get an answer read before it (a client created a moment ago found unknown).
    *
    * @throws StoreUnavailableError when the store cannot answer, or too many lookups are waiting.
    */
   lookup(clientId: string): Promise<RegisteredClient | undefined> {
-    const pending = this.#inFlight.get(clientId);
-    if (pending !== undefined) return pending;
-    if (this.#inFlight.size >= (this.#options.maxLookupsInFlight ?? 256)) {
-      return Promise.reject(new StoreUnavailableError('too many client lookups in flight'));
-    }
     const generation = this.#generation;
-    const lookup = this.#read(clientId).then(
+    const pending = this.#inFlight.get(clientId);
+    if (pending !== undefined && pending.generation === generation) return pending.lookup;
+    const cap = this.#options.maxLookupsInFlight ?? defaultMaxLookupsInFlight;
+    if (this.#reads >= cap) {
+      this.#refusedAtCap += 1;
+      // Once per episode, not once per refused request: the id is no secret, but a flood of
+      // random ids would otherwise write a line each (the store outage log does the same).
+      if (this.#refusedAtCap === 1) {
+        this.#options.logger.warn(
+          { maxLookupsInFlight: cap },
+          'client registry: store lookups at their cap; requests for clients not cached are answered 503 until lookups end',
+        );
+      }
+      return Promise.reject(new LookupCapError());
+    }
+    this.#reads += 1;
+    const lookup: Promise<RegisteredClient | undefined> = this.#read(clientId).then(
       (record) => {
-        this.#inFlight.delete(clientId);
+        this.#settled(clientId, lookup);
         const client = record === null || record.config.clientId !== clientId ? undefined : registerStoredClient(record.config);
         if (generation === this.#generation) this.#remember(clientId, client);
         return client;
       },
       (err: unknown) => {
-        this.#inFlight.delete(clientId);
+        this.#settled(clientId, lookup);
         throw err;
       },
     );
-    this.#inFlight.set(clientId, lookup);
+    this.#inFlight.set(clientId, { generation, lookup });
     return lookup;
   }
 
@@ -219,6 +268,37 @@ export class ClientRegistry {
   async read(clientId: string): Promise<StoredClientRecord | null> {
     const record = await this.#store.get<StoredClientRecord>(storedClientKey(clientId));
     return record !== null && record.config.clientId === clientId ? record : null;
+  }
+
+  /**
+   * Writes a new client unless a live record holds its id already (one atomic `putIfAbsent`, so
+   * of concurrent creations of one id, on any gateways, exactly one wins), and tells every gateway
+   * as {@link write} does. Resolves the record written, or `null` when the id was taken.
+   */
+  async add(config: ClientConfig): Promise<StoredClientRecord | null> {
+    const record = storedClientRecord(config, this.#now());
+    const stored = await this.#store.putIfAbsent(storedClientKey(config.clientId), record, storedClientTtlMs);
+    // Every caller gets what is stored. Another creation's record differs from ours by its
+    // generated secret; two identical ones (no secret, the same millisecond) both stand, harmlessly.
+    if (JSON.stringify(stored) !== JSON.stringify(record)) return null;
+    await this.origins.index(config.clientId, null, config);
+    await this.#changed();
+    return record;
+  }
+
+  /**
+   * Writes a client under a new id this registry made up itself (dynamic client registration's
+   * 128 random bits, RFC 7591 §3.2.1), without telling the other gateways: no gateway can have
+   * cached an id nobody knew, so there is nothing to forget. Replacing the version key would empty
+   * every gateway's cache and send all their active clients to the store at once (past the lookup
+   * cap: 503s), for each registration, which an open registration endpoint lets anyone ask for.
+   * Registration metadata has no CORS origins (RFC 7591 §2), so the origin index is not touched.
+   */
+  async create(config: ClientConfig, registration: ClientRegistration): Promise<StoredClientRecord> {
+    const record = storedClientRecord(config, this.#now(), { registration });
+    await this.#store.set(storedClientKey(config.clientId), record, storedClientTtlMs);
+    this.#unknown.delete(config.clientId);
+    return record;
   }
 
   /**
@@ -263,6 +343,17 @@ export class ClientRegistry {
     this.#found.clear();
     this.#unknown.clear();
     this.origins.invalidate();
+  }
+
+  /** A lookup ended; the last one ends a cap episode with one line of how many were refused. */
+  #settled(clientId: string, lookup: Promise<RegisteredClient | undefined>): void {
+    this.#reads -= 1;
+    // A newer read of the same id (after an invalidation) stays shared.
+    if (this.#inFlight.get(clientId)?.lookup === lookup) this.#inFlight.delete(clientId);
+    if (this.#reads === 0 && this.#refusedAtCap > 0) {
+      this.#options.logger.warn({ refusedLookups: this.#refusedAtCap }, 'client registry: store lookups below their cap again');
+      this.#refusedAtCap = 0;
+    }
   }
 
   async #read(clientId: string): Promise<StoredClientRecord | null> {

@@ -96,7 +96,8 @@ async function register(route: RegistrationRoute, request: RegistrationRequest, 
   const config = configOf(route, exchange, clientId, checked, generated === undefined ? [] : [generated.stored]);
   if (config === undefined) return;
   const token = randomBytes(32).toString('base64url');
-  const record = await route.registry.write(config, { registration: { tokenHash: hashToken(token), metadata: checked } });
+  // A new random id: no gateway's cache to empty (ClientRegistry.create).
+  const record = await route.registry.create(config, { tokenHash: hashToken(token), metadata: checked });
   audit(route, 'ClientCreated', clientId, address);
   // RFC 7591 §3.2.1, with RFC 7592 §3's registration access token and client URI.
   send(exchange, 201, {

@@ -23,6 +23,13 @@ export interface PoolGauges {
   readonly threads: () => number;
 }
 
+/** What the client registry gauges read at scrape time (gateway/client_registry/client_registry.ts). */
+export interface ClientRegistryGauges {
+  readonly lookupsInFlight: number;
+  readonly cachedClients: number;
+  readonly cachedUnknownIds: number;
+}
+
 /**
  * Prometheus metrics of one gateway (docs/operations.md, "Metrics"). Its own registry, not
  * prom-client's global one, so that several gateways in one process (tests, embedding) do not
@@ -133,6 +140,31 @@ export class GatewayMetrics {
         },
       });
     }
+  }
+
+  /**
+   * The client registry's gauges (docs/operations.md, "Metrics"), once it is open: it starts after
+   * these metrics, and only with `clientRegistry.store`.
+   */
+  watchClientRegistry(registry: ClientRegistryGauges): void {
+    gauge(
+      this.registry,
+      'tessera_client_registry_lookups_in_flight',
+      'Store lookups of clients not cached, running now (capped; past the cap such requests are answered 503).',
+      () => registry.lookupsInFlight,
+    );
+    gauge(
+      this.registry,
+      'tessera_client_registry_cached_clients',
+      'Store-kept clients in the registry cache (at most clientRegistry.cacheSize).',
+      () => registry.cachedClients,
+    );
+    gauge(
+      this.registry,
+      'tessera_client_registry_cached_unknown_ids',
+      'Client ids remembered as unknown (at most clientRegistry.negativeCacheSize).',
+      () => registry.cachedUnknownIds,
+    );
   }
 
   /**

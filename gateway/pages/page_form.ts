@@ -21,7 +21,9 @@ export interface PageRequest {
 }
 
 export function errorPage(exchange: Exchange, status: number, message: string, title = 'Something went wrong'): void {
-  exchange.sendPage(status, renderPage('error', title, { message }));
+  // A 503 page says when to come back (RFC 9110 §10.2.3), as the API endpoints' 503s do: a store
+  // that failed, or a client lookup refused at the registry's cap.
+  exchange.sendPage(status, renderPage('error', title, { message }), status === 503 ? { retryAfter: 2 } : {});
 }
 
 /**

@@ -36,7 +36,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     state.pool = await startPool(state.config, loaded.modules);
     const services = buildServices(state, state.pool, keys, events, suspectThreads);
     const validators = startValidatorReload(state, loaded, grants, startPool, services, keys);
-    await openClientRegistry(state);
+    await openClientRegistry(state, services.metrics);
     const routes = new GatewayRoutes(state, keys, services, validators);
     const serial = new SerialReloads();
     adoptPageSecretWhenLoaded(state, pageSecretLoad, { startPool, validators, routes, services, serial });

@@ -27,6 +27,11 @@ export class BrowserSession {
     return this.cookies.get(name);
   }
 
+  /** The `Cookie` header this browser sends now (raw-socket requests of the same browser). */
+  cookieHeader(): string {
+    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+  }
+
   forget(name: string): void {
     this.cookies.delete(name);
   }

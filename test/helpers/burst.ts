@@ -15,6 +15,19 @@ export interface BurstOutcome {
   readonly lastAnswerMs: number;
   /** The bodies of the 200 answers, in connection order (undefined where none). */
   readonly bodies: readonly (string | undefined)[];
+  /** Each connection's first answer, in connection order (undefined where none). */
+  readonly answers: readonly (BurstAnswer | undefined)[];
+}
+
+/** One connection's answer: its status, body and `Retry-After`, and when it came. */
+export interface BurstAnswer {
+  readonly status: number;
+  /** Milliseconds from the burst's start. */
+  readonly ms: number;
+  readonly body: string;
+  readonly retryAfter: string | undefined;
+  /** The `Location` header (a page's redirect). */
+  readonly location: string | undefined;
 }
 
 /**
@@ -31,6 +44,7 @@ export async function burst(port: number, requests: readonly Buffer[], deadlineM
   let answeredTwice = 0;
   let lastAnswerMs = 0;
   const bodies: (string | undefined)[] = new Array(requests.length).fill(undefined);
+  const firstAnswers: (BurstAnswer | undefined)[] = new Array(requests.length).fill(undefined);
   await Promise.all(
     requests.map(
       (request, i) =>
@@ -64,6 +78,13 @@ export async function burst(port: number, requests: readonly Buffer[], deadlineM
               statuses[answer.status] = (statuses[answer.status] ?? 0) + 1;
               if (answer.status === 503 && answer.retryAfter === undefined) unavailableWithoutRetryAfter++;
               if (answer.status === 200) bodies[i] = answer.body;
+              firstAnswers[i] = {
+                status: answer.status,
+                ms: performance.now() - started,
+                body: answer.body,
+                retryAfter: answer.retryAfter,
+                location: answer.location,
+              };
               // A second answer on the same connection would come right behind the first.
               setTimeout(finish, 20);
             }
@@ -73,11 +94,22 @@ export async function burst(port: number, requests: readonly Buffer[], deadlineM
         }),
     ),
   );
-  return { sent: requests.length, statuses, unanswered, unavailableWithoutRetryAfter, answeredTwice, lastAnswerMs, bodies };
+  return {
+    sent: requests.length,
+    statuses,
+    unanswered,
+    unavailableWithoutRetryAfter,
+    answeredTwice,
+    lastAnswerMs,
+    bodies,
+    answers: firstAnswers,
+  };
 }
 
 /** One complete HTTP/1.1 answer at the start of `bytes`, if it has arrived. */
-function takeAnswer(bytes: Buffer): { status: number; retryAfter: string | undefined; body: string; length: number } | undefined {
+function takeAnswer(
+  bytes: Buffer,
+): { status: number; retryAfter: string | undefined; location: string | undefined; body: string; length: number } | undefined {
   const end = bytes.indexOf('\r\n\r\n');
   if (end === -1) return undefined;
   const [statusLine, ...lines] = bytes.subarray(0, end).toString('latin1').split('\r\n');
@@ -89,6 +121,7 @@ function takeAnswer(bytes: Buffer): { status: number; retryAfter: string | undef
   return {
     status: Number(statusLine?.split(' ')[1]),
     retryAfter: headers.get('retry-after'),
+    location: headers.get('location'),
     body: bytes.subarray(end + 4, end + 4 + length).toString('utf8'),
     length: end + 4 + length,
   };

@@ -10,8 +10,13 @@ import { connect, type Socket } from 'node:net';
 export interface KeepAliveLoadOptions {
   readonly port: number;
   readonly connections: number;
-  /** The whole request, as written on the wire (one request, no pipelining). */
-  readonly request: string;
+  /**
+   * The whole request, as written on the wire (one request, no pipelining); or, per request, the
+   * next one connection `connection` sends (loads over many clients).
+   */
+  readonly request: string | ((connection: number) => string);
+  /** Told every complete answer, with the request it answers (per-client tallies). */
+  readonly onAnswer?: (status: number, request: string) => void;
   /** Whether a connection the server closed connects again; default: always. */
   readonly reconnect?: () => boolean;
 }
@@ -66,10 +71,12 @@ export function startKeepAliveLoad(options: KeepAliveLoadOptions): KeepAliveLoad
           let connected = false;
           let closeAfterAnswer = false;
           let how = 'closed';
+          let written = '';
           const send = (): void => {
             pending = true;
             sent++;
-            socket.write(options.request);
+            written = typeof options.request === 'string' ? options.request : options.request(i);
+            socket.write(written);
           };
           socket.on('connect', () => {
             connected = true;
@@ -90,6 +97,7 @@ export function startKeepAliveLoad(options: KeepAliveLoadOptions): KeepAliveLoad
               pending = false;
               answered++;
               statuses.set(status, (statuses.get(status) ?? 0) + 1);
+              options.onAnswer?.(status, written);
               if (close) {
                 closing++;
                 closeAfterAnswer = true;
