@@ -38,6 +38,7 @@ const bridged: { readonly [M in StoreMethod]: true } = {
   rotate: true,
   rotateChain: true,
   chainLookup: true,
+  redeemChain: true,
   writeWhileLive: true,
   revokeFamily: true,
   isFamilyRevoked: true,

@@ -39,6 +39,7 @@ export class ScopeRules {
   private readonly resolved = new WeakMap<RegisteredClient, Map<ScopePolicy, Map<string, GrantedScopes>>>();
   // Granted scopes are themselves cached, so their narrowings to the same targets are too.
   private readonly narrowed = new WeakMap<GrantedScopes, Map<string, GrantedScopes>>();
+  private readonly grantableByClient = new WeakMap<RegisteredClient, Map<ScopePolicy, readonly string[]>>();
 
   constructor(config: Pick<WorkerConfig, 'identityResources' | 'apiScopes' | 'apiResources'>) {
     for (const r of config.identityResources) this.identity.add(r.name);
@@ -77,6 +78,30 @@ export class ScopeRules {
     if (byScope.size >= 64) byScope.clear();
     byScope.set(requested, granted);
     return granted;
+  }
+
+  /**
+   * Every scope {@link resolve} grants `client` under `policy` when asked for it: a `scope` made of
+   * these alone resolves without an error. What a refresh's one-trip store call checks a stored
+   * grant against (docs/storage.md, "One round trip per redemption").
+   */
+  grantable(client: RegisteredClient, policy: ScopePolicy): readonly string[] {
+    let byPolicy = this.grantableByClient.get(client);
+    if (byPolicy === undefined) this.grantableByClient.set(client, (byPolicy = new Map()));
+    let scopes = byPolicy.get(policy);
+    if (scopes === undefined) {
+      scopes = Object.freeze(
+        client.config.allowedScopes.filter(
+          (s) =>
+            this.isKnown(s) &&
+            client.scopes.has(s) &&
+            this.fitsPolicy(s, policy) &&
+            (s !== offlineAccessScope || client.config.allowOfflineAccess),
+        ),
+      );
+      byPolicy.set(policy, scopes);
+    }
+    return scopes;
   }
 
   private resolveUncached(client: RegisteredClient, requested: string, policy: ScopePolicy): GrantedScopes {

@@ -12,8 +12,11 @@
 import { packRecordText, unpackRecordText } from './record_codec.js';
 import { companionList } from './store.js';
 import type {
+  ChainChecks,
   ChainLookup,
   ChainPolicy,
+  ChainRedeemPolicy,
+  ChainRedemption,
   ChainRotation,
   CompanionRecord,
   ConsumeResult,
@@ -92,14 +95,31 @@ export class PackingStore implements Store {
     const found = await this.#records.chainLookup<string, string>(oldKey, graceMs, chain);
     switch (found.status) {
       case 'retry':
-        return {
-          status: 'retry',
-          successorId: found.successorId,
-          successor: unpackRecordText<T>(found.successor),
-          retry: (found.retry === '' ? null : unpackRecordText<R>(found.retry)) as R,
-        };
+        return unpackRetry<T, R>(found);
       case 'replayed':
         return { status: 'replayed', value: unpackRecordText<T>(found.value) };
+      default:
+        return found;
+    }
+  }
+
+  async redeemChain<T, R = unknown>(
+    oldKey: StoreKey,
+    newKey: StoreKey,
+    companions: readonly CompanionRecord<unknown>[],
+    checks: ChainChecks,
+    chain: ChainRedeemPolicy<R>,
+  ): Promise<ChainRedemption<T, R>> {
+    const packedChain: ChainRedeemPolicy<string> = { ...chain, retry: chain.retry === undefined ? undefined : packRecordText(chain.retry) };
+    if (packedChain.retry === undefined) delete (packedChain as { retry?: string }).retry;
+    const found = await this.#records.redeemChain<string, string>(oldKey, newKey, companions.map(packCompanion), checks, packedChain);
+    switch (found.status) {
+      case 'consumed':
+      case 'unchecked':
+      case 'replayed':
+        return { status: found.status, value: unpackRecordText<T>(found.value) };
+      case 'retry':
+        return unpackRetry<T, R>(found);
       default:
         return found;
     }
@@ -152,4 +172,13 @@ function packCompanion(record: CompanionRecord<unknown>): CompanionRecord<string
 
 function unpackOutcome<T>(outcome: ConsumeResult<string>): ConsumeResult<T> {
   return outcome.status === 'missing' ? outcome : { status: outcome.status, value: unpackRecordText<T>(outcome.value) };
+}
+
+function unpackRetry<T, R>(found: { successorId: string; successor: string; retry: string }): ChainLookup<T, R> {
+  return {
+    status: 'retry',
+    successorId: found.successorId,
+    successor: unpackRecordText<T>(found.successor),
+    retry: (found.retry === '' ? null : unpackRecordText<R>(found.retry)) as R,
+  };
 }

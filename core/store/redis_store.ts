@@ -28,7 +28,7 @@
  *
  * ## Atomicity
  *
- * consume, rotate, rotateChain, chainLookup, writeWhileLive, revokeFamily, putIfAbsent, a write into a family, a delete
+ * consume, rotate, rotateChain, chainLookup, redeemChain, writeWhileLive, revokeFamily, putIfAbsent, a write into a family, a delete
  * from a family and increment each run as one Lua script (`defineCommand`, sent as EVALSHA); plain writes, reads and
  * deletes of standalone keys are single commands. Nothing reads then writes from the client.
  *
@@ -52,6 +52,7 @@
 import { Cluster, Redis } from 'ioredis';
 import type { ClusterOptions, RedisOptions } from 'ioredis';
 import { packRecordWithHeader, unpackRecord } from './record_codec.js';
+import { recordFieldsLua } from './record_fields.js';
 import {
   FamilyRevokedError,
   StoreUnavailableError,
@@ -66,8 +67,11 @@ import {
   toTtlMs,
 } from './store.js';
 import type {
+  ChainChecks,
   ChainLookup,
   ChainPolicy,
+  ChainRedeemPolicy,
+  ChainRedemption,
   ChainRotation,
   CompanionRecord,
   ConsumeResult,
@@ -298,6 +302,85 @@ for i = 6, 9 do
   if redis.call('GETBIT', KEYS[4], tonumber(ARGV[i])) == 0 then return {0} end
 end
 return {2, state[5]}`,
+  // A refresh in one step (docs/storage.md, "One round trip per redemption"): tesseraRotateChain of
+  // a record it checks itself, or tesseraChainLookup of a token already gone. KEYS: old, new,
+  // members, revoked, chain, retired-id filter [, (companion, companion's members)…]. ARGV: client
+  // id, the caller's now, jkt ('' = none), x5t ('' = none), ' '-framed scopes the record may hold,
+  // sliding expiry ('' = absolute), retry bytes, limit, window, deadline ('' = none), old id, new id,
+  // four filter positions, grace, the successor's key without its id [, (companion bytes, companion
+  // ttl)…]. Reply: as tesseraRotateChain and tesseraChainLookup, and {6, current}: live but a check
+  // did not pass, nothing done. The successor is the old record with its expiresAt rewritten.
+  tesseraRedeemChain: `
+${recordFieldsLua}
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local deadline = tonumber(ARGV[10])
+if deadline and now > deadline then return {3} end
+if redis.call('EXISTS', KEYS[4]) == 1 then return {0} end
+local current = redis.call('GET', KEYS[1])
+if not current then
+  local state = redis.call('HMGET', KEYS[5], 'p', 's', 't', 'r', 'v', 'c', 'w')
+  if not state[5] then return {0} end
+  if state[1] == ARGV[11] then
+    local grace = tonumber(ARGV[17])
+    if grace > 0 and now - tonumber(state[3]) < grace then
+      local successor = redis.call('GET', ARGV[18] .. state[2])
+      if successor and string.byte(successor, 1) == ${liveHeader} then
+        local count, windowEnd = tonumber(state[6]) or 0, tonumber(state[7]) or 0
+        if windowEnd <= now then count, windowEnd = 0, now + tonumber(ARGV[9]) end
+        if count >= tonumber(ARGV[8]) then return {4, windowEnd - now} end
+        redis.call('HSET', KEYS[5], 'c', count + 1, 'w', windowEnd)
+        return {5, successor, state[2], state[4]}
+      end
+    end
+    return {2, state[5]}
+  end
+  for i = 13, 16 do
+    if redis.call('GETBIT', KEYS[6], tonumber(ARGV[i])) == 0 then return {0} end
+  end
+  return {2, state[5]}
+end
+if string.byte(current, 1) ~= ${liveHeader} then return {2, current} end
+local ok, fields = pcall(recordFields, current, 2)
+if not ok or not fields then return {6, current} end
+local callerNow = tonumber(ARGV[2])
+local expiresAt = fieldValue(current, fields['expiresAt'])
+local absolute = fieldValue(current, fields['absoluteExpiresAt'])
+if fieldValue(current, fields['clientId']) ~= ARGV[1] or type(expiresAt) ~= 'number' or type(absolute) ~= 'number'
+  or expiresAt <= callerNow or absolute <= callerNow then return {6, current} end
+for i, name in ipairs({'jkt', 'x5t'}) do
+  if fields[name] and (ARGV[2 + i] == '' or fieldValue(current, fields[name]) ~= ARGV[2 + i]) then return {6, current} end
+end
+local scopes = fieldValue(current, fields['scopes'])
+if type(scopes) ~= 'table' or #scopes == 0 then return {6, current} end
+for _, scope in ipairs(scopes) do
+  if type(scope) ~= 'string' or not string.find(ARGV[5], ' ' .. scope .. ' ', 1, true) then return {6, current} end
+end
+local state = redis.call('HMGET', KEYS[5], 'c', 'w')
+local count, windowEnd = tonumber(state[1]) or 0, tonumber(state[2]) or 0
+if windowEnd <= now then count, windowEnd = 0, now + tonumber(ARGV[9]) end
+if count >= tonumber(ARGV[8]) then return {4, windowEnd - now} end
+local nextExpiry = absolute
+local sliding = tonumber(ARGV[6])
+if sliding and sliding < absolute then nextExpiry = sliding end
+local span = fields['expiresAt']
+local successorBytes = string.sub(current, 1, span[1] - 1) .. string.char(0xcb) .. struct.pack('>d', nextExpiry) .. string.sub(current, span[2])
+local ttl = math.ceil(nextExpiry - callerNow)
+local chainTtl = math.max(1000, math.ceil(absolute - callerNow))
+redis.call('SET', KEYS[2], successorBytes, 'PX', ttl)
+redis.call('SADD', KEYS[3], KEYS[2], KEYS[5], KEYS[6])
+local membersTtl = math.max(ttl, chainTtl)
+if redis.call('PTTL', KEYS[3]) < membersTtl then redis.call('PEXPIRE', KEYS[3], membersTtl) end
+${writeCompanions(7, 19)}
+if redis.call('EXISTS', KEYS[6]) == 0 then redis.call('SET', KEYS[6], string.rep(string.char(0), ${retiredFilterBits / 8})) end
+for i = 13, 16 do redis.call('SETBIT', KEYS[6], tonumber(ARGV[i]), 1) end
+redis.call('HSET', KEYS[5], 'c', count + 1, 'w', windowEnd, 'p', ARGV[11], 's', ARGV[12], 't', now, 'r', ARGV[7],
+  'v', string.char(${consumedHeader}) .. string.sub(current, 2))
+if redis.call('PTTL', KEYS[5]) < chainTtl then redis.call('PEXPIRE', KEYS[5], chainTtl) end
+if redis.call('PTTL', KEYS[6]) < chainTtl then redis.call('PEXPIRE', KEYS[6], chainTtl) end
+redis.call('DEL', KEYS[1])
+redis.call('SREM', KEYS[3], KEYS[1])
+return {1, current}`,
   // KEYS: guards… [, record, record's members]. ARGV: guard count [, bytes, ttl].
   // Reply: {1} every guard live (and the record written) | {0} a guard was not, nothing written.
   tesseraWriteWhileLive: `
@@ -444,9 +527,12 @@ export class RedisStore implements Store {
   #pendingReady: Promise<void> | null = null;
   #closed = false;
   /**
-   * An upper bound of Redis's clock minus `performance.now()` (ms), from a `TIME` reading: Redis
-   * ran it after it was sent, so its time minus the local send time can only overshoot, by at most
-   * the round trip. The smallest of the last few seconds' readings is the tightest.
+   * A lower bound of Redis's clock minus `performance.now()` (ms), from a `TIME` reading: Redis
+   * ran it before its reply arrived, so its time minus the local receive time can only fall short,
+   * by at most the round trip. The largest of the last few seconds' readings is the tightest. A
+   * lower bound makes a deadline early, never late: a reading Redis held (a pause) still reads
+   * true, where an upper bound (time minus the send time) would carry the hold into every
+   * deadline for seconds, and let rotations that waited through the next pause apply.
    */
   #clockOffset: { offsetMs: number; takenAt: number } | undefined;
   readonly #clockTimer: NodeJS.Timeout;
@@ -688,6 +774,64 @@ export class RedisStore implements Store {
     return { status: 'missing' };
   }
 
+  async redeemChain<T, R = unknown>(
+    oldKey: StoreKey,
+    newKey: StoreKey,
+    companions: readonly CompanionRecord<unknown>[],
+    checks: ChainChecks,
+    chain: ChainRedeemPolicy<R>,
+  ): Promise<ChainRedemption<T, R>> {
+    assertRotatable(oldKey, newKey, companions);
+    assertChain(oldKey, newKey, chain);
+    const family = newKey.family as string;
+    const keys = [
+      this.#recordKey(oldKey),
+      this.#recordKey(newKey),
+      this.#membersKey(family),
+      this.#revokedKey(family),
+      this.#chainKey(family),
+      this.#retiredKey(family),
+    ];
+    const args: ScriptArg[] = [
+      checks.clientId,
+      checks.now,
+      checks.jkt ?? '',
+      checks.x5t ?? '',
+      ` ${checks.scopes.join(' ')} `,
+      checks.slidingUntil ?? '',
+      packRecordWithHeader(chain.retry ?? null, headerBytes),
+      Math.floor(chain.limit),
+      toTtlMs(chain.windowMs),
+      this.#applyBy(),
+      oldKey.id,
+      newKey.id,
+      ...retiredFilterPositions(oldKey.id),
+      Math.max(0, Math.floor(chain.graceMs)),
+      this.#recordKey({ kind: oldKey.kind, id: '', family }),
+    ];
+    for (const c of companions) {
+      keys.push(this.#recordKey(c.key), this.#membersKey(c.key.family as string));
+      args.push(packRecordWithHeader(c.value, headerBytes), toTtlMs(c.ttlMs));
+    }
+    // A write, followed by WAIT when `waitForReplicas` is set, as rotateChain and chainLookup are.
+    const reply = await this.#write('redeemChain', (c) => this.#script(c, 'tesseraRedeemChain', keys, args));
+    const { status, bytes } = readScriptReply(reply);
+    if (status === 3) throw new StoreUnavailableError('redeemChain reached redis after its caller stopped waiting: nothing done');
+    if (status === 4) return { status: 'limited', retryAfterMs: limitedFor(reply) };
+    if (bytes !== undefined) {
+      if (status === 1) return { status: 'consumed', value: unpackBody<T>(bytes) };
+      if (status === 6) return { status: 'unchecked', value: unpackBody<T>(bytes) };
+      if (status === 2) return { status: 'replayed', value: unpackBody<T>(bytes) };
+      if (status === 5) {
+        const [, , id, retry] = reply as unknown[];
+        if (Buffer.isBuffer(id) && Buffer.isBuffer(retry)) {
+          return { status: 'retry', successor: unpackBody<T>(bytes), successorId: id.toString('utf8'), retry: unpackBody<R>(retry) };
+        }
+      }
+    }
+    return { status: 'missing' };
+  }
+
   async writeWhileLive<V>(guards: readonly StoreKey[], record?: CompanionRecord<V>): Promise<boolean> {
     assertOneSlot(guards, record);
     const keys = guards.map((guard) => this.#recordKey(guard));
@@ -824,13 +968,12 @@ export class RedisStore implements Store {
 
   async #sampleClock(): Promise<void> {
     if (this.#closed || this.#client.status !== 'ready') return;
-    const sent = performance.now();
     try {
       const [seconds, micros] = await this.#runBounded('time', (c) => c.time());
-      const offsetMs = Number(seconds) * 1000 + Number(micros) / 1000 - sent;
       const now = performance.now();
+      const offsetMs = Number(seconds) * 1000 + Number(micros) / 1000 - now;
       const kept = this.#clockOffset;
-      if (kept === undefined || offsetMs <= kept.offsetMs || now - kept.takenAt > clockSampleKeptMs) {
+      if (kept === undefined || offsetMs >= kept.offsetMs || now - kept.takenAt > clockSampleKeptMs) {
         this.#clockOffset = { offsetMs, takenAt: now };
       }
     } catch {

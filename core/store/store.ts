@@ -108,6 +108,44 @@ export type ChainLookup<T, R> =
   | Limited
   | { status: 'missing' };
 
+/**
+ * What a refresh redeemed in one store call ({@link Store.redeemChain}) checks on the token's
+ * record before it rotates it: the grant's own checks, decided by the store on the record it holds
+ * (docs/storage.md, "One round trip per redemption"). Fields of the stored record, by name: a
+ * record that does not have them as expected fails the check, which only means the caller decides.
+ */
+export interface ChainChecks {
+  /** The record's `clientId` must be this. */
+  readonly clientId: string;
+  /** The caller's clock (epoch ms): the record's `expiresAt` and `absoluteExpiresAt` must be later. */
+  readonly now: number;
+  /** A record with a `jkt` (`x5t`) needs this one; `undefined`: a record with one fails. */
+  readonly jkt?: string | undefined;
+  readonly x5t?: string | undefined;
+  /** The record's `scopes` must be some, each one of these (what the client may still be granted). */
+  readonly scopes: readonly string[];
+  /**
+   * The successor is the record with `expiresAt` = the earlier of its `absoluteExpiresAt` and
+   * this (a sliding expiry); `undefined`: the absolute one. It lives until then from `now`; the
+   * chain's state as long as `absoluteExpiresAt` (at least a second).
+   */
+  readonly slidingUntil?: number | undefined;
+}
+
+/** The rate limit and grace window of {@link Store.redeemChain}: a {@link ChainPolicy} whose state lives as the record says. */
+export interface ChainRedeemPolicy<R = unknown> extends Omit<ChainPolicy<R>, 'ttlMs'> {
+  /** For a token already rotated: the grace window of {@link Store.chainLookup}. */
+  readonly graceMs: number;
+}
+
+export type ChainRedemption<T, R> =
+  /** Checked and rotated: `value` is the retired record; the successor and companions are written. */
+  | { status: 'consumed'; value: T }
+  /** Live, but a check did not pass (or could not be read): nothing written; the caller decides with `value`. */
+  | { status: 'unchecked'; value: T }
+  /** The token was gone: as {@link Store.chainLookup}; or the rotation was past the rate limit. */
+  | ChainLookup<T, R>;
+
 export interface CounterResult {
   /** Value after the increment. */
   count: number;
@@ -191,6 +229,20 @@ export interface Store {
    * chain, or the family revoked). `chain` gives the rate limit a retry counts against.
    */
   chainLookup<T, R = unknown>(oldKey: StoreKey, graceMs: number, chain: Omit<ChainPolicy, 'retry'>): Promise<ChainLookup<T, R>>;
+  /**
+   * A refresh of a chain token in one atomic step (one round trip): when `oldKey` is live and
+   * passes `checks`, {@link Store.rotateChain} to `newKey`, the successor being the old record with
+   * its expiry moved (see {@link ChainChecks}); when it is live and fails them, `unchecked` and
+   * nothing written; when it is gone, {@link Store.chainLookup} with `chain.graceMs`. Past the
+   * caller's deadline on Redis, nothing is done (docs/storage.md, "Late rotations").
+   */
+  redeemChain<T, R = unknown>(
+    oldKey: StoreKey,
+    newKey: StoreKey,
+    companions: readonly CompanionRecord<unknown>[],
+    checks: ChainChecks,
+    chain: ChainRedeemPolicy<R>,
+  ): Promise<ChainRedemption<T, R>>;
   /**
    * In one atomic step: when every `guard` holds a live record (stored, unexpired, not
    * consumed), writes `record` (if given) and resolves `true`; otherwise writes nothing and
@@ -402,7 +454,7 @@ export function retiredFilterPositions(id: string): number[] {
  * The precondition of {@link Store.rotateChain}: both keys in one family.
  * @internal
  */
-export function assertChain(oldKey: StoreKey, newKey: StoreKey, chain: ChainPolicy<unknown>): void {
+export function assertChain(oldKey: StoreKey, newKey: StoreKey, chain: Pick<ChainPolicy<unknown>, 'limit' | 'windowMs'>): void {
   if (oldKey.family === undefined || oldKey.family !== newKey.family) throw new Error('a chain rotation needs both keys in one family');
   if (!(chain.limit >= 1) || !(chain.windowMs > 0)) throw new RangeError('a chain needs a limit of at least 1 per positive window');
 }

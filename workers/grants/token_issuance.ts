@@ -38,6 +38,7 @@ export function signAccessToken(
   services: GrantServices,
   grant: TokenGrant,
   nowMs = services.now(),
+  jti?: string,
 ): SignedAccessToken {
   const input: Parameters<typeof buildAccessTokenClaims>[0] = {
     issuer: services.issuer,
@@ -50,6 +51,7 @@ export function signAccessToken(
   if (grant.profile !== undefined) input.claims = { ...grant.claims, ...grant.profile.accessToken };
   if (request.jkt !== undefined) input.jkt = request.jkt;
   if (request.x5t !== undefined) input.x5t = request.x5t;
+  if (jti !== undefined) input.jti = jti;
   const claims = buildAccessTokenClaims(input);
   noteIssued(request.facts, claims.jti as string, grant.subject);
   return { token: services.signer.sign(claims, 'at+jwt'), jti: claims.jti as string, exp: claims.exp as number };

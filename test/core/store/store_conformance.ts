@@ -705,6 +705,128 @@ export function runStoreConformance(t: TapTest, makeStore: MakeStore): void {
     tt.same(await store.rotateChain(b, c, { gen: 2 }, longTtlMs, [], chainOf()), { status: 'missing' });
   });
 
+  // A refresh in one step (docs/storage.md, "One round trip per redemption").
+  const now = Date.now();
+  const rtRecord = (extra: Record<string, unknown> = {}) => ({
+    v: 1,
+    clientId: 'web',
+    subject: 'alice',
+    scopes: ['openid', 'offline_access'],
+    claims: { auth_time: 1 },
+    family: 'f',
+    createdAt: now - 1000,
+    absoluteExpiresAt: now + 3_600_000,
+    expiresAt: now + 600_000,
+    openId: { sid: 's' },
+    ...extra,
+  });
+  const checksOf = (extra: Record<string, unknown> = {}) => ({
+    clientId: 'web',
+    now,
+    scopes: ['openid', 'api1', 'offline_access'],
+    slidingUntil: now + 1_200_000,
+    ...extra,
+  });
+  const redeemOf = (graceMs = 5000, limit = 60) => ({ limit, windowMs: longTtlMs, graceMs, retry: { n: 'nonce' } });
+
+  t.test('redeemChain checks a live token and rotates it to the same record with its expiry moved, in one step', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const [a, b, c] = [chainKey(family), chainKey(family), chainKey(family)];
+    const at: StoreKey = { kind: 'at', id: newId(), family: subFamily(family, 'at') };
+    await store.set(a, rtRecord(), longTtlMs);
+    tt.same(await store.redeemChain(a, b, [{ key: at, value: { jti: 'j' }, ttlMs: longTtlMs }], checksOf(), redeemOf()), {
+      status: 'consumed',
+      value: rtRecord(),
+    });
+    tt.equal(await store.get(a), null, 'the old token is gone');
+    tt.same(await store.get(b), rtRecord({ expiresAt: now + 1_200_000 }), 'the successor: the sliding expiry');
+    tt.same(await store.get(at), { jti: 'j' }, 'the companion, in the same step');
+    tt.same(
+      await store.redeemChain(a, c, [], checksOf(), redeemOf()),
+      { status: 'retry', successorId: b.id, successor: rtRecord({ expiresAt: now + 1_200_000 }), retry: { n: 'nonce' } },
+      'the retired token again within the grace window: its successor',
+    );
+    tt.same(await store.redeemChain(a, c, [], checksOf(), redeemOf(0)), { status: 'replayed', value: rtRecord() }, 'without one: a replay');
+    tt.equal(await store.get(c), null, 'which wrote nothing');
+    tt.same(await store.redeemChain(b, c, [], checksOf({ slidingUntil: undefined }), redeemOf()), {
+      status: 'consumed',
+      value: rtRecord({ expiresAt: now + 1_200_000 }),
+    });
+    tt.same(await store.get(c), rtRecord({ expiresAt: now + 3_600_000 }), 'no sliding expiry: the absolute one');
+    tt.same(
+      await store.chainLookup(a, 0, chainOf()),
+      { status: 'replayed', value: rtRecord({ expiresAt: now + 1_200_000 }) },
+      'chainLookup sees the same chain (a replay reports the last retired record)',
+    );
+    tt.same(await store.redeemChain(chainKey(family), c, [], checksOf(), redeemOf()), { status: 'missing' }, 'a stranger');
+  });
+
+  t.test('redeemChain answers unchecked, writing nothing, when a check does not pass', async (tt) => {
+    const store = await open(tt);
+    const cases: [string, Record<string, unknown>, Record<string, unknown>][] = [
+      ['another client', {}, { clientId: 'other' }],
+      ['expired', { expiresAt: now - 1 }, {}],
+      ['expiring at now', { expiresAt: now }, {}],
+      ['past its absolute expiry', { absoluteExpiresAt: now }, {}],
+      ['bound to a key, none presented', { jkt: 'k1' }, {}],
+      ['bound to another key', { jkt: 'k1' }, { jkt: 'k2' }],
+      ['bound to a certificate, another presented', { x5t: 'c1' }, { x5t: 'c2' }],
+      ['a scope the client may no longer be granted', { scopes: ['openid', 'profile'] }, {}],
+      ['no scopes', { scopes: [] }, {}],
+      ['no expiry field', { expiresAt: undefined }, {}],
+    ];
+    for (const [name, recordExtra, checksExtra] of cases) {
+      const family = newFamily();
+      const [a, b] = [chainKey(family), chainKey(family)];
+      const at: StoreKey = { kind: 'at', id: newId(), family: subFamily(family, 'at') };
+      const record = rtRecord(recordExtra);
+      await store.set(a, record, longTtlMs);
+      const found = await store.redeemChain(a, b, [{ key: at, value: 1, ttlMs: longTtlMs }], checksOf(checksExtra), redeemOf());
+      tt.same(found, { status: 'unchecked', value: record }, name);
+      tt.same(await store.get(a), record, `${name}: the token stays live`);
+      tt.equal(await store.get(b), null, `${name}: no successor`);
+      tt.equal(await store.get(at), null, `${name}: no companion`);
+    }
+    const family = newFamily();
+    const [a, b] = [chainKey(family), chainKey(family)];
+    await store.set(a, rtRecord({ jkt: 'k1', x5t: 'c1' }), longTtlMs);
+    tt.equal(
+      (await store.redeemChain(a, b, [], checksOf({ jkt: 'k1', x5t: 'c1' }), redeemOf())).status,
+      'consumed',
+      'both bindings presented',
+    );
+  });
+
+  t.test('redeemChain keeps the rate limit and a revoked family, and of 50 concurrent refreshes one rotates', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const keys = Array.from({ length: 4 }, () => chainKey(family));
+    await store.set(keys[0] as StoreKey, rtRecord(), longTtlMs);
+    tt.equal((await store.redeemChain(keys[0] as StoreKey, keys[1] as StoreKey, [], checksOf(), redeemOf(5000, 2))).status, 'consumed');
+    tt.equal((await store.redeemChain(keys[1] as StoreKey, keys[2] as StoreKey, [], checksOf(), redeemOf(5000, 2))).status, 'consumed');
+    const limited = await store.redeemChain(keys[2] as StoreKey, keys[3] as StoreKey, [], checksOf(), redeemOf(5000, 2));
+    tt.equal(limited.status, 'limited');
+    tt.equal(
+      (await store.redeemChain(keys[1] as StoreKey, keys[3] as StoreKey, [], checksOf(), redeemOf(5000, 2))).status,
+      'limited',
+      'a retry too',
+    );
+    tt.ok((await store.get(keys[2] as StoreKey)) !== null, 'the token stays live');
+    await store.revokeFamily(family, longTtlMs);
+    tt.same(await store.redeemChain(keys[2] as StoreKey, keys[3] as StoreKey, [], checksOf(), redeemOf()), { status: 'missing' });
+
+    const raced = newFamily();
+    const old = chainKey(raced);
+    await store.set(old, rtRecord(), longTtlMs);
+    const results = await Promise.all(
+      Array.from({ length: concurrency }, () => store.redeemChain(old, chainKey(raced), [], checksOf(), redeemOf(0))),
+    );
+    const statuses = results.map((r) => r.status);
+    tt.equal(statuses.filter((s) => s === 'consumed').length, 1);
+    tt.equal(statuses.filter((s) => s === 'replayed').length, concurrency - 1);
+  });
+
   t.test('ping and checkReady resolve while open and every call after close rejects with StoreUnavailableError', async (tt) => {
     const store = await makeStore(tt);
     await store.ping();
