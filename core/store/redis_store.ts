@@ -184,6 +184,35 @@ while KEYS[k] do
 end`;
 }
 
+/**
+ * A chain token that is no longer live (docs/storage.md, "Refresh-token chains"), for the lookup
+ * and for the one-step refresh: the grace window's successor for a retry of the chain's last
+ * rotation (counted against the family's rate), a replay when the family's filter of retired ids
+ * holds the id, else missing. A Lua function both scripts include, so the rule exists once.
+ */
+const goneTokenLua = `
+local function goneToken(chainKey, filterKey, oldId, grace, limit, window, successorPrefix, positions, now)
+  local state = redis.call('HMGET', chainKey, 'p', 's', 't', 'r', 'v', 'c', 'w')
+  if not state[5] then return {0} end
+  if state[1] == oldId then
+    if grace > 0 and now - tonumber(state[3]) < grace then
+      local successor = redis.call('GET', successorPrefix .. state[2])
+      if successor and string.byte(successor, 1) == ${liveHeader} then
+        local count, windowEnd = tonumber(state[6]) or 0, tonumber(state[7]) or 0
+        if windowEnd <= now then count, windowEnd = 0, now + window end
+        if count >= limit then return {4, windowEnd - now} end
+        redis.call('HSET', chainKey, 'c', count + 1, 'w', windowEnd)
+        return {5, successor, state[2], state[4]}
+      end
+    end
+    return {2, state[5]}
+  end
+  for _, position in ipairs(positions) do
+    if redis.call('GETBIT', filterKey, position) == 0 then return {0} end
+  end
+  return {2, state[5]}
+end`;
+
 const scripts = {
   // KEYS: record [, members, revoked]. ARGV: bytes, ttl, '1' = only when absent.
   // Reply: {0} family revoked | {1} written | {2, current} a live record was already there.
@@ -274,34 +303,17 @@ return {1, current}`,
   // Reply: {0} missing | {2, retired} replayed | {4, ms} limited | {5, successor, its id, retry}.
   // The grace window counts on Redis's clock from the rotation's own write ('t').
   tesseraChainLookup: `
+${goneTokenLua}
 if redis.call('EXISTS', KEYS[2]) == 1 then return {0} end
 local current = redis.call('GET', KEYS[1])
 if current then
   if string.byte(current, 1) ~= ${liveHeader} then return {2, current} end
   return {0}
 end
-local state = redis.call('HMGET', KEYS[3], 'p', 's', 't', 'r', 'v', 'c', 'w')
-if not state[5] then return {0} end
-if state[1] == ARGV[1] then
-  local clock = redis.call('TIME')
-  local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-  local grace = tonumber(ARGV[2])
-  if grace > 0 and now - tonumber(state[3]) < grace then
-    local successor = redis.call('GET', ARGV[5] .. state[2])
-    if successor and string.byte(successor, 1) == ${liveHeader} then
-      local count, windowEnd = tonumber(state[6]) or 0, tonumber(state[7]) or 0
-      if windowEnd <= now then count, windowEnd = 0, now + tonumber(ARGV[4]) end
-      if count >= tonumber(ARGV[3]) then return {4, windowEnd - now} end
-      redis.call('HSET', KEYS[3], 'c', count + 1, 'w', windowEnd)
-      return {5, successor, state[2], state[4]}
-    end
-  end
-  return {2, state[5]}
-end
-for i = 6, 9 do
-  if redis.call('GETBIT', KEYS[4], tonumber(ARGV[i])) == 0 then return {0} end
-end
-return {2, state[5]}`,
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+return goneToken(KEYS[3], KEYS[4], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5],
+  {tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])}, now)`,
   // A refresh in one step (docs/storage.md, "One round trip per redemption"): tesseraRotateChain of
   // a record it checks itself, or tesseraChainLookup of a token already gone. KEYS: old, new,
   // members, revoked, chain, retired-id filter [, (companion, companion's members)…]. ARGV: client
@@ -312,6 +324,7 @@ return {2, state[5]}`,
   // did not pass, nothing done. The successor is the old record with its expiresAt rewritten.
   tesseraRedeemChain: `
 ${recordFieldsLua}
+${goneTokenLua}
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local deadline = tonumber(ARGV[10])
@@ -319,26 +332,8 @@ if deadline and now > deadline then return {3} end
 if redis.call('EXISTS', KEYS[4]) == 1 then return {0} end
 local current = redis.call('GET', KEYS[1])
 if not current then
-  local state = redis.call('HMGET', KEYS[5], 'p', 's', 't', 'r', 'v', 'c', 'w')
-  if not state[5] then return {0} end
-  if state[1] == ARGV[11] then
-    local grace = tonumber(ARGV[17])
-    if grace > 0 and now - tonumber(state[3]) < grace then
-      local successor = redis.call('GET', ARGV[18] .. state[2])
-      if successor and string.byte(successor, 1) == ${liveHeader} then
-        local count, windowEnd = tonumber(state[6]) or 0, tonumber(state[7]) or 0
-        if windowEnd <= now then count, windowEnd = 0, now + tonumber(ARGV[9]) end
-        if count >= tonumber(ARGV[8]) then return {4, windowEnd - now} end
-        redis.call('HSET', KEYS[5], 'c', count + 1, 'w', windowEnd)
-        return {5, successor, state[2], state[4]}
-      end
-    end
-    return {2, state[5]}
-  end
-  for i = 13, 16 do
-    if redis.call('GETBIT', KEYS[6], tonumber(ARGV[i])) == 0 then return {0} end
-  end
-  return {2, state[5]}
+  return goneToken(KEYS[5], KEYS[6], ARGV[11], tonumber(ARGV[17]), tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[18],
+    {tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16])}, now)
 end
 if string.byte(current, 1) ~= ${liveHeader} then return {2, current} end
 local ok, fields = pcall(recordFields, current, 2)
