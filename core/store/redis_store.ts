@@ -185,6 +185,40 @@ end`;
 }
 
 /**
+ * The writes of a rotation, the same in tesseraRotateChain and tesseraRedeemChain (docs/storage.md,
+ * "Refresh-token chains"): the successor and its companions, the filter of retired ids, the chain
+ * record, then the old record deleted last, so that a refused write leaves it live. KEYS: old,
+ * new, members, revoked, chain, filter, companions from `companionKey`; in scope: `current`,
+ * `now`, `count`, `windowEnd`, `ttl`, `chainTtl`; ARGV positions as named (the new id follows the
+ * old one).
+ */
+function rotationWrites(at: {
+  successor: string;
+  companionKey: number;
+  companionArg: number;
+  filterArg: number;
+  oldIdArg: number;
+  retryArg: number;
+}): string {
+  return `redis.call('SET', KEYS[2], ${at.successor}, 'PX', ttl)
+redis.call('SADD', KEYS[3], KEYS[2], KEYS[5], KEYS[6])
+local membersTtl = math.max(ttl, chainTtl)
+if redis.call('PTTL', KEYS[3]) < membersTtl then redis.call('PEXPIRE', KEYS[3], membersTtl) end
+${writeCompanions(at.companionKey, at.companionArg)}
+-- The filter is written whole at its first use: SETBIT alone grows the string as its bits come,
+-- with Redis's doubling allocation, so the family's bytes would depend on the order of its ids.
+if redis.call('EXISTS', KEYS[6]) == 0 then redis.call('SET', KEYS[6], string.rep(string.char(0), ${retiredFilterBits / 8})) end
+for i = ${at.filterArg}, ${at.filterArg + 3} do redis.call('SETBIT', KEYS[6], tonumber(ARGV[i]), 1) end
+redis.call('HSET', KEYS[5], 'c', count + 1, 'w', windowEnd, 'p', ARGV[${at.oldIdArg}], 's', ARGV[${at.oldIdArg + 1}], 't', now,
+  'r', ARGV[${at.retryArg}], 'v', string.char(${consumedHeader}) .. string.sub(current, 2))
+if redis.call('PTTL', KEYS[5]) < chainTtl then redis.call('PEXPIRE', KEYS[5], chainTtl) end
+if redis.call('PTTL', KEYS[6]) < chainTtl then redis.call('PEXPIRE', KEYS[6], chainTtl) end
+redis.call('DEL', KEYS[1])
+redis.call('SREM', KEYS[3], KEYS[1])
+return {1, current}`;
+}
+
+/**
  * A chain token that is no longer live (docs/storage.md, "Refresh-token chains"), for the lookup
  * and for the one-step refresh: the grace window's successor for a retry of the chain's last
  * rotation (counted against the family's rate), a replay when the family's filter of retired ids
@@ -282,22 +316,7 @@ if windowEnd <= now then count, windowEnd = 0, now + tonumber(ARGV[5]) end
 if count >= tonumber(ARGV[4]) then return {4, windowEnd - now} end
 local ttl = tonumber(ARGV[2])
 local chainTtl = tonumber(ARGV[6])
-redis.call('SET', KEYS[2], ARGV[1], 'PX', ttl)
-redis.call('SADD', KEYS[3], KEYS[2], KEYS[5], KEYS[6])
-local membersTtl = math.max(ttl, chainTtl)
-if redis.call('PTTL', KEYS[3]) < membersTtl then redis.call('PEXPIRE', KEYS[3], membersTtl) end
-${writeCompanions(7, 14)}
--- The filter is written whole at its first use: SETBIT alone grows the string as its bits come,
--- with Redis's doubling allocation, so the family's bytes would depend on the order of its ids.
-if redis.call('EXISTS', KEYS[6]) == 0 then redis.call('SET', KEYS[6], string.rep(string.char(0), ${retiredFilterBits / 8})) end
-for i = 10, 13 do redis.call('SETBIT', KEYS[6], tonumber(ARGV[i]), 1) end
-redis.call('HSET', KEYS[5], 'c', count + 1, 'w', windowEnd, 'p', ARGV[8], 's', ARGV[9], 't', now, 'r', ARGV[3],
-  'v', string.char(${consumedHeader}) .. string.sub(current, 2))
-if redis.call('PTTL', KEYS[5]) < chainTtl then redis.call('PEXPIRE', KEYS[5], chainTtl) end
-if redis.call('PTTL', KEYS[6]) < chainTtl then redis.call('PEXPIRE', KEYS[6], chainTtl) end
-redis.call('DEL', KEYS[1])
-redis.call('SREM', KEYS[3], KEYS[1])
-return {1, current}`,
+${rotationWrites({ successor: 'ARGV[1]', companionKey: 7, companionArg: 14, filterArg: 10, oldIdArg: 8, retryArg: 3 })}`,
   // For a chain token \`get\` no longer finds. KEYS: old, revoked, chain, retired-id filter. ARGV:
   // old id, grace, limit, window, the successor's key without its id, four filter positions.
   // Reply: {0} missing | {2, retired} replayed | {4, ms} limited | {5, successor, its id, retry}.
@@ -362,20 +381,7 @@ local span = fields['expiresAt']
 local successorBytes = string.sub(current, 1, span[1] - 1) .. string.char(0xcb) .. struct.pack('>d', nextExpiry) .. string.sub(current, span[2])
 local ttl = math.ceil(nextExpiry - callerNow)
 local chainTtl = math.max(1000, math.ceil(absolute - callerNow))
-redis.call('SET', KEYS[2], successorBytes, 'PX', ttl)
-redis.call('SADD', KEYS[3], KEYS[2], KEYS[5], KEYS[6])
-local membersTtl = math.max(ttl, chainTtl)
-if redis.call('PTTL', KEYS[3]) < membersTtl then redis.call('PEXPIRE', KEYS[3], membersTtl) end
-${writeCompanions(7, 19)}
-if redis.call('EXISTS', KEYS[6]) == 0 then redis.call('SET', KEYS[6], string.rep(string.char(0), ${retiredFilterBits / 8})) end
-for i = 13, 16 do redis.call('SETBIT', KEYS[6], tonumber(ARGV[i]), 1) end
-redis.call('HSET', KEYS[5], 'c', count + 1, 'w', windowEnd, 'p', ARGV[11], 's', ARGV[12], 't', now, 'r', ARGV[7],
-  'v', string.char(${consumedHeader}) .. string.sub(current, 2))
-if redis.call('PTTL', KEYS[5]) < chainTtl then redis.call('PEXPIRE', KEYS[5], chainTtl) end
-if redis.call('PTTL', KEYS[6]) < chainTtl then redis.call('PEXPIRE', KEYS[6], chainTtl) end
-redis.call('DEL', KEYS[1])
-redis.call('SREM', KEYS[3], KEYS[1])
-return {1, current}`,
+${rotationWrites({ successor: 'successorBytes', companionKey: 7, companionArg: 19, filterArg: 13, oldIdArg: 11, retryArg: 7 })}`,
   // KEYS: guards… [, record, record's members]. ARGV: guard count [, bytes, ttl].
   // Reply: {1} every guard live (and the record written) | {0} a guard was not, nothing written.
   tesseraWriteWhileLive: `
