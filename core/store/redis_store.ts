@@ -46,7 +46,8 @@
  * Every backend failure rejects with {@link StoreUnavailableError} within about
  * `commandTimeoutMs`: commands are never queued while disconnected (a queued consume or rotate
  * could run after its caller was already told it failed, and so lose a refresh token), an
- * in-flight command is not resent after a reconnect, and each call carries its own deadline. The
+ * in-flight command is not resent after a reconnect, and each call carries its own deadline (one
+ * timer, #runBounded; ioredis's per-command timeout is not used). The
  * client keeps reconnecting in the background with a capped backoff.
  */
 import { Cluster, Redis } from 'ioredis';
@@ -154,7 +155,10 @@ const liveHeader = 0;
 const consumedHeader = 1;
 const headerBytes = 1;
 
-/** Head room over `commandTimeoutMs` for the client's own timer to fire first. */
+/**
+ * Time a call waits past `commandTimeoutMs` before it gives up: room for the answer to a script
+ * Redis ran just before its deadline to come back ({@link RedisStore}, "Late rotations").
+ */
 const deadlineSlackMs = 50;
 
 /** How often each connection reads Redis's clock ({@link RedisStore}, "Late rotations"). */
@@ -554,7 +558,10 @@ export class RedisStore implements Store {
     this.#retryDelay = retryStrategy;
     const connectionOptions: RedisOptions = {
       lazyConnect: true,
-      commandTimeout: this.#commandTimeoutMs,
+      // No `commandTimeout`: each call's own timer (#runBounded) is the one bound, and the only
+      // one that gives a reply already received a chance first. ioredis's per-command timer fired
+      // 50 ms before it, and in the timers phase, ahead of a reply waiting to be read: a rotation
+      // Redis ran before its deadline was reported failed (docs/storage.md, "Late rotations").
       // Commands issued in one event-loop turn (a batch of grants) go out in one write.
       enableAutoPipelining: true,
       connectTimeout: options.connectTimeoutMs ?? Math.max(1000, 4 * this.#commandTimeoutMs),
@@ -578,7 +585,6 @@ export class RedisStore implements Store {
         scripts: connectionOptions.scripts,
         // Per-node connections: the cluster client owns reconnection and queueing of its nodes.
         redisOptions: {
-          commandTimeout: connectionOptions.commandTimeout,
           connectTimeout: connectionOptions.connectTimeout,
           maxRetriesPerRequest: 0,
           autoResendUnfulfilledCommands: false,
@@ -955,16 +961,17 @@ export class RedisStore implements Store {
   }
 
   /**
-   * Late rotations: the moment on Redis's clock after which this call's caller has stopped
-   * waiting (its `commandTimeoutMs` from now, plus the slack), or '' while Redis's clock was never
-   * read. A rotation Redis runs only after that (a `CLIENT PAUSE`, a stall, a failover held it)
-   * does nothing, rather than retire a token whose successor nobody will ever receive
-   * (docs/storage.md, "Late rotations").
+   * Late rotations: the moment on Redis's clock after which a rotation does nothing, or '' while
+   * Redis's clock was never read: `commandTimeoutMs` from now, `deadlineSlackMs` before this call
+   * gives up, so that the answer to a rotation Redis runs by then has that long to come back
+   * (#runBounded reads it even when the event loop was busy). A rotation Redis runs only later (a
+   * `CLIENT PAUSE`, a stall, a failover held it) does nothing, rather than retire a token whose
+   * successor nobody will ever receive (docs/storage.md, "Late rotations").
    */
   #applyBy(): number | string {
     const clock = this.#clockOffset;
     if (clock === undefined) return '';
-    return Math.ceil(performance.now() + clock.offsetMs + this.#commandTimeoutMs + deadlineSlackMs);
+    return Math.floor(performance.now() + clock.offsetMs + this.#commandTimeoutMs);
   }
 
   async #sampleClock(): Promise<void> {
@@ -1028,14 +1035,21 @@ export class RedisStore implements Store {
     }
   }
 
+  /**
+   * The call's one bound. Its timer gives up in the check phase (`setImmediate`), after the event
+   * loop's poll phase has read whatever arrived: timers run first in a turn, so a loop busy past
+   * the deadline (a burst of signing, a loaded machine) would otherwise fail a call whose answer
+   * already waited on the socket, a rotation Redis applied in time among them (docs/storage.md,
+   * "Late rotations").
+   */
   async #runBounded<R>(op: string, send: (client: Client) => Promise<R>): Promise<R> {
     if (this.#closed) throw new StoreUnavailableError('redis store is closed');
     let timer: NodeJS.Timeout | undefined;
+    let giveUp: NodeJS.Immediate | undefined;
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new StoreUnavailableError(`${op} got no answer within ${this.#commandTimeoutMs} ms`)),
-        this.#commandTimeoutMs + deadlineSlackMs,
-      );
+      timer = setTimeout(() => {
+        giveUp = setImmediate(() => reject(new StoreUnavailableError(`${op} got no answer within ${this.#commandTimeoutMs} ms`)));
+      }, this.#commandTimeoutMs + deadlineSlackMs);
     });
     try {
       return await Promise.race([this.#whenReady().then(() => send(this.#client)), deadline]);
@@ -1043,6 +1057,7 @@ export class RedisStore implements Store {
       throw toStoreError(err, op);
     } finally {
       clearTimeout(timer);
+      clearImmediate(giveUp);
     }
   }
 
