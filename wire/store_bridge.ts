@@ -39,6 +39,7 @@ const bridged: { readonly [M in StoreMethod]: true } = {
   rotateChain: true,
   chainLookup: true,
   redeemChain: true,
+  redeemRecord: true,
   writeWhileLive: true,
   revokeFamily: true,
   isFamilyRevoked: true,

@@ -35,11 +35,14 @@ import type {
   CompanionRecord,
   ConsumeResult,
   CounterResult,
+  DerivedRecord,
   RecordKind,
+  RedeemChecks,
+  Redemption,
   StoreKey,
 } from './store.js';
 import type { PackedRecords } from './packing_store.js';
-import { checkChainRecord } from './record_fields.js';
+import { checkChainRecord, checkRedeemRecord, derivedRecordSpec } from './record_fields.js';
 
 export interface MemoryStoreOptions {
   /**
@@ -309,6 +312,36 @@ export class MemoryRecords implements PackedRecords {
     this.#retire(family, oldKey, newKey, window, retry, current.bytes, chainTtl, state, now);
     this.#remove(oldRecordKey);
     return { status: 'consumed', value: current.bytes as T };
+  }
+
+  async redeemRecord<T>(
+    key: StoreKey,
+    checks: RedeemChecks,
+    derived: DerivedRecord | undefined,
+    companions: readonly CompanionRecord<unknown>[],
+  ): Promise<Redemption<T>> {
+    this.#assertOpen();
+    assertRotatable(key, derived?.key ?? { ...key, id: `${key.id}~` }, companions);
+    const family = key.family;
+    if (family === undefined) throw new Error('redeemRecord needs a key in a family');
+    const spec = derived === undefined ? undefined : derivedRecordSpec(derived, packedValue);
+    const ttl = derived === undefined ? 0 : toTtlMs(derived.ttlMs);
+    const companionWrites = companions.map((c) => this.#prepare(c));
+    if (this.#isRevoked(family)) return { status: 'missing' };
+    const recordKey = toRecordKey(key);
+    const current = this.#read(recordKey);
+    if (current === undefined) return { status: 'missing' };
+    if (current.consumed) return { status: 'replayed', value: current.bytes as T };
+    // The grant's checks, on the packed record as the Lua reads it on Redis (record_fields.ts).
+    const checked = checkRedeemRecord(current.bytes, 0, checks, spec);
+    if (checked === undefined) return { status: 'unchecked', value: current.bytes as T };
+    // Room first: a full store must refuse before the record is consumed, not after.
+    this.#ensureRoom((checked.derived === undefined ? 0 : 1) + companionWrites.length);
+    if (checked.derived !== undefined && derived !== undefined) this.#write(toRecordKey(derived.key), family, checked.derived, ttl);
+    for (const write of companionWrites) this.#write(write.key, write.family, write.bytes, write.ttl);
+    // Consuming keeps the TTL, as SETRANGE does on Redis.
+    current.consumed = true;
+    return { status: 'consumed', value: current.bytes as T, derived: checked.derived !== undefined };
   }
 
   async writeWhileLive<V>(guards: readonly StoreKey[], record?: CompanionRecord<V>): Promise<boolean> {

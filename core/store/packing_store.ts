@@ -21,7 +21,10 @@ import type {
   CompanionRecord,
   ConsumeResult,
   CounterResult,
+  DerivedRecord,
   RecordKind,
+  RedeemChecks,
+  Redemption,
   Store,
   StoreKey,
 } from './store.js';
@@ -98,6 +101,29 @@ export class PackingStore implements Store {
         return unpackRetry<T, R>(found);
       case 'replayed':
         return { status: 'replayed', value: unpackRecordText<T>(found.value) };
+      default:
+        return found;
+    }
+  }
+
+  async redeemRecord<T>(
+    key: StoreKey,
+    checks: RedeemChecks,
+    derived: DerivedRecord | undefined,
+    companions: readonly CompanionRecord<unknown>[],
+  ): Promise<Redemption<T>> {
+    // The derived record's `set` values packed, as every value the records hold.
+    const packedDerived =
+      derived === undefined
+        ? undefined
+        : { ...derived, set: Object.fromEntries(Object.entries(derived.set).map(([name, value]) => [name, packRecordText(value)])) };
+    const found = await this.#records.redeemRecord<string>(key, checks, packedDerived, companions.map(packCompanion));
+    switch (found.status) {
+      case 'consumed':
+        return { status: 'consumed', value: unpackRecordText<T>(found.value), derived: found.derived };
+      case 'unchecked':
+      case 'replayed':
+        return { status: found.status, value: unpackRecordText<T>(found.value) };
       default:
         return found;
     }

@@ -6,7 +6,7 @@
  * (`recordFieldsLua`), so both stores decide alike.
  */
 import { unpackRecordText } from './record_codec.js';
-import type { ChainChecks } from './store.js';
+import type { ChainChecks, DerivedRecord, RedeemChecks } from './store.js';
 
 /** Where each top-level field's value lies in the text: [start, end). */
 type FieldSpans = Map<string, readonly [number, number]>;
@@ -155,6 +155,100 @@ export function checkChainRecord(text: string, start: number, checks: ChainCheck
     const next = checks.slidingUntil === undefined ? absoluteExpiresAt : Math.min(absoluteExpiresAt, checks.slidingUntil);
     const successor = text.slice(0, expiresSpan[0]) + packedDouble(next) + text.slice(expiresSpan[1]);
     return { successor, expiresAt: next, absoluteExpiresAt };
+  } catch {
+    return undefined;
+  }
+}
+
+/** A {@link DerivedRecord} as both stores build it: its `set` pairs packed (latin1), `nest` as a list. */
+export interface DerivedRecordSpec {
+  readonly whenScope: string;
+  readonly copy: readonly string[];
+  readonly nest: readonly (readonly [string, readonly string[]])[];
+  readonly setCount: number;
+  readonly setPairs: string;
+}
+
+/** The spec of `derived`, each `set` value packed by `pack` (into latin1 text). */
+export function derivedRecordSpec(derived: DerivedRecord, pack: (value: unknown) => string): DerivedRecordSpec {
+  const set = Object.entries(derived.set);
+  const names = [
+    ...set.map(([name]) => name),
+    ...derived.copy,
+    ...Object.entries(derived.nest ?? {}).flatMap(([n, inner]) => [n, ...inner]),
+  ];
+  for (const name of names) packedName(name);
+  return {
+    whenScope: derived.whenScope,
+    copy: derived.copy,
+    nest: Object.entries(derived.nest ?? {}),
+    setCount: set.length,
+    setPairs: set.map(([name, value]) => packedName(name) + pack(value)).join(''),
+  };
+}
+
+/** What {@link checkRedeemRecord} decides for a record that passes: the derived record, if written. */
+export interface CheckedRedeemRecord {
+  /** The derived record's packed text; `undefined` when its scope is not granted (nothing derived). */
+  readonly derived: string | undefined;
+}
+
+/** A short string key in msgpack (fixstr): every field name a derived record writes. */
+function packedName(name: string): string {
+  if (name.length > 31 || !/^[\x20-\x7e]*$/.test(name)) throw new Error(`not a short field name: ${name}`);
+  return String.fromCharCode(0xa0 + name.length) + name;
+}
+
+/** A msgpack map header for `n` entries. */
+function mapHeader(n: number): string {
+  return n < 16 ? String.fromCharCode(0x80 + n) : String.fromCharCode(0xde, n >> 8, n & 0xff);
+}
+
+/**
+ * {@link RedeemChecks} on the record packed in `text` from `start`, and the {@link DerivedRecord}
+ * built from its fields: `undefined` when a check does not pass or the record is not the map they
+ * expect. The same rules as `tesseraRedeemRecord`'s Lua.
+ */
+export function checkRedeemRecord(
+  text: string,
+  start: number,
+  checks: RedeemChecks,
+  derived: DerivedRecordSpec | undefined,
+): CheckedRedeemRecord | undefined {
+  try {
+    const fields = recordFields(text, start);
+    if (fields === undefined) return undefined;
+    for (const [name, wanted] of Object.entries(checks.equal)) {
+      if (wanted === null ? fields.has(name) : fieldValue(text, fields.get(name)) !== wanted) return undefined;
+    }
+    for (const [name, wanted] of Object.entries(checks.bound ?? {})) {
+      if (fields.has(name) && (wanted === undefined || fieldValue(text, fields.get(name)) !== wanted)) return undefined;
+    }
+    for (const [name, after] of Object.entries(checks.later ?? {})) {
+      const value = fieldValue(text, fields.get(name));
+      if (typeof value !== 'number' || !(value > after)) return undefined;
+    }
+    const scopes = fieldValue(text, fields.get('scopes'));
+    if (!Array.isArray(scopes) || scopes.length === 0) return undefined;
+    for (const scope of scopes) if (typeof scope !== 'string' || !checks.scopes.includes(scope)) return undefined;
+    if (derived === undefined || !scopes.includes(derived.whenScope)) return { derived: undefined };
+    const span = (name: string): string => {
+      const at = fields.get(name) as readonly [number, number];
+      return text.slice(at[0], at[1]);
+    };
+    let n = derived.setCount;
+    let body = derived.setPairs;
+    for (const name of derived.copy) {
+      if (!fields.has(name)) continue;
+      n += 1;
+      body += packedName(name) + span(name);
+    }
+    for (const [name, inner] of derived.nest) {
+      const present = inner.filter((f) => fields.has(f));
+      n += 1;
+      body += packedName(name) + mapHeader(present.length) + present.map((f) => packedName(f) + span(f)).join('');
+    }
+    return { derived: mapHeader(n) + body };
   } catch {
     return undefined;
   }

@@ -28,7 +28,7 @@
  *
  * ## Atomicity
  *
- * consume, rotate, rotateChain, chainLookup, redeemChain, writeWhileLive, revokeFamily, putIfAbsent, a write into a family, a delete
+ * consume, rotate, rotateChain, chainLookup, redeemChain, redeemRecord, writeWhileLive, revokeFamily, putIfAbsent, a write into a family, a delete
  * from a family and increment each run as one Lua script (`defineCommand`, sent as EVALSHA); plain writes, reads and
  * deletes of standalone keys are single commands. Nothing reads then writes from the client.
  *
@@ -52,8 +52,8 @@
  */
 import { Cluster, Redis } from 'ioredis';
 import type { ClusterOptions, RedisOptions } from 'ioredis';
-import { packRecordWithHeader, unpackRecord } from './record_codec.js';
-import { recordFieldsLua } from './record_fields.js';
+import { packRecordText, packRecordWithHeader, unpackRecord } from './record_codec.js';
+import { derivedRecordSpec, recordFieldsLua } from './record_fields.js';
 import {
   FamilyRevokedError,
   StoreUnavailableError,
@@ -77,7 +77,10 @@ import type {
   CompanionRecord,
   ConsumeResult,
   CounterResult,
+  DerivedRecord,
   RecordKind,
+  RedeemChecks,
+  Redemption,
   Store,
   StoreKey,
 } from './store.js';
@@ -177,7 +180,7 @@ const clockSampleKeptMs = 5000;
  * KEYS[firstKey] and (bytes, ttl) pairs from ARGV[firstArg]: each with its TTL, listed in its
  * members set, which lives as long as its longest member. One fragment for the scripts that share it.
  */
-function writeCompanions(firstKey: number, firstArg: number): string {
+function writeCompanions(firstKey: number, firstArg: number | string): string {
   return `local k, a = ${firstKey}, ${firstArg}
 while KEYS[k] do
   local companionTtl = tonumber(ARGV[a + 1])
@@ -386,6 +389,90 @@ local successorBytes = string.sub(current, 1, span[1] - 1) .. string.char(0xcb) 
 local ttl = math.ceil(nextExpiry - callerNow)
 local chainTtl = math.max(1000, math.ceil(absolute - callerNow))
 ${rotationWrites({ successor: 'successorBytes', companionKey: 7, companionArg: 19, filterArg: 13, oldIdArg: 11, retryArg: 7 })}`,
+  // A code or device code redeemed in one step (docs/storage.md, "One round trip per redemption"):
+  // checked on its fields, consumed, and the record derived from it (a refresh token) written with
+  // the companions. KEYS: record, derived (the record again when none), members, revoked
+  // [, (companion, companion's members)…]. ARGV, read in order: ' '-framed scopes the record may
+  // hold; equal checks (count, then name, 'v' or 'n' (must be absent), value); bound checks
+  // (the same); later checks (count, then name, number); the derived record's scope ('' = none),
+  // ttl, copied names (count, names), nested maps (count, then name, count, names), set pairs
+  // (count, packed pairs) [, (companion bytes, companion ttl)…].
+  // Reply: {0} missing | {1, record, 1 = derived written} | {2, record} replayed | {6, record}
+  // live but a check did not pass: nothing done.
+  tesseraRedeemRecord: `
+${recordFieldsLua}
+local a = 1
+local function arg()
+  a = a + 1
+  return ARGV[a - 1]
+end
+if redis.call('EXISTS', KEYS[4]) == 1 then return {0} end
+local current = redis.call('GET', KEYS[1])
+if not current then return {0} end
+if string.byte(current, 1) ~= ${liveHeader} then return {2, current} end
+local ok, fields = pcall(recordFields, current, 2)
+if not ok or not fields then return {6, current} end
+local function value(name) return fieldValue(current, fields[name]) end
+local framed = arg()
+for _ = 1, tonumber(arg()) do
+  local name, mode, wanted = arg(), arg(), arg()
+  if mode == 'n' then
+    if fields[name] then return {6, current} end
+  elseif value(name) ~= wanted then return {6, current} end
+end
+for _ = 1, tonumber(arg()) do
+  local name, mode, wanted = arg(), arg(), arg()
+  if fields[name] and (mode == 'n' or value(name) ~= wanted) then return {6, current} end
+end
+for _ = 1, tonumber(arg()) do
+  local name, after = arg(), tonumber(arg())
+  local v = value(name)
+  if type(v) ~= 'number' or not (v > after) then return {6, current} end
+end
+local scopes = value('scopes')
+if type(scopes) ~= 'table' or #scopes == 0 then return {6, current} end
+local granted = {}
+for _, scope in ipairs(scopes) do
+  if type(scope) ~= 'string' or not string.find(framed, ' ' .. scope .. ' ', 1, true) then return {6, current} end
+  granted[scope] = true
+end
+local whenScope, ttl = arg(), tonumber(arg())
+local copy = {}
+for _ = 1, tonumber(arg()) do copy[#copy + 1] = arg() end
+local nests = {}
+for _ = 1, tonumber(arg()) do
+  local name, inner = arg(), {}
+  for _ = 1, tonumber(arg()) do inner[#inner + 1] = arg() end
+  nests[#nests + 1] = {name, inner}
+end
+local n, body = tonumber(arg()), arg()
+local function packedName(name) return string.char(0xa0 + #name) .. name end
+local function mapHeader(count)
+  if count < 16 then return string.char(0x80 + count) end
+  return string.char(0xde, math.floor(count / 256), count % 256)
+end
+local function span(name) return string.sub(current, fields[name][1], fields[name][2] - 1) end
+local derived = false
+if whenScope ~= '' and granted[whenScope] then
+  for _, name in ipairs(copy) do
+    if fields[name] then n, body = n + 1, body .. packedName(name) .. span(name) end
+  end
+  for _, nest in ipairs(nests) do
+    local m, inner = 0, ''
+    for _, name in ipairs(nest[2]) do
+      if fields[name] then m, inner = m + 1, inner .. packedName(name) .. span(name) end
+    end
+    n, body = n + 1, body .. packedName(nest[1]) .. mapHeader(m) .. inner
+  end
+  redis.call('SET', KEYS[2], string.char(${liveHeader}) .. mapHeader(n) .. body, 'PX', ttl)
+  redis.call('SADD', KEYS[3], KEYS[2])
+  if redis.call('PTTL', KEYS[3]) < ttl then redis.call('PEXPIRE', KEYS[3], ttl) end
+  derived = true
+end
+${writeCompanions(5, 'a')}
+redis.call('SETRANGE', KEYS[1], 0, string.char(${consumedHeader}))
+if derived then return {1, current, 1} end
+return {1, current, 0}`,
   // KEYS: guards… [, record, record's members]. ARGV: guard count [, bytes, ttl].
   // Reply: {1} every guard live (and the record written) | {0} a guard was not, nothing written.
   tesseraWriteWhileLive: `
@@ -837,6 +924,43 @@ export class RedisStore implements Store {
       }
     }
     return { status: 'missing' };
+  }
+
+  async redeemRecord<T>(
+    key: StoreKey,
+    checks: RedeemChecks,
+    derived: DerivedRecord | undefined,
+    companions: readonly CompanionRecord<unknown>[],
+  ): Promise<Redemption<T>> {
+    assertRotatable(key, derived?.key ?? { ...key, id: `${key.id}~` }, companions);
+    const family = key.family;
+    if (family === undefined) throw new Error('redeemRecord needs a key in a family');
+    const spec = derived === undefined ? undefined : derivedRecordSpec(derived, packRecordText);
+    const keys = [this.#recordKey(key), this.#recordKey(derived?.key ?? key), this.#membersKey(family), this.#revokedKey(family)];
+    const args: ScriptArg[] = [` ${checks.scopes.join(' ')} `];
+    const pairs = (entries: [string, string | null | undefined][]): void => {
+      args.push(entries.length);
+      for (const [name, wanted] of entries) args.push(name, wanted === null || wanted === undefined ? 'n' : 'v', wanted ?? '');
+    };
+    pairs(Object.entries(checks.equal));
+    pairs(Object.entries(checks.bound ?? {}));
+    const later = Object.entries(checks.later ?? {});
+    args.push(later.length);
+    for (const [name, after] of later) args.push(name, after);
+    args.push(spec?.whenScope ?? '', derived === undefined ? 0 : toTtlMs(derived.ttlMs), spec?.copy.length ?? 0, ...(spec?.copy ?? []));
+    args.push(spec?.nest.length ?? 0);
+    for (const [name, inner] of spec?.nest ?? []) args.push(name, inner.length, ...inner);
+    args.push(spec?.setCount ?? 0, Buffer.from(spec?.setPairs ?? '', 'latin1'));
+    for (const c of companions) {
+      keys.push(this.#recordKey(c.key), this.#membersKey(c.key.family as string));
+      args.push(packRecordWithHeader(c.value, headerBytes), toTtlMs(c.ttlMs));
+    }
+    const reply = await this.#write('redeemRecord', (c) => this.#script(c, 'tesseraRedeemRecord', keys, args));
+    const { status, bytes } = readScriptReply(reply);
+    if (bytes === undefined || status === 0) return { status: 'missing' };
+    const value = unpackBody<T>(bytes);
+    if (status === 1) return { status: 'consumed', value, derived: (reply as unknown[])[2] === 1 };
+    return { status: status === 6 ? 'unchecked' : 'replayed', value };
   }
 
   async writeWhileLive<V>(guards: readonly StoreKey[], record?: CompanionRecord<V>): Promise<boolean> {

@@ -146,6 +146,48 @@ export type ChainRedemption<T, R> =
   /** The token was gone: as {@link Store.chainLookup}; or the rotation was past the rate limit. */
   | ChainLookup<T, R>;
 
+/**
+ * What a single-use record redeemed in one store call ({@link Store.redeemRecord}) must hold: the
+ * grant's checks, decided by the store on the record it holds (docs/storage.md, "One round trip
+ * per redemption"). Fields of the stored record, by name; a record that fails them is handed back
+ * unconsumed, and the caller decides.
+ */
+export interface RedeemChecks {
+  /** Fields that must hold exactly these strings; `null`: the record must not have the field. */
+  readonly equal: Readonly<Record<string, string | null>>;
+  /** Fields that, when the record has them, must hold these strings; `undefined`: must not have them. */
+  readonly bound?: Readonly<Record<string, string | undefined>>;
+  /** Number fields that must be greater than these (the caller's clock, epoch ms). */
+  readonly later?: Readonly<Record<string, number>>;
+  /** The record's `scopes` must be some, each one of these (what the client may still be granted). */
+  readonly scopes: readonly string[];
+}
+
+/**
+ * A record {@link Store.redeemRecord} writes in the redemption's step, made of the redeemed
+ * record's fields (a refresh token from its code): a map of `set`, then each of `copy` the record
+ * has, as stored, then for each `nest` entry a map of the named fields it has. Written only when
+ * the record's `scopes` include `whenScope`; in the redeemed key's family.
+ */
+export interface DerivedRecord {
+  readonly key: StoreKey;
+  readonly ttlMs: number;
+  readonly whenScope: string;
+  readonly set: Readonly<Record<string, unknown>>;
+  readonly copy: readonly string[];
+  readonly nest?: Readonly<Record<string, readonly string[]>>;
+}
+
+export type Redemption<T> =
+  /** Checked and consumed: `value` is the record; `derived` whether the derived record was written. */
+  | { status: 'consumed'; value: T; derived: boolean }
+  /** Live, but a check did not pass (or could not be read): nothing written; the caller decides with `value`. */
+  | { status: 'unchecked'; value: T }
+  /** Consumed before. */
+  | { status: 'replayed'; value: T }
+  /** Not there, or its family revoked. */
+  | { status: 'missing' };
+
 export interface CounterResult {
   /** Value after the increment. */
   count: number;
@@ -243,6 +285,21 @@ export interface Store {
     checks: ChainChecks,
     chain: ChainRedeemPolicy<R>,
   ): Promise<ChainRedemption<T, R>>;
+  /**
+   * A code or device code redeemed in one step (docs/storage.md, "One round trip per
+   * redemption"): when `key` is live and its record passes `checks`, consumes it (as `consume`),
+   * writes `derived` when the record's scopes include its `whenScope`, and the companions;
+   * `consumed` with the record and whether `derived` was written. Live but failing a check:
+   * `unchecked` with the record, nothing written. Consumed before: `replayed`. Missing, or its
+   * family revoked: `missing`. `key`, `derived` and the companions in one family (or its
+   * sub-families).
+   */
+  redeemRecord<T>(
+    key: StoreKey,
+    checks: RedeemChecks,
+    derived: DerivedRecord | undefined,
+    companions: readonly CompanionRecord<unknown>[],
+  ): Promise<Redemption<T>>;
   /**
    * In one atomic step: when every `guard` holds a live record (stored, unexpired, not
    * consumed), writes `record` (if given) and resolves `true`; otherwise writes nothing and

@@ -90,8 +90,7 @@ t.test('a code redemption with a refresh token, then a refresh, are one EVALSHA 
 
   const redeemed = await redeemCode();
   t.equal(redeemed.result.status, 200);
-  // Not done yet: a GET, then the rotation's EVALSHA (docs/decisions/0016).
-  t.same(redeemed.commands, ['EVALSHA'], 'code redemption', { todo: 'issue 33: code redemption still reads first' });
+  t.same(redeemed.commands, ['EVALSHA'], 'code redemption');
 
   let refreshToken = (JSON.parse(redeemed.result.body) as { refresh_token: string }).refresh_token;
   for (let i = 0; i < 2; i++) {
@@ -132,6 +131,5 @@ t.test('an approved device code redemption is one EVALSHA', async (t) => {
   await redeemDeviceCode(await approvedDeviceCode());
   const redeemed = await redeemDeviceCode(await approvedDeviceCode());
   t.equal(redeemed.result.status, 200, redeemed.result.body);
-  // Not done yet: a GET, then the rotation's EVALSHA (docs/decisions/0016).
-  t.same(redeemed.commands, ['EVALSHA'], 'device code redemption', { todo: 'issue 33: device code redemption still reads first' });
+  t.same(redeemed.commands, ['EVALSHA'], 'device code redemption');
 });

@@ -827,6 +827,163 @@ export function runStoreConformance(t: TapTest, makeStore: MakeStore): void {
     tt.equal(statuses.filter((s) => s === 'replayed').length, concurrency - 1);
   });
 
+  // A code or device code redeemed in one step (docs/storage.md, "One round trip per redemption").
+  const codeRecord = (extra: Record<string, unknown> = {}) => ({
+    v: 1,
+    clientId: 'web',
+    redirectUri: 'https://app/cb',
+    subject: 'alice',
+    scopes: ['openid', 'offline_access'],
+    claims: { auth_time: 1, amr: ['pwd'] },
+    nonce: 'n',
+    sid: 's',
+    codeChallenge: 'ch',
+    family: 'f',
+    createdAt: now - 1000,
+    expiresAt: now + 60_000,
+    ...extra,
+  });
+  const codeChecks = (extra: Record<string, unknown> = {}) => ({
+    equal: { clientId: 'web', redirectUri: 'https://app/cb', codeChallenge: 'ch' },
+    bound: { dpopJkt: undefined },
+    later: { expiresAt: now },
+    scopes: ['openid', 'api1', 'offline_access'],
+    ...extra,
+  });
+  const derivedOf = (key: StoreKey, whenScope = 'offline_access') => ({
+    key,
+    ttlMs: longTtlMs,
+    whenScope,
+    set: { v: 1, clientId: 'web', createdAt: now, expiresAt: now + 600_000, big: 2 ** 40, half: 0.5, none: null },
+    copy: ['subject', 'scopes', 'resources', 'claims', 'family'],
+    nest: { openId: ['sid'], empty: ['nothing'] },
+  });
+  const derivedRecord = {
+    v: 1,
+    clientId: 'web',
+    createdAt: now,
+    expiresAt: now + 600_000,
+    big: 2 ** 40,
+    half: 0.5,
+    none: null,
+    subject: 'alice',
+    scopes: ['openid', 'offline_access'],
+    claims: { auth_time: 1, amr: ['pwd'] },
+    family: 'f',
+    openId: { sid: 's' },
+    empty: {},
+  };
+
+  t.test('redeemRecord checks a live record, consumes it and writes the record derived from its fields, in one step', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const code: StoreKey = { kind: 'code', id: newId(), family };
+    const rt = chainKey(family);
+    const at: StoreKey = { kind: 'at', id: newId(), family: subFamily(family, 'at') };
+    await store.set(code, codeRecord(), longTtlMs);
+    tt.same(await store.redeemRecord(code, codeChecks(), derivedOf(rt), [{ key: at, value: { jti: 'j' }, ttlMs: longTtlMs }]), {
+      status: 'consumed',
+      value: codeRecord(),
+      derived: true,
+    });
+    tt.equal(await store.get(code), null, 'the code is consumed');
+    tt.same(await store.get(rt), derivedRecord, 'the derived record: set, then the fields copied as stored, then the nested maps');
+    tt.same(await store.get(at), { jti: 'j' }, 'the companion, in the same step');
+    tt.same(await store.consume(code), { status: 'replayed', value: codeRecord() }, 'consumed as consume does');
+    tt.same(await store.redeemRecord(code, codeChecks(), derivedOf(chainKey(family)), []), { status: 'replayed', value: codeRecord() });
+    tt.same(await store.redeemRecord({ kind: 'code', id: newId(), family }, codeChecks(), undefined, []), { status: 'missing' });
+
+    const withResources = newFamily();
+    const code2: StoreKey = { kind: 'code', id: newId(), family: withResources };
+    const rt2 = chainKey(withResources);
+    await store.set(code2, codeRecord({ resources: ['https://api'], sid: undefined, claims: {} }), longTtlMs);
+    tt.equal((await store.redeemRecord(code2, codeChecks(), derivedOf(rt2), [])).status, 'consumed');
+    tt.same(
+      await store.get(rt2),
+      { ...derivedRecord, claims: {}, resources: ['https://api'], openId: {} },
+      'a field the record has is copied; one it lacks is left out',
+    );
+
+    const noOffline = newFamily();
+    const code3: StoreKey = { kind: 'code', id: newId(), family: noOffline };
+    const rt3 = chainKey(noOffline);
+    const at3: StoreKey = { kind: 'at', id: newId(), family: subFamily(noOffline, 'at') };
+    await store.set(code3, codeRecord({ scopes: ['openid'] }), longTtlMs);
+    tt.same(await store.redeemRecord(code3, codeChecks(), derivedOf(rt3), [{ key: at3, value: 1, ttlMs: longTtlMs }]), {
+      status: 'consumed',
+      value: codeRecord({ scopes: ['openid'] }),
+      derived: false,
+    });
+    tt.equal(await store.get(rt3), null, 'without its scope, nothing derived');
+    tt.equal(await store.get(at3), 1, 'the companion still');
+  });
+
+  t.test('redeemRecord answers unchecked, writing nothing, when a check does not pass', async (tt) => {
+    const store = await open(tt);
+    const cases: [string, Record<string, unknown>, Record<string, unknown>][] = [
+      ['another client', { clientId: 'other' }, {}],
+      ['another redirect', {}, { equal: { clientId: 'web', redirectUri: 'https://app/other', codeChallenge: 'ch' } }],
+      ['another challenge', { codeChallenge: 'x' }, {}],
+      ['a challenge, none expected', {}, { equal: { clientId: 'web', redirectUri: 'https://app/cb', codeChallenge: null } }],
+      ['no challenge, one expected', { codeChallenge: undefined }, {}],
+      ['bound to a key, none presented', { dpopJkt: 'k1' }, {}],
+      ['bound to another key', { dpopJkt: 'k1' }, { bound: { dpopJkt: 'k2' } }],
+      ['expired', { expiresAt: now }, {}],
+      ['a scope the client may no longer be granted', { scopes: ['openid', 'profile'] }, {}],
+      ['no scopes', { scopes: [] }, {}],
+      ['a status other than the one asked', { status: 'pending' }, { equal: { clientId: 'web', status: 'approved' } }],
+    ];
+    for (const [name, recordExtra, checksExtra] of cases) {
+      const family = newFamily();
+      const code: StoreKey = { kind: 'code', id: newId(), family };
+      const rt = chainKey(family);
+      const at: StoreKey = { kind: 'at', id: newId(), family: subFamily(family, 'at') };
+      const record = codeRecord(recordExtra);
+      await store.set(code, record, longTtlMs);
+      const found = await store.redeemRecord(code, codeChecks(checksExtra), derivedOf(rt), [{ key: at, value: 1, ttlMs: longTtlMs }]);
+      tt.same(found, { status: 'unchecked', value: record }, name);
+      tt.same(await store.get(code), record, `${name}: the code stays live`);
+      tt.equal(await store.get(rt), null, `${name}: nothing derived`);
+      tt.equal(await store.get(at), null, `${name}: no companion`);
+    }
+    const family = newFamily();
+    const code: StoreKey = { kind: 'code', id: newId(), family };
+    await store.set(code, codeRecord({ dpopJkt: 'k1', status: 'approved' }), longTtlMs);
+    tt.equal(
+      (
+        await store.redeemRecord(
+          code,
+          codeChecks({ equal: { clientId: 'web', status: 'approved' }, bound: { dpopJkt: 'k1' } }),
+          derivedOf(chainKey(family)),
+          [],
+        )
+      ).status,
+      'consumed',
+      'the bound key presented, the status asked',
+    );
+  });
+
+  t.test('redeemRecord refuses in a revoked family, and of 50 concurrent redemptions one wins', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const code: StoreKey = { kind: 'code', id: newId(), family };
+    await store.set(code, codeRecord(), longTtlMs);
+    await store.revokeFamily(family, longTtlMs);
+    const rt = chainKey(family);
+    tt.same(await store.redeemRecord(code, codeChecks(), derivedOf(rt), []), { status: 'missing' });
+    tt.equal(await store.get(rt), null);
+
+    const raced = newFamily();
+    const racedCode: StoreKey = { kind: 'code', id: newId(), family: raced };
+    await store.set(racedCode, codeRecord(), longTtlMs);
+    const results = await Promise.all(
+      Array.from({ length: concurrency }, () => store.redeemRecord(racedCode, codeChecks(), derivedOf(chainKey(raced)), [])),
+    );
+    const statuses = results.map((r) => r.status);
+    tt.equal(statuses.filter((s) => s === 'consumed').length, 1);
+    tt.equal(statuses.filter((s) => s === 'replayed').length, concurrency - 1);
+  });
+
   t.test('ping and checkReady resolve while open and every call after close rejects with StoreUnavailableError', async (tt) => {
     const store = await makeStore(tt);
     await store.ping();
