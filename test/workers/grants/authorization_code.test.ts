@@ -159,7 +159,8 @@ t.test('called directly, with a clock', async (t) => {
     'a redemption is one store call, which consumes the code and writes its refresh token (docs/storage.md, "One round trip per redemption")',
     async (t) => {
       const h = harness(t);
-      const code = await h.storeCode(['openid', 'offline_access', 'api1']);
+      // In the rules' order, as the consent page stores them (resolved): the refresh token copies them.
+      const code = await h.storeCode(['openid', 'api1', 'offline_access']);
       h.calls.length = 0;
       const response = await h.redeem(params(code));
       t.same(h.calls, ['redeemRecord'], 'one call');
@@ -176,7 +177,7 @@ t.test('called directly, with a clock', async (t) => {
           absoluteExpiresAt: now + web.config.absoluteRefreshTokenLifetime * 1000,
           expiresAt: refreshExpiry(web.config, now + web.config.absoluteRefreshTokenLifetime * 1000, now),
           subject: 'sub-alice',
-          scopes: ['openid', 'offline_access', 'api1'],
+          scopes: ['openid', 'api1', 'offline_access'],
           claims: { auth_time: Math.floor(now / 1000) - 30, idp: 'local', amr: ['pwd'] },
           openId: { sid: 'sid-1' },
         },
