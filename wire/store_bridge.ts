@@ -38,6 +38,8 @@ const bridged: { readonly [M in StoreMethod]: true } = {
   rotate: true,
   rotateChain: true,
   chainLookup: true,
+  redeemChain: true,
+  redeemRecord: true,
   writeWhileLive: true,
   revokeFamily: true,
   isFamilyRevoked: true,

@@ -14,6 +14,15 @@ export function isValidCodeChallenge(challenge: string): boolean {
  * text in constant time. As text, not as decoded bytes: the last of 43 base64url characters carries
  * two unused bits, so four different challenges decode to the same bytes.
  */
+/**
+ * The S256 challenge of a well-formed verifier (RFC 7636 §4.2), for a store that compares it with
+ * the code's own (docs/storage.md, "One round trip per redemption"); `undefined` for a verifier
+ * {@link verifyCodeVerifier} refuses whatever the challenge.
+ */
+export function codeChallengeOf(verifier: string): string | undefined {
+  return verifierPattern.test(verifier) ? hash('sha256', verifier, 'base64url') : undefined;
+}
+
 export function verifyCodeVerifier(verifier: string, challenge: string): boolean {
   if (!verifierPattern.test(verifier) || !challengePattern.test(challenge)) return false;
   // The verifier is ASCII (the pattern above): its UTF-8 bytes are its ASCII bytes.

@@ -40,6 +40,7 @@ export class ScopeRules {
   // Granted scopes are themselves cached, so their narrowings to the same targets are too.
   private narrowed = new WeakMap<GrantedScopes, Map<string, GrantedScopes>>();
   private readonly config: Pick<WorkerConfig, 'identityResources' | 'apiScopes' | 'apiResources'>;
+  private grantableByClient = new WeakMap<RegisteredClient, Map<ScopePolicy, readonly string[]>>();
 
   constructor(config: Pick<WorkerConfig, 'identityResources' | 'apiScopes' | 'apiResources'>) {
     this.config = config;
@@ -58,6 +59,7 @@ export class ScopeRules {
     this.defaults = new WeakMap();
     this.resolved = new WeakMap();
     this.narrowed = new WeakMap();
+    this.grantableByClient = new WeakMap();
     this.fill(stored);
   }
 
@@ -102,6 +104,30 @@ export class ScopeRules {
     if (byScope.size >= 64) byScope.clear();
     byScope.set(requested, granted);
     return granted;
+  }
+
+  /**
+   * Every scope {@link resolve} grants `client` under `policy` when asked for it: a `scope` made of
+   * these alone resolves without an error. What a refresh's one-trip store call checks a stored
+   * grant against (docs/storage.md, "One round trip per redemption").
+   */
+  grantable(client: RegisteredClient, policy: ScopePolicy): readonly string[] {
+    let byPolicy = this.grantableByClient.get(client);
+    if (byPolicy === undefined) this.grantableByClient.set(client, (byPolicy = new Map()));
+    let scopes = byPolicy.get(policy);
+    if (scopes === undefined) {
+      scopes = Object.freeze(
+        client.config.allowedScopes.filter(
+          (s) =>
+            this.isKnown(s) &&
+            client.scopes.has(s) &&
+            this.fitsPolicy(s, policy) &&
+            (s !== offlineAccessScope || client.config.allowOfflineAccess),
+        ),
+      );
+      byPolicy.set(policy, scopes);
+    }
+    return scopes;
   }
 
   private resolveUncached(client: RegisteredClient, requested: string, policy: ScopePolicy): GrantedScopes {

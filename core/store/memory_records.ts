@@ -29,8 +29,11 @@ import {
   toTtlMs,
 } from './store.js';
 import type {
+  ChainChecks,
   ChainLookup,
   ChainPolicy,
+  ChainRedeemPolicy,
+  ChainRedemption,
   ChainRotation,
   CompanionRecord,
   ConsumeResult,
@@ -38,10 +41,14 @@ import type {
   FamilyPage,
   FamilyScan,
   ListedRecord,
+  DerivedRecord,
   RecordKind,
+  RedeemChecks,
+  Redemption,
   StoreKey,
 } from './store.js';
 import type { PackedRecords } from './packing_store.js';
+import { checkChainRecord, checkRedeemRecord, derivedRecordSpec } from './record_fields.js';
 
 export interface MemoryStoreOptions {
   /**
@@ -276,20 +283,7 @@ export class MemoryRecords implements PackedRecords {
     this.#ensureRoom(1 + companionWrites.length);
     this.#write(toRecordKey(newKey), family, bytes, ttl);
     for (const write of companionWrites) this.#write(write.key, write.family, write.bytes, write.ttl);
-    const filter = state?.filter ?? new Uint8Array(retiredFilterBits / 8);
-    for (const position of retiredFilterPositions(oldKey.id))
-      filter[position >> 3] = (filter[position >> 3] as number) | (1 << (position & 7));
-    this.#chains.set(family, {
-      count: window.count + 1,
-      windowEnd: window.windowEnd,
-      retired: oldKey.id,
-      successor: newKey.id,
-      at: now,
-      retry,
-      value: current.bytes,
-      filter,
-      expiresAt: Math.max(state?.expiresAt ?? 0, now + chainTtl),
-    });
+    this.#retire(family, oldKey, newKey, window, retry, current.bytes, chainTtl, state, now);
     this.#remove(oldRecordKey);
     return { status: 'consumed', value: current.bytes as T };
   }
@@ -322,6 +316,73 @@ export class MemoryRecords implements PackedRecords {
       return { status: 'replayed', value: state.value as T };
     }
     return filterHas(state.filter, oldKey.id) ? { status: 'replayed', value: state.value as T } : { status: 'missing' };
+  }
+
+  async redeemChain<T, R = unknown>(
+    oldKey: StoreKey,
+    newKey: StoreKey,
+    companions: readonly CompanionRecord<unknown>[],
+    checks: ChainChecks,
+    chain: ChainRedeemPolicy<R>,
+  ): Promise<ChainRedemption<T, R>> {
+    this.#assertOpen();
+    assertRotatable(oldKey, newKey, companions);
+    assertChain(oldKey, newKey, chain);
+    const family = newKey.family as string;
+    const windowMs = toTtlMs(chain.windowMs);
+    const retry = chain.retry === undefined ? '' : packedValue(chain.retry);
+    const companionWrites = companions.map((c) => this.#prepare(c));
+    if (this.#isRevoked(family)) return { status: 'missing' };
+    const oldRecordKey = toRecordKey(oldKey);
+    const current = this.#read(oldRecordKey);
+    // Gone: a retry within the grace window, a replay, or nothing of this chain.
+    if (current === undefined) return this.chainLookup<T, R>(oldKey, chain.graceMs, { ...chain, ttlMs: 1000 });
+    if (current.consumed) return { status: 'replayed', value: current.bytes as T };
+    // The grant's checks, on the packed record as the Lua reads it on Redis (record_fields.ts).
+    const checked = checkChainRecord(current.bytes, 0, checks);
+    if (checked === undefined) return { status: 'unchecked', value: current.bytes as T };
+    const state = this.#chain(family);
+    const now = this.#now();
+    const window = state !== undefined && state.windowEnd > now ? state : { count: 0, windowEnd: now + windowMs };
+    if (window.count >= chain.limit) return { status: 'limited', retryAfterMs: Math.ceil(window.windowEnd - now) };
+    this.#ensureRoom(1 + companionWrites.length);
+    const ttl = toTtlMs(checked.expiresAt - checks.now);
+    const chainTtl = toTtlMs(Math.max(1000, checked.absoluteExpiresAt - checks.now));
+    this.#write(toRecordKey(newKey), family, checked.successor, ttl);
+    for (const write of companionWrites) this.#write(write.key, write.family, write.bytes, write.ttl);
+    this.#retire(family, oldKey, newKey, window, retry, current.bytes, chainTtl, state, now);
+    this.#remove(oldRecordKey);
+    return { status: 'consumed', value: current.bytes as T };
+  }
+
+  async redeemRecord<T>(
+    key: StoreKey,
+    checks: RedeemChecks,
+    derived: DerivedRecord | undefined,
+    companions: readonly CompanionRecord<unknown>[],
+  ): Promise<Redemption<T>> {
+    this.#assertOpen();
+    assertRotatable(key, derived?.key ?? { ...key, id: `${key.id}~` }, companions);
+    const family = key.family;
+    if (family === undefined) throw new Error('redeemRecord needs a key in a family');
+    const spec = derived === undefined ? undefined : derivedRecordSpec(derived, packedValue);
+    const ttl = derived === undefined ? 0 : toTtlMs(derived.ttlMs);
+    const companionWrites = companions.map((c) => this.#prepare(c));
+    if (this.#isRevoked(family)) return { status: 'missing' };
+    const recordKey = toRecordKey(key);
+    const current = this.#read(recordKey);
+    if (current === undefined) return { status: 'missing' };
+    if (current.consumed) return { status: 'replayed', value: current.bytes as T };
+    // The grant's checks, on the packed record as the Lua reads it on Redis (record_fields.ts).
+    const checked = checkRedeemRecord(current.bytes, 0, checks, spec);
+    if (checked === undefined) return { status: 'unchecked', value: current.bytes as T };
+    // Room first: a full store must refuse before the record is consumed, not after.
+    this.#ensureRoom((checked.derived === undefined ? 0 : 1) + companionWrites.length);
+    if (checked.derived !== undefined && derived !== undefined) this.#write(toRecordKey(derived.key), family, checked.derived, ttl);
+    for (const write of companionWrites) this.#write(write.key, write.family, write.bytes, write.ttl);
+    // Consuming keeps the TTL, as SETRANGE does on Redis.
+    current.consumed = true;
+    return { status: 'consumed', value: current.bytes as T, derived: checked.derived !== undefined };
   }
 
   async writeWhileLive<V>(guards: readonly StoreKey[], record?: CompanionRecord<V>): Promise<boolean> {
@@ -564,6 +625,34 @@ export class MemoryRecords implements PackedRecords {
     const at = lowerBound(entries, entry);
     if (entries[at] === entry) entries.splice(at, 1);
     if (entries.length === 0) this.#listings.delete(family);
+  }
+
+  /** Notes a rotation in the family's chain state: the retired id in the filter, the rate limit counted. */
+  #retire(
+    family: string,
+    oldKey: StoreKey,
+    newKey: StoreKey,
+    window: { count: number; windowEnd: number },
+    retry: string,
+    retired: string,
+    chainTtl: number,
+    state: Chain | undefined,
+    now: number,
+  ): void {
+    const filter = state?.filter ?? new Uint8Array(retiredFilterBits / 8);
+    for (const position of retiredFilterPositions(oldKey.id))
+      filter[position >> 3] = (filter[position >> 3] as number) | (1 << (position & 7));
+    this.#chains.set(family, {
+      count: window.count + 1,
+      windowEnd: window.windowEnd,
+      retired: oldKey.id,
+      successor: newKey.id,
+      at: now,
+      retry,
+      value: retired,
+      filter,
+      expiresAt: Math.max(state?.expiresAt ?? 0, now + chainTtl),
+    });
   }
 
   #chain(family: string): Chain | undefined {

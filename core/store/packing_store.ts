@@ -12,15 +12,21 @@
 import { packRecordText, unpackRecordText } from './record_codec.js';
 import { companionList } from './store.js';
 import type {
+  ChainChecks,
   ChainLookup,
   ChainPolicy,
+  ChainRedeemPolicy,
+  ChainRedemption,
   ChainRotation,
   CompanionRecord,
   ConsumeResult,
   CounterResult,
   FamilyPage,
   FamilyScan,
+  DerivedRecord,
   RecordKind,
+  RedeemChecks,
+  Redemption,
   Store,
   StoreKey,
 } from './store.js';
@@ -94,14 +100,54 @@ export class PackingStore implements Store {
     const found = await this.#records.chainLookup<string, string>(oldKey, graceMs, chain);
     switch (found.status) {
       case 'retry':
-        return {
-          status: 'retry',
-          successorId: found.successorId,
-          successor: unpackRecordText<T>(found.successor),
-          retry: (found.retry === '' ? null : unpackRecordText<R>(found.retry)) as R,
-        };
+        return unpackRetry<T, R>(found);
       case 'replayed':
         return { status: 'replayed', value: unpackRecordText<T>(found.value) };
+      default:
+        return found;
+    }
+  }
+
+  async redeemRecord<T>(
+    key: StoreKey,
+    checks: RedeemChecks,
+    derived: DerivedRecord | undefined,
+    companions: readonly CompanionRecord<unknown>[],
+  ): Promise<Redemption<T>> {
+    // The derived record's `set` values packed, as every value the records hold.
+    const packedDerived =
+      derived === undefined
+        ? undefined
+        : { ...derived, set: Object.fromEntries(Object.entries(derived.set).map(([name, value]) => [name, packRecordText(value)])) };
+    const found = await this.#records.redeemRecord<string>(key, checks, packedDerived, companions.map(packCompanion));
+    switch (found.status) {
+      case 'consumed':
+        return { status: 'consumed', value: unpackRecordText<T>(found.value), derived: found.derived };
+      case 'unchecked':
+      case 'replayed':
+        return { status: found.status, value: unpackRecordText<T>(found.value) };
+      default:
+        return found;
+    }
+  }
+
+  async redeemChain<T, R = unknown>(
+    oldKey: StoreKey,
+    newKey: StoreKey,
+    companions: readonly CompanionRecord<unknown>[],
+    checks: ChainChecks,
+    chain: ChainRedeemPolicy<R>,
+  ): Promise<ChainRedemption<T, R>> {
+    const packedChain: ChainRedeemPolicy<string> = { ...chain, retry: chain.retry === undefined ? undefined : packRecordText(chain.retry) };
+    if (packedChain.retry === undefined) delete (packedChain as { retry?: string }).retry;
+    const found = await this.#records.redeemChain<string, string>(oldKey, newKey, companions.map(packCompanion), checks, packedChain);
+    switch (found.status) {
+      case 'consumed':
+      case 'unchecked':
+      case 'replayed':
+        return { status: found.status, value: unpackRecordText<T>(found.value) };
+      case 'retry':
+        return unpackRetry<T, R>(found);
       default:
         return found;
     }
@@ -168,4 +214,13 @@ function packCompanion(record: CompanionRecord<unknown>): CompanionRecord<string
 
 function unpackOutcome<T>(outcome: ConsumeResult<string>): ConsumeResult<T> {
   return outcome.status === 'missing' ? outcome : { status: outcome.status, value: unpackRecordText<T>(outcome.value) };
+}
+
+function unpackRetry<T, R>(found: { successorId: string; successor: string; retry: string }): ChainLookup<T, R> {
+  return {
+    status: 'retry',
+    successorId: found.successorId,
+    successor: unpackRecordText<T>(found.successor),
+    retry: (found.retry === '' ? null : unpackRecordText<R>(found.retry)) as R,
+  };
 }

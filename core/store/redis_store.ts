@@ -29,7 +29,7 @@
  *
  * ## Atomicity
  *
- * consume, rotate, rotateChain, chainLookup, writeWhileLive, revokeFamily, putIfAbsent, a write into a family, a delete
+ * consume, rotate, rotateChain, chainLookup, redeemChain, redeemRecord, writeWhileLive, revokeFamily, putIfAbsent, a write into a family, a delete
  * from a family and increment each run as one Lua script (`defineCommand`, sent as EVALSHA); plain writes, reads and
  * deletes of standalone keys are single commands. Nothing reads then writes from the client.
  *
@@ -47,12 +47,14 @@
  * Every backend failure rejects with {@link StoreUnavailableError} within about
  * `commandTimeoutMs`: commands are never queued while disconnected (a queued consume or rotate
  * could run after its caller was already told it failed, and so lose a refresh token), an
- * in-flight command is not resent after a reconnect, and each call carries its own deadline. The
+ * in-flight command is not resent after a reconnect, and each call carries its own deadline (one
+ * timer, #runBounded; ioredis's per-command timeout is not used). The
  * client keeps reconnecting in the background with a capped backoff.
  */
 import { Cluster, Redis } from 'ioredis';
 import type { ClusterOptions, RedisOptions } from 'ioredis';
-import { packRecordWithHeader, unpackRecord } from './record_codec.js';
+import { packRecordText, packRecordWithHeader, unpackRecord } from './record_codec.js';
+import { derivedRecordSpec, recordFieldsLua } from './record_fields.js';
 import {
   FamilyRevokedError,
   StoreUnavailableError,
@@ -70,8 +72,11 @@ import {
   toTtlMs,
 } from './store.js';
 import type {
+  ChainChecks,
   ChainLookup,
   ChainPolicy,
+  ChainRedeemPolicy,
+  ChainRedemption,
   ChainRotation,
   CompanionRecord,
   ConsumeResult,
@@ -79,7 +84,10 @@ import type {
   FamilyPage,
   FamilyScan,
   ListedRecord,
+  DerivedRecord,
   RecordKind,
+  RedeemChecks,
+  Redemption,
   Store,
   StoreKey,
 } from './store.js';
@@ -157,7 +165,10 @@ const liveHeader = 0;
 const consumedHeader = 1;
 const headerBytes = 1;
 
-/** Head room over `commandTimeoutMs` for the client's own timer to fire first. */
+/**
+ * Time a call waits past `commandTimeoutMs` before it gives up: room for the answer to a script
+ * Redis ran just before its deadline to come back ({@link RedisStore}, "Late rotations").
+ */
 const deadlineSlackMs = 50;
 
 /** How often each connection reads Redis's clock ({@link RedisStore}, "Late rotations"). */
@@ -176,7 +187,7 @@ const clockSampleKeptMs = 5000;
  * KEYS[firstKey] and (bytes, ttl) pairs from ARGV[firstArg]: each with its TTL, listed in its
  * members set, which lives as long as its longest member. One fragment for the scripts that share it.
  */
-function writeCompanions(firstKey: number, firstArg: number): string {
+function writeCompanions(firstKey: number, firstArg: number | string): string {
   return `local k, a = ${firstKey}, ${firstArg}
 while KEYS[k] do
   local companionTtl = tonumber(ARGV[a + 1])
@@ -186,6 +197,69 @@ while KEYS[k] do
   k, a = k + 2, a + 2
 end`;
 }
+
+/**
+ * The writes of a rotation, the same in tesseraRotateChain and tesseraRedeemChain (docs/storage.md,
+ * "Refresh-token chains"): the successor and its companions, the filter of retired ids, the chain
+ * record, then the old record deleted last, so that a refused write leaves it live. KEYS: old,
+ * new, members, revoked, chain, filter, companions from `companionKey`; in scope: `current`,
+ * `now`, `count`, `windowEnd`, `ttl`, `chainTtl`; ARGV positions as named (the new id follows the
+ * old one).
+ */
+function rotationWrites(at: {
+  successor: string;
+  companionKey: number;
+  companionArg: number;
+  filterArg: number;
+  oldIdArg: number;
+  retryArg: number;
+}): string {
+  return `redis.call('SET', KEYS[2], ${at.successor}, 'PX', ttl)
+redis.call('SADD', KEYS[3], KEYS[2], KEYS[5], KEYS[6])
+local membersTtl = math.max(ttl, chainTtl)
+if redis.call('PTTL', KEYS[3]) < membersTtl then redis.call('PEXPIRE', KEYS[3], membersTtl) end
+${writeCompanions(at.companionKey, at.companionArg)}
+-- The filter is written whole at its first use: SETBIT alone grows the string as its bits come,
+-- with Redis's doubling allocation, so the family's bytes would depend on the order of its ids.
+if redis.call('EXISTS', KEYS[6]) == 0 then redis.call('SET', KEYS[6], string.rep(string.char(0), ${retiredFilterBits / 8})) end
+for i = ${at.filterArg}, ${at.filterArg + 3} do redis.call('SETBIT', KEYS[6], tonumber(ARGV[i]), 1) end
+redis.call('HSET', KEYS[5], 'c', count + 1, 'w', windowEnd, 'p', ARGV[${at.oldIdArg}], 's', ARGV[${at.oldIdArg + 1}], 't', now,
+  'r', ARGV[${at.retryArg}], 'v', string.char(${consumedHeader}) .. string.sub(current, 2))
+if redis.call('PTTL', KEYS[5]) < chainTtl then redis.call('PEXPIRE', KEYS[5], chainTtl) end
+if redis.call('PTTL', KEYS[6]) < chainTtl then redis.call('PEXPIRE', KEYS[6], chainTtl) end
+redis.call('DEL', KEYS[1])
+redis.call('SREM', KEYS[3], KEYS[1])
+return {1, current}`;
+}
+
+/**
+ * A chain token that is no longer live (docs/storage.md, "Refresh-token chains"), for the lookup
+ * and for the one-step refresh: the grace window's successor for a retry of the chain's last
+ * rotation (counted against the family's rate), a replay when the family's filter of retired ids
+ * holds the id, else missing. A Lua function both scripts include, so the rule exists once.
+ */
+const goneTokenLua = `
+local function goneToken(chainKey, filterKey, oldId, grace, limit, window, successorPrefix, positions, now)
+  local state = redis.call('HMGET', chainKey, 'p', 's', 't', 'r', 'v', 'c', 'w')
+  if not state[5] then return {0} end
+  if state[1] == oldId then
+    if grace > 0 and now - tonumber(state[3]) < grace then
+      local successor = redis.call('GET', successorPrefix .. state[2])
+      if successor and string.byte(successor, 1) == ${liveHeader} then
+        local count, windowEnd = tonumber(state[6]) or 0, tonumber(state[7]) or 0
+        if windowEnd <= now then count, windowEnd = 0, now + window end
+        if count >= limit then return {4, windowEnd - now} end
+        redis.call('HSET', chainKey, 'c', count + 1, 'w', windowEnd)
+        return {5, successor, state[2], state[4]}
+      end
+    end
+    return {2, state[5]}
+  end
+  for _, position in ipairs(positions) do
+    if redis.call('GETBIT', filterKey, position) == 0 then return {0} end
+  end
+  return {2, state[5]}
+end`;
 
 const scripts = {
   // KEYS: record [, members, revoked [, listing]]. ARGV: bytes, ttl, '1' = only when absent
@@ -261,55 +335,156 @@ if windowEnd <= now then count, windowEnd = 0, now + tonumber(ARGV[5]) end
 if count >= tonumber(ARGV[4]) then return {4, windowEnd - now} end
 local ttl = tonumber(ARGV[2])
 local chainTtl = tonumber(ARGV[6])
-redis.call('SET', KEYS[2], ARGV[1], 'PX', ttl)
-redis.call('SADD', KEYS[3], KEYS[2], KEYS[5], KEYS[6])
-local membersTtl = math.max(ttl, chainTtl)
-if redis.call('PTTL', KEYS[3]) < membersTtl then redis.call('PEXPIRE', KEYS[3], membersTtl) end
-${writeCompanions(7, 14)}
--- The filter is written whole at its first use: SETBIT alone grows the string as its bits come,
--- with Redis's doubling allocation, so the family's bytes would depend on the order of its ids.
-if redis.call('EXISTS', KEYS[6]) == 0 then redis.call('SET', KEYS[6], string.rep(string.char(0), ${retiredFilterBits / 8})) end
-for i = 10, 13 do redis.call('SETBIT', KEYS[6], tonumber(ARGV[i]), 1) end
-redis.call('HSET', KEYS[5], 'c', count + 1, 'w', windowEnd, 'p', ARGV[8], 's', ARGV[9], 't', now, 'r', ARGV[3],
-  'v', string.char(${consumedHeader}) .. string.sub(current, 2))
-if redis.call('PTTL', KEYS[5]) < chainTtl then redis.call('PEXPIRE', KEYS[5], chainTtl) end
-if redis.call('PTTL', KEYS[6]) < chainTtl then redis.call('PEXPIRE', KEYS[6], chainTtl) end
-redis.call('DEL', KEYS[1])
-redis.call('SREM', KEYS[3], KEYS[1])
-return {1, current}`,
+${rotationWrites({ successor: 'ARGV[1]', companionKey: 7, companionArg: 14, filterArg: 10, oldIdArg: 8, retryArg: 3 })}`,
   // For a chain token \`get\` no longer finds. KEYS: old, revoked, chain, retired-id filter. ARGV:
   // old id, grace, limit, window, the successor's key without its id, four filter positions.
   // Reply: {0} missing | {2, retired} replayed | {4, ms} limited | {5, successor, its id, retry}.
   // The grace window counts on Redis's clock from the rotation's own write ('t').
   tesseraChainLookup: `
+${goneTokenLua}
 if redis.call('EXISTS', KEYS[2]) == 1 then return {0} end
 local current = redis.call('GET', KEYS[1])
 if current then
   if string.byte(current, 1) ~= ${liveHeader} then return {2, current} end
   return {0}
 end
-local state = redis.call('HMGET', KEYS[3], 'p', 's', 't', 'r', 'v', 'c', 'w')
-if not state[5] then return {0} end
-if state[1] == ARGV[1] then
-  local clock = redis.call('TIME')
-  local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-  local grace = tonumber(ARGV[2])
-  if grace > 0 and now - tonumber(state[3]) < grace then
-    local successor = redis.call('GET', ARGV[5] .. state[2])
-    if successor and string.byte(successor, 1) == ${liveHeader} then
-      local count, windowEnd = tonumber(state[6]) or 0, tonumber(state[7]) or 0
-      if windowEnd <= now then count, windowEnd = 0, now + tonumber(ARGV[4]) end
-      if count >= tonumber(ARGV[3]) then return {4, windowEnd - now} end
-      redis.call('HSET', KEYS[3], 'c', count + 1, 'w', windowEnd)
-      return {5, successor, state[2], state[4]}
-    end
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+return goneToken(KEYS[3], KEYS[4], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5],
+  {tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])}, now)`,
+  // A refresh in one step (docs/storage.md, "One round trip per redemption"): tesseraRotateChain of
+  // a record it checks itself, or tesseraChainLookup of a token already gone. KEYS: old, new,
+  // members, revoked, chain, retired-id filter [, (companion, companion's members)…]. ARGV: client
+  // id, the caller's now, jkt ('' = none), x5t ('' = none), ' '-framed scopes the record may hold,
+  // sliding expiry ('' = absolute), retry bytes, limit, window, deadline ('' = none), old id, new id,
+  // four filter positions, grace, the successor's key without its id [, (companion bytes, companion
+  // ttl)…]. Reply: as tesseraRotateChain and tesseraChainLookup, and {6, current}: live but a check
+  // did not pass, nothing done. The successor is the old record with its expiresAt rewritten.
+  tesseraRedeemChain: `
+${recordFieldsLua}
+${goneTokenLua}
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local deadline = tonumber(ARGV[10])
+if deadline and now > deadline then return {3} end
+if redis.call('EXISTS', KEYS[4]) == 1 then return {0} end
+local current = redis.call('GET', KEYS[1])
+if not current then
+  return goneToken(KEYS[5], KEYS[6], ARGV[11], tonumber(ARGV[17]), tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[18],
+    {tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16])}, now)
+end
+if string.byte(current, 1) ~= ${liveHeader} then return {2, current} end
+local ok, fields = pcall(recordFields, current, 2)
+if not ok or not fields then return {6, current} end
+local callerNow = tonumber(ARGV[2])
+local expiresAt = fieldValue(current, fields['expiresAt'])
+local absolute = fieldValue(current, fields['absoluteExpiresAt'])
+if fieldValue(current, fields['clientId']) ~= ARGV[1] or type(expiresAt) ~= 'number' or type(absolute) ~= 'number'
+  or expiresAt <= callerNow or absolute <= callerNow then return {6, current} end
+for i, name in ipairs({'jkt', 'x5t'}) do
+  if fields[name] and (ARGV[2 + i] == '' or fieldValue(current, fields[name]) ~= ARGV[2 + i]) then return {6, current} end
+end
+local scopes = fieldValue(current, fields['scopes'])
+if type(scopes) ~= 'table' or #scopes == 0 then return {6, current} end
+for _, scope in ipairs(scopes) do
+  if type(scope) ~= 'string' or not string.find(ARGV[5], ' ' .. scope .. ' ', 1, true) then return {6, current} end
+end
+local state = redis.call('HMGET', KEYS[5], 'c', 'w')
+local count, windowEnd = tonumber(state[1]) or 0, tonumber(state[2]) or 0
+if windowEnd <= now then count, windowEnd = 0, now + tonumber(ARGV[9]) end
+if count >= tonumber(ARGV[8]) then return {4, windowEnd - now} end
+local nextExpiry = absolute
+local sliding = tonumber(ARGV[6])
+if sliding and sliding < absolute then nextExpiry = sliding end
+local span = fields['expiresAt']
+local successorBytes = string.sub(current, 1, span[1] - 1) .. string.char(0xcb) .. struct.pack('>d', nextExpiry) .. string.sub(current, span[2])
+local ttl = math.ceil(nextExpiry - callerNow)
+local chainTtl = math.max(1000, math.ceil(absolute - callerNow))
+${rotationWrites({ successor: 'successorBytes', companionKey: 7, companionArg: 19, filterArg: 13, oldIdArg: 11, retryArg: 7 })}`,
+  // A code or device code redeemed in one step (docs/storage.md, "One round trip per redemption"):
+  // checked on its fields, consumed, and the record derived from it (a refresh token) written with
+  // the companions. KEYS: record, derived (the record again when none), members, revoked
+  // [, (companion, companion's members)…]. ARGV, read in order: ' '-framed scopes the record may
+  // hold; equal checks (count, then name, 'v' or 'n' (must be absent), value); bound checks
+  // (the same); later checks (count, then name, number); the derived record's scope ('' = none),
+  // ttl, copied names (count, names), nested maps (count, then name, count, names), set pairs
+  // (count, packed pairs) [, (companion bytes, companion ttl)…].
+  // Reply: {0} missing | {1, record, 1 = derived written} | {2, record} replayed | {6, record}
+  // live but a check did not pass: nothing done.
+  tesseraRedeemRecord: `
+${recordFieldsLua}
+local a = 1
+local function arg()
+  a = a + 1
+  return ARGV[a - 1]
+end
+if redis.call('EXISTS', KEYS[4]) == 1 then return {0} end
+local current = redis.call('GET', KEYS[1])
+if not current then return {0} end
+if string.byte(current, 1) ~= ${liveHeader} then return {2, current} end
+local ok, fields = pcall(recordFields, current, 2)
+if not ok or not fields then return {6, current} end
+local function value(name) return fieldValue(current, fields[name]) end
+local framed = arg()
+for _ = 1, tonumber(arg()) do
+  local name, mode, wanted = arg(), arg(), arg()
+  if mode == 'n' then
+    if fields[name] then return {6, current} end
+  elseif value(name) ~= wanted then return {6, current} end
+end
+for _ = 1, tonumber(arg()) do
+  local name, mode, wanted = arg(), arg(), arg()
+  if fields[name] and (mode == 'n' or value(name) ~= wanted) then return {6, current} end
+end
+for _ = 1, tonumber(arg()) do
+  local name, after = arg(), tonumber(arg())
+  local v = value(name)
+  if type(v) ~= 'number' or not (v > after) then return {6, current} end
+end
+local scopes = value('scopes')
+if type(scopes) ~= 'table' or #scopes == 0 then return {6, current} end
+local granted = {}
+for _, scope in ipairs(scopes) do
+  if type(scope) ~= 'string' or not string.find(framed, ' ' .. scope .. ' ', 1, true) then return {6, current} end
+  granted[scope] = true
+end
+local whenScope, ttl = arg(), tonumber(arg())
+local copy = {}
+for _ = 1, tonumber(arg()) do copy[#copy + 1] = arg() end
+local nests = {}
+for _ = 1, tonumber(arg()) do
+  local name, inner = arg(), {}
+  for _ = 1, tonumber(arg()) do inner[#inner + 1] = arg() end
+  nests[#nests + 1] = {name, inner}
+end
+local n, body = tonumber(arg()), arg()
+local function packedName(name) return string.char(0xa0 + #name) .. name end
+local function mapHeader(count)
+  if count < 16 then return string.char(0x80 + count) end
+  return string.char(0xde, math.floor(count / 256), count % 256)
+end
+local function span(name) return string.sub(current, fields[name][1], fields[name][2] - 1) end
+local derived = false
+if whenScope ~= '' and granted[whenScope] then
+  for _, name in ipairs(copy) do
+    if fields[name] then n, body = n + 1, body .. packedName(name) .. span(name) end
   end
-  return {2, state[5]}
+  for _, nest in ipairs(nests) do
+    local m, inner = 0, ''
+    for _, name in ipairs(nest[2]) do
+      if fields[name] then m, inner = m + 1, inner .. packedName(name) .. span(name) end
+    end
+    n, body = n + 1, body .. packedName(nest[1]) .. mapHeader(m) .. inner
+  end
+  redis.call('SET', KEYS[2], string.char(${liveHeader}) .. mapHeader(n) .. body, 'PX', ttl)
+  redis.call('SADD', KEYS[3], KEYS[2])
+  if redis.call('PTTL', KEYS[3]) < ttl then redis.call('PEXPIRE', KEYS[3], ttl) end
+  derived = true
 end
-for i = 6, 9 do
-  if redis.call('GETBIT', KEYS[4], tonumber(ARGV[i])) == 0 then return {0} end
-end
-return {2, state[5]}`,
+${writeCompanions(5, 'a')}
+redis.call('SETRANGE', KEYS[1], 0, string.char(${consumedHeader}))
+if derived then return {1, current, 1} end
+return {1, current, 0}`,
   // KEYS: guards… [, record, record's members]. ARGV: guard count [, bytes, ttl].
   // Reply: {1} every guard live (and the record written) | {0} a guard was not, nothing written.
   tesseraWriteWhileLive: `
@@ -495,9 +670,12 @@ export class RedisStore implements Store {
   #pendingReady: Promise<void> | null = null;
   #closed = false;
   /**
-   * An upper bound of Redis's clock minus `performance.now()` (ms), from a `TIME` reading: Redis
-   * ran it after it was sent, so its time minus the local send time can only overshoot, by at most
-   * the round trip. The smallest of the last few seconds' readings is the tightest.
+   * A lower bound of Redis's clock minus `performance.now()` (ms), from a `TIME` reading: Redis
+   * ran it before its reply arrived, so its time minus the local receive time can only fall short,
+   * by at most the round trip. The largest of the last few seconds' readings is the tightest. A
+   * lower bound makes a deadline early, never late: a reading Redis held (a pause) still reads
+   * true, where an upper bound (time minus the send time) would carry the hold into every
+   * deadline for seconds, and let rotations that waited through the next pause apply.
    */
   #clockOffset: { offsetMs: number; takenAt: number } | undefined;
   readonly #clockTimer: NodeJS.Timeout;
@@ -518,7 +696,10 @@ export class RedisStore implements Store {
     this.#retryDelay = retryStrategy;
     const connectionOptions: RedisOptions = {
       lazyConnect: true,
-      commandTimeout: this.#commandTimeoutMs,
+      // No `commandTimeout`: each call's own timer (#runBounded) is the one bound, and the only
+      // one that gives a reply already received a chance first. ioredis's per-command timer fired
+      // 50 ms before it, and in the timers phase, ahead of a reply waiting to be read: a rotation
+      // Redis ran before its deadline was reported failed (docs/storage.md, "Late rotations").
       // Commands issued in one event-loop turn (a batch of grants) go out in one write.
       enableAutoPipelining: true,
       connectTimeout: options.connectTimeoutMs ?? Math.max(1000, 4 * this.#commandTimeoutMs),
@@ -542,7 +723,6 @@ export class RedisStore implements Store {
         scripts: connectionOptions.scripts,
         // Per-node connections: the cluster client owns reconnection and queueing of its nodes.
         redisOptions: {
-          commandTimeout: connectionOptions.commandTimeout,
           connectTimeout: connectionOptions.connectTimeout,
           maxRetriesPerRequest: 0,
           autoResendUnfulfilledCommands: false,
@@ -745,6 +925,101 @@ export class RedisStore implements Store {
     return { status: 'missing' };
   }
 
+  async redeemChain<T, R = unknown>(
+    oldKey: StoreKey,
+    newKey: StoreKey,
+    companions: readonly CompanionRecord<unknown>[],
+    checks: ChainChecks,
+    chain: ChainRedeemPolicy<R>,
+  ): Promise<ChainRedemption<T, R>> {
+    assertRotatable(oldKey, newKey, companions);
+    assertChain(oldKey, newKey, chain);
+    const family = newKey.family as string;
+    const keys = [
+      this.#recordKey(oldKey),
+      this.#recordKey(newKey),
+      this.#membersKey(family),
+      this.#revokedKey(family),
+      this.#chainKey(family),
+      this.#retiredKey(family),
+    ];
+    const args: ScriptArg[] = [
+      checks.clientId,
+      checks.now,
+      checks.jkt ?? '',
+      checks.x5t ?? '',
+      ` ${checks.scopes.join(' ')} `,
+      checks.slidingUntil ?? '',
+      packRecordWithHeader(chain.retry ?? null, headerBytes),
+      Math.floor(chain.limit),
+      toTtlMs(chain.windowMs),
+      this.#applyBy(),
+      oldKey.id,
+      newKey.id,
+      ...retiredFilterPositions(oldKey.id),
+      Math.max(0, Math.floor(chain.graceMs)),
+      this.#recordKey({ kind: oldKey.kind, id: '', family }),
+    ];
+    for (const c of companions) {
+      keys.push(this.#recordKey(c.key), this.#membersKey(c.key.family as string));
+      args.push(packRecordWithHeader(c.value, headerBytes), toTtlMs(c.ttlMs));
+    }
+    // A write, followed by WAIT when `waitForReplicas` is set, as rotateChain and chainLookup are.
+    const reply = await this.#write('redeemChain', (c) => this.#script(c, 'tesseraRedeemChain', keys, args));
+    const { status, bytes } = readScriptReply(reply);
+    if (status === 3) throw new StoreUnavailableError('redeemChain reached redis after its caller stopped waiting: nothing done');
+    if (status === 4) return { status: 'limited', retryAfterMs: limitedFor(reply) };
+    if (bytes !== undefined) {
+      if (status === 1) return { status: 'consumed', value: unpackBody<T>(bytes) };
+      if (status === 6) return { status: 'unchecked', value: unpackBody<T>(bytes) };
+      if (status === 2) return { status: 'replayed', value: unpackBody<T>(bytes) };
+      if (status === 5) {
+        const [, , id, retry] = reply as unknown[];
+        if (Buffer.isBuffer(id) && Buffer.isBuffer(retry)) {
+          return { status: 'retry', successor: unpackBody<T>(bytes), successorId: id.toString('utf8'), retry: unpackBody<R>(retry) };
+        }
+      }
+    }
+    return { status: 'missing' };
+  }
+
+  async redeemRecord<T>(
+    key: StoreKey,
+    checks: RedeemChecks,
+    derived: DerivedRecord | undefined,
+    companions: readonly CompanionRecord<unknown>[],
+  ): Promise<Redemption<T>> {
+    assertRotatable(key, derived?.key ?? { ...key, id: `${key.id}~` }, companions);
+    const family = key.family;
+    if (family === undefined) throw new Error('redeemRecord needs a key in a family');
+    const spec = derived === undefined ? undefined : derivedRecordSpec(derived, packRecordText);
+    const keys = [this.#recordKey(key), this.#recordKey(derived?.key ?? key), this.#membersKey(family), this.#revokedKey(family)];
+    const args: ScriptArg[] = [` ${checks.scopes.join(' ')} `];
+    const pairs = (entries: [string, string | null | undefined][]): void => {
+      args.push(entries.length);
+      for (const [name, wanted] of entries) args.push(name, wanted === null || wanted === undefined ? 'n' : 'v', wanted ?? '');
+    };
+    pairs(Object.entries(checks.equal));
+    pairs(Object.entries(checks.bound ?? {}));
+    const later = Object.entries(checks.later ?? {});
+    args.push(later.length);
+    for (const [name, after] of later) args.push(name, after);
+    args.push(spec?.whenScope ?? '', derived === undefined ? 0 : toTtlMs(derived.ttlMs), spec?.copy.length ?? 0, ...(spec?.copy ?? []));
+    args.push(spec?.nest.length ?? 0);
+    for (const [name, inner] of spec?.nest ?? []) args.push(name, inner.length, ...inner);
+    args.push(spec?.setCount ?? 0, Buffer.from(spec?.setPairs ?? '', 'latin1'));
+    for (const c of companions) {
+      keys.push(this.#recordKey(c.key), this.#membersKey(c.key.family as string));
+      args.push(packRecordWithHeader(c.value, headerBytes), toTtlMs(c.ttlMs));
+    }
+    const reply = await this.#write('redeemRecord', (c) => this.#script(c, 'tesseraRedeemRecord', keys, args));
+    const { status, bytes } = readScriptReply(reply);
+    if (bytes === undefined || status === 0) return { status: 'missing' };
+    const value = unpackBody<T>(bytes);
+    if (status === 1) return { status: 'consumed', value, derived: (reply as unknown[])[2] === 1 };
+    return { status: status === 6 ? 'unchecked' : 'replayed', value };
+  }
+
   async writeWhileLive<V>(guards: readonly StoreKey[], record?: CompanionRecord<V>): Promise<boolean> {
     assertOneSlot(guards, record);
     const keys = guards.map((guard) => this.#recordKey(guard));
@@ -936,27 +1211,27 @@ export class RedisStore implements Store {
   }
 
   /**
-   * Late rotations: the moment on Redis's clock after which this call's caller has stopped
-   * waiting (its `commandTimeoutMs` from now, plus the slack), or '' while Redis's clock was never
-   * read. A rotation Redis runs only after that (a `CLIENT PAUSE`, a stall, a failover held it)
-   * does nothing, rather than retire a token whose successor nobody will ever receive
-   * (docs/storage.md, "Late rotations").
+   * Late rotations: the moment on Redis's clock after which a rotation does nothing, or '' while
+   * Redis's clock was never read: `commandTimeoutMs` from now, `deadlineSlackMs` before this call
+   * gives up, so that the answer to a rotation Redis runs by then has that long to come back
+   * (#runBounded reads it even when the event loop was busy). A rotation Redis runs only later (a
+   * `CLIENT PAUSE`, a stall, a failover held it) does nothing, rather than retire a token whose
+   * successor nobody will ever receive (docs/storage.md, "Late rotations").
    */
   #applyBy(): number | string {
     const clock = this.#clockOffset;
     if (clock === undefined) return '';
-    return Math.ceil(performance.now() + clock.offsetMs + this.#commandTimeoutMs + deadlineSlackMs);
+    return Math.floor(performance.now() + clock.offsetMs + this.#commandTimeoutMs);
   }
 
   async #sampleClock(): Promise<void> {
     if (this.#closed || this.#client.status !== 'ready') return;
-    const sent = performance.now();
     try {
       const [seconds, micros] = await this.#runBounded('time', (c) => c.time());
-      const offsetMs = Number(seconds) * 1000 + Number(micros) / 1000 - sent;
       const now = performance.now();
+      const offsetMs = Number(seconds) * 1000 + Number(micros) / 1000 - now;
       const kept = this.#clockOffset;
-      if (kept === undefined || offsetMs <= kept.offsetMs || now - kept.takenAt > clockSampleKeptMs) {
+      if (kept === undefined || offsetMs >= kept.offsetMs || now - kept.takenAt > clockSampleKeptMs) {
         this.#clockOffset = { offsetMs, takenAt: now };
       }
     } catch {
@@ -1010,14 +1285,21 @@ export class RedisStore implements Store {
     }
   }
 
+  /**
+   * The call's one bound. Its timer gives up in the check phase (`setImmediate`), after the event
+   * loop's poll phase has read whatever arrived: timers run first in a turn, so a loop busy past
+   * the deadline (a burst of signing, a loaded machine) would otherwise fail a call whose answer
+   * already waited on the socket, a rotation Redis applied in time among them (docs/storage.md,
+   * "Late rotations").
+   */
   async #runBounded<R>(op: string, send: (client: Client) => Promise<R>): Promise<R> {
     if (this.#closed) throw new StoreUnavailableError('redis store is closed');
     let timer: NodeJS.Timeout | undefined;
+    let giveUp: NodeJS.Immediate | undefined;
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new StoreUnavailableError(`${op} got no answer within ${this.#commandTimeoutMs} ms`)),
-        this.#commandTimeoutMs + deadlineSlackMs,
-      );
+      timer = setTimeout(() => {
+        giveUp = setImmediate(() => reject(new StoreUnavailableError(`${op} got no answer within ${this.#commandTimeoutMs} ms`)));
+      }, this.#commandTimeoutMs + deadlineSlackMs);
     });
     try {
       return await Promise.race([this.#whenReady().then(() => send(this.#client)), deadline]);
@@ -1025,6 +1307,7 @@ export class RedisStore implements Store {
       throw toStoreError(err, op);
     } finally {
       clearTimeout(timer);
+      clearImmediate(giveUp);
     }
   }
 

@@ -136,6 +136,86 @@ export type ChainLookup<T, R> =
   | Limited
   | { status: 'missing' };
 
+/**
+ * What a refresh redeemed in one store call ({@link Store.redeemChain}) checks on the token's
+ * record before it rotates it: the grant's own checks, decided by the store on the record it holds
+ * (docs/storage.md, "One round trip per redemption"). Fields of the stored record, by name: a
+ * record that does not have them as expected fails the check, which only means the caller decides.
+ */
+export interface ChainChecks {
+  /** The record's `clientId` must be this. */
+  readonly clientId: string;
+  /** The caller's clock (epoch ms): the record's `expiresAt` and `absoluteExpiresAt` must be later. */
+  readonly now: number;
+  /** A record with a `jkt` (`x5t`) needs this one; `undefined`: a record with one fails. */
+  readonly jkt?: string | undefined;
+  readonly x5t?: string | undefined;
+  /** The record's `scopes` must be some, each one of these (what the client may still be granted). */
+  readonly scopes: readonly string[];
+  /**
+   * The successor is the record with `expiresAt` = the earlier of its `absoluteExpiresAt` and
+   * this (a sliding expiry); `undefined`: the absolute one. It lives until then from `now`; the
+   * chain's state as long as `absoluteExpiresAt` (at least a second).
+   */
+  readonly slidingUntil?: number | undefined;
+}
+
+/** The rate limit and grace window of {@link Store.redeemChain}: a {@link ChainPolicy} whose state lives as the record says. */
+export interface ChainRedeemPolicy<R = unknown> extends Omit<ChainPolicy<R>, 'ttlMs'> {
+  /** For a token already rotated: the grace window of {@link Store.chainLookup}. */
+  readonly graceMs: number;
+}
+
+export type ChainRedemption<T, R> =
+  /** Checked and rotated: `value` is the retired record; the successor and companions are written. */
+  | { status: 'consumed'; value: T }
+  /** Live, but a check did not pass (or could not be read): nothing written; the caller decides with `value`. */
+  | { status: 'unchecked'; value: T }
+  /** The token was gone: as {@link Store.chainLookup}; or the rotation was past the rate limit. */
+  | ChainLookup<T, R>;
+
+/**
+ * What a single-use record redeemed in one store call ({@link Store.redeemRecord}) must hold: the
+ * grant's checks, decided by the store on the record it holds (docs/storage.md, "One round trip
+ * per redemption"). Fields of the stored record, by name; a record that fails them is handed back
+ * unconsumed, and the caller decides.
+ */
+export interface RedeemChecks {
+  /** Fields that must hold exactly these strings; `null`: the record must not have the field. */
+  readonly equal: Readonly<Record<string, string | null>>;
+  /** Fields that, when the record has them, must hold these strings; `undefined`: must not have them. */
+  readonly bound?: Readonly<Record<string, string | undefined>>;
+  /** Number fields that must be greater than these (the caller's clock, epoch ms). */
+  readonly later?: Readonly<Record<string, number>>;
+  /** The record's `scopes` must be some, each one of these (what the client may still be granted). */
+  readonly scopes: readonly string[];
+}
+
+/**
+ * A record {@link Store.redeemRecord} writes in the redemption's step, made of the redeemed
+ * record's fields (a refresh token from its code): a map of `set`, then each of `copy` the record
+ * has, as stored, then for each `nest` entry a map of the named fields it has. Written only when
+ * the record's `scopes` include `whenScope`; in the redeemed key's family.
+ */
+export interface DerivedRecord {
+  readonly key: StoreKey;
+  readonly ttlMs: number;
+  readonly whenScope: string;
+  readonly set: Readonly<Record<string, unknown>>;
+  readonly copy: readonly string[];
+  readonly nest?: Readonly<Record<string, readonly string[]>>;
+}
+
+export type Redemption<T> =
+  /** Checked and consumed: `value` is the record; `derived` whether the derived record was written. */
+  | { status: 'consumed'; value: T; derived: boolean }
+  /** Live, but a check did not pass (or could not be read): nothing written; the caller decides with `value`. */
+  | { status: 'unchecked'; value: T }
+  /** Consumed before. */
+  | { status: 'replayed'; value: T }
+  /** Not there, or its family revoked. */
+  | { status: 'missing' };
+
 export interface CounterResult {
   /** Value after the increment. */
   count: number;
@@ -219,6 +299,35 @@ export interface Store {
    * chain, or the family revoked). `chain` gives the rate limit a retry counts against.
    */
   chainLookup<T, R = unknown>(oldKey: StoreKey, graceMs: number, chain: Omit<ChainPolicy, 'retry'>): Promise<ChainLookup<T, R>>;
+  /**
+   * A refresh of a chain token in one atomic step (one round trip): when `oldKey` is live and
+   * passes `checks`, {@link Store.rotateChain} to `newKey`, the successor being the old record with
+   * its expiry moved (see {@link ChainChecks}); when it is live and fails them, `unchecked` and
+   * nothing written; when it is gone, {@link Store.chainLookup} with `chain.graceMs`. Past the
+   * caller's deadline on Redis, nothing is done (docs/storage.md, "Late rotations").
+   */
+  redeemChain<T, R = unknown>(
+    oldKey: StoreKey,
+    newKey: StoreKey,
+    companions: readonly CompanionRecord<unknown>[],
+    checks: ChainChecks,
+    chain: ChainRedeemPolicy<R>,
+  ): Promise<ChainRedemption<T, R>>;
+  /**
+   * A code or device code redeemed in one step (docs/storage.md, "One round trip per
+   * redemption"): when `key` is live and its record passes `checks`, consumes it (as `consume`),
+   * writes `derived` when the record's scopes include its `whenScope`, and the companions;
+   * `consumed` with the record and whether `derived` was written. Live but failing a check:
+   * `unchecked` with the record, nothing written. Consumed before: `replayed`. Missing, or its
+   * family revoked: `missing`. `key`, `derived` and the companions in one family (or its
+   * sub-families).
+   */
+  redeemRecord<T>(
+    key: StoreKey,
+    checks: RedeemChecks,
+    derived: DerivedRecord | undefined,
+    companions: readonly CompanionRecord<unknown>[],
+  ): Promise<Redemption<T>>;
   /**
    * In one atomic step: when every `guard` holds a live record (stored, unexpired, not
    * consumed), writes `record` (if given) and resolves `true`; otherwise writes nothing and
@@ -457,7 +566,7 @@ export function retiredFilterPositions(id: string): number[] {
  * The precondition of {@link Store.rotateChain}: both keys in one family.
  * @internal
  */
-export function assertChain(oldKey: StoreKey, newKey: StoreKey, chain: ChainPolicy<unknown>): void {
+export function assertChain(oldKey: StoreKey, newKey: StoreKey, chain: Pick<ChainPolicy<unknown>, 'limit' | 'windowMs'>): void {
   if (oldKey.family === undefined || oldKey.family !== newKey.family) throw new Error('a chain rotation needs both keys in one family');
   if (!(chain.limit >= 1) || !(chain.windowMs > 0)) throw new RangeError('a chain needs a limit of at least 1 per positive window');
 }

@@ -3,9 +3,13 @@ import { newRefreshHandle, parseRefreshHandle, type FamilyHandle } from '../../c
 import { refreshExpiry, type RefreshTokenRecord } from '../tokens/refresh_token_record.js';
 import { openRetryRecord, retriableSuccessor, type RetryRecord, type RetryRecordV2 } from '../tokens/refresh_token_retry.js';
 import { issuedAccessTokenRecord, recordIssuedAccessToken } from '../../core/records/family_revocation.js';
+import { randomUUID } from 'node:crypto';
 import {
   FamilyRevokedError,
   isStoreUnavailable,
+  type ChainChecks,
+  type ChainLookup,
+  type ChainRedemption,
   type ChainRotation,
   type CompanionRecord,
   type Store,
@@ -14,6 +18,8 @@ import {
 import type { GrantHandler, GrantRequest, GrantServices, TokenResponse } from './grant_handler.js';
 import { refuseOutcome, type SingleUseItem } from './redeem_once.js';
 import { narrowStoredGrant } from '../../core/rules/scope_narrowing.js';
+import { userPolicy } from '../../core/rules/scope_rules.js';
+import { accessTokenExp } from '../tokens/access_token.js';
 import type { RegisteredClient } from '../../core/client_model.js';
 import type { TaskFacts } from '../../wire/task_facts.js';
 import { profiledGrant, signAccessToken, signIdToken, tokenResponse } from './token_issuance.js';
@@ -40,73 +46,187 @@ export const refreshTokenGrant: GrantHandler = {
     const now = services.now();
     const item = refreshTokenItem(handle, client.clientId, request.facts);
 
+    if (inOneTrip(request, services)) return refreshInOneTrip(request, services, handle, item, now);
     const record = await store.get<RefreshTokenRecord>(handle.key);
     // Gone or retired; a retired one presented again revokes its family, unless it is a retry.
     if (record === null) return retiredToken(request, services, handle, item);
-    // Bound to its client; another client's attempt leaves it untouched.
-    if (record.clientId !== client.clientId) throw invalidGrant();
-    if (record.expiresAt <= now || record.absoluteExpiresAt <= now) throw invalidGrant();
-    const grant = await grantOfRecord(request, services, record);
-    const accessToken = signAccessToken(request, services, grant, now);
-    // OIDC Core §12.2: same sub, aud and auth_time; no nonce.
-    const idToken = signIdToken(request, services, grant, record.openId, accessToken, now);
-    const expiresAt = refreshExpiry(client.config, record.absoluteExpiresAt, now);
-
-    if (client.config.refreshTokenUsage === 'reUse') {
-      // Before the sliding expiry moves, so a family revocation racing this refresh finds it.
-      await recordIssuedAccessToken(store, record.family, accessToken, now);
-      if (expiresAt !== record.expiresAt) {
-        try {
-          await store.set(handle.key, { ...record, expiresAt }, expiresAt - now);
-        } catch (err) {
-          if (err instanceof FamilyRevokedError) throw invalidGrant();
-          throw err;
-        }
-      }
-      return tokenResponse(request, accessToken, grant.scopes.scope, presented, idToken);
-    }
-
-    // Written in the rotation's own atomic step: the access token, so that a family revocation
-    // either comes first and refuses the rotation or comes after and finds the token; and the
-    // retry value, so that a client that never gets this answer can still have the successor.
-    const companions: CompanionRecord<unknown>[] = [];
-    const issued = issuedAccessTokenRecord(record.family, accessToken, now);
-    if (issued !== undefined) companions.push(issued);
-    const graceMs = client.config.refreshTokenReuseGraceSeconds * 1000;
-    let successor: FamilyHandle;
-    let retry: RetryRecordV2 | undefined;
-    if (graceMs > 0) {
-      const retriable = retriableSuccessor(handle, client.clientId, graceMs);
-      successor = retriable.successor;
-      retry = retriable.retry.value;
-    } else {
-      successor = newRefreshHandle(record.family);
-    }
-    let outcome: ChainRotation<RefreshTokenRecord>;
-    try {
-      outcome = await store.rotateChain<RefreshTokenRecord, RefreshTokenRecord, RetryRecordV2>(
-        handle.key,
-        successor.key,
-        { ...record, expiresAt },
-        expiresAt - now,
-        companions,
-        { ...chainLimits(client, record, now), ...(retry === undefined ? {} : { retry }) },
-      );
-    } catch (err) {
-      // A rotation whose answer was late may still have happened: then the successor exists and
-      // is this client's, and answering 503 would lose it (the retry would count as reuse).
-      if (isStoreUnavailable(err) && (await appliedLate(store, successor.key))) {
-        return tokenResponse(request, accessToken, grant.scopes.scope, successor.handle, idToken);
-      }
-      throw err;
-    }
-    if (outcome.status === 'limited') throw rotationsLimited(outcome.retryAfterMs);
-    if (outcome.status === 'consumed') return tokenResponse(request, accessToken, grant.scopes.scope, successor.handle, idToken);
-    // A concurrent refresh of the same token rotated it first: this one is a retry too.
-    if (outcome.status === 'replayed') return retiredToken(request, services, handle, item);
-    throw invalidGrant();
+    return refreshRecord(request, services, handle, item, record, now);
   },
 };
+
+/**
+ * A refresh whose every check the store can make on the record it holds: a `oneTimeOnly` token,
+ * no `scope` or `resource` parameter to narrow by, and no profile service to ask (a validator call
+ * no script can make). Then the record is checked, rotated (or found retired) in one store call,
+ * and the tokens are signed after it (docs/storage.md, "One round trip per redemption").
+ */
+function inOneTrip(request: GrantRequest, services: GrantServices): boolean {
+  const { client, params } = request;
+  return (
+    client.config.refreshTokenUsage === 'oneTimeOnly' &&
+    services.profiles === undefined &&
+    params.resource === undefined &&
+    (params.scope === undefined || params.scope.split(' ').every((s) => s.length === 0))
+  );
+}
+
+/**
+ * {@link Store.redeemChain}: the checks of {@link refreshRecord} (client, expiry, key binding, the
+ * stored scopes still grantable to the client) made by the store, the rotation with the access
+ * token's `~at` entry (its `jti` drawn before it is signed) in the same step. A record the checks
+ * do not pass is decided as before, from the record the call returned.
+ */
+async function refreshInOneTrip(
+  request: GrantRequest,
+  services: GrantServices,
+  handle: FamilyHandle,
+  item: SingleUseItem<RefreshTokenRecord>,
+  now: number,
+): Promise<TokenResponse> {
+  const { store } = services;
+  const client = request.client;
+  const graceMs = client.config.refreshTokenReuseGraceSeconds * 1000;
+  const { successor, retry } = successorOf(handle, client, graceMs);
+  const jti = randomUUID();
+  const issued = issuedAccessTokenRecord(handle.family, { jti, exp: accessTokenExp(client, Math.floor(now / 1000)) }, now);
+  const checks: ChainChecks = {
+    clientId: client.clientId,
+    now,
+    jkt: request.jkt,
+    x5t: request.x5t,
+    scopes: services.scopes.grantable(client, userPolicy),
+    slidingUntil: client.config.refreshTokenExpiration === 'absolute' ? undefined : now + client.config.slidingRefreshTokenLifetime * 1000,
+  };
+  const { limit, windowMs } = chainLimits(client, undefined, now);
+  let found: ChainRedemption<RefreshTokenRecord, RetryRecord>;
+  try {
+    found = await store.redeemChain<RefreshTokenRecord, RetryRecord>(
+      handle.key,
+      successor.key,
+      issued === undefined ? [] : [issued],
+      checks,
+      {
+        limit,
+        windowMs,
+        graceMs,
+        ...(retry === undefined ? {} : { retry }),
+      },
+    );
+  } catch (err) {
+    // As in refreshRecord: a rotation whose answer was late may have happened. Then its old
+    // token is the chain's last retired one and the lookup answers its successor, whose grant is
+    // the retired record's; the access token it recorded is this jti. In one call, like the
+    // two-step path's check: a second one (a read of the successor) would lose the answer to a
+    // store that stalls again in between, and the client's retry after the window would be reuse.
+    if (isStoreUnavailable(err)) {
+      const late = await appliedLateRecord(store, handle, graceMs, client);
+      if (late !== undefined && late.successorId === successor.key.id)
+        return rotatedResponse(request, services, late.successor, successor, now, jti);
+    }
+    throw err;
+  }
+  switch (found.status) {
+    case 'consumed':
+      return rotatedResponse(request, services, found.value, successor, now, jti);
+    case 'unchecked':
+      return refreshRecord(request, services, handle, item, found.value, now);
+    case 'limited':
+      throw rotationsLimited(found.retryAfterMs);
+    default:
+      return retiredToken(request, services, handle, item, found);
+  }
+}
+
+/** The answer to a rotation the store checked and applied: the tokens of the retired record's grant. */
+async function rotatedResponse(
+  request: GrantRequest,
+  services: GrantServices,
+  record: RefreshTokenRecord,
+  successor: FamilyHandle,
+  now: number,
+  jti: string,
+): Promise<TokenResponse> {
+  const grant = await grantOfRecord(request, services, record);
+  const accessToken = signAccessToken(request, services, grant, now, jti);
+  // OIDC Core §12.2: same sub, aud and auth_time; no nonce.
+  const idToken = signIdToken(request, services, grant, record.openId, accessToken, now);
+  return tokenResponse(request, accessToken, grant.scopes.scope, successor.handle, idToken);
+}
+
+/** The successor's handle: derived from the old one within a grace window (its retry value beside it), else drawn. */
+function successorOf(handle: FamilyHandle, client: RegisteredClient, graceMs: number): { successor: FamilyHandle; retry?: RetryRecordV2 } {
+  if (graceMs <= 0) return { successor: newRefreshHandle(handle.family) };
+  const retriable = retriableSuccessor(handle, client.clientId, graceMs);
+  return { successor: retriable.successor, retry: retriable.retry.value };
+}
+
+/** The refresh of a record read from the store: every check here, then the rotation. */
+async function refreshRecord(
+  request: GrantRequest,
+  services: GrantServices,
+  handle: FamilyHandle,
+  item: SingleUseItem<RefreshTokenRecord>,
+  record: RefreshTokenRecord,
+  now: number,
+): Promise<TokenResponse> {
+  const { store } = services;
+  const client = request.client;
+  const presented = request.params.refresh_token as string;
+  // Bound to its client; another client's attempt leaves it untouched.
+  if (record.clientId !== client.clientId) throw invalidGrant();
+  if (record.expiresAt <= now || record.absoluteExpiresAt <= now) throw invalidGrant();
+  const grant = await grantOfRecord(request, services, record);
+  const accessToken = signAccessToken(request, services, grant, now);
+  // OIDC Core §12.2: same sub, aud and auth_time; no nonce.
+  const idToken = signIdToken(request, services, grant, record.openId, accessToken, now);
+  const expiresAt = refreshExpiry(client.config, record.absoluteExpiresAt, now);
+
+  if (client.config.refreshTokenUsage === 'reUse') {
+    // Before the sliding expiry moves, so a family revocation racing this refresh finds it.
+    await recordIssuedAccessToken(store, record.family, accessToken, now);
+    if (expiresAt !== record.expiresAt) {
+      try {
+        await store.set(handle.key, { ...record, expiresAt }, expiresAt - now);
+      } catch (err) {
+        if (err instanceof FamilyRevokedError) throw invalidGrant();
+        throw err;
+      }
+    }
+    return tokenResponse(request, accessToken, grant.scopes.scope, presented, idToken);
+  }
+
+  // Written in the rotation's own atomic step: the access token, so that a family revocation
+  // either comes first and refuses the rotation or comes after and finds the token; and the
+  // retry value, so that a client that never gets this answer can still have the successor.
+  const companions: CompanionRecord<unknown>[] = [];
+  const issued = issuedAccessTokenRecord(record.family, accessToken, now);
+  if (issued !== undefined) companions.push(issued);
+  const graceMs = client.config.refreshTokenReuseGraceSeconds * 1000;
+  const { successor, retry } = successorOf(handle, client, graceMs);
+  let outcome: ChainRotation<RefreshTokenRecord>;
+  try {
+    outcome = await store.rotateChain<RefreshTokenRecord, RefreshTokenRecord, RetryRecordV2>(
+      handle.key,
+      successor.key,
+      { ...record, expiresAt },
+      expiresAt - now,
+      companions,
+      { ...chainLimits(client, record, now), ...(retry === undefined ? {} : { retry }) },
+    );
+  } catch (err) {
+    // A rotation whose answer was late may still have happened: then the successor exists and
+    // is this client's, and answering 503 would lose it (the retry would count as reuse).
+    if (isStoreUnavailable(err) && (await appliedLate(store, successor.key))) {
+      return tokenResponse(request, accessToken, grant.scopes.scope, successor.handle, idToken);
+    }
+    throw err;
+  }
+  if (outcome.status === 'limited') throw rotationsLimited(outcome.retryAfterMs);
+  if (outcome.status === 'consumed') return tokenResponse(request, accessToken, grant.scopes.scope, successor.handle, idToken);
+  // A concurrent refresh of the same token rotated it first: this one is a retry too.
+  if (outcome.status === 'replayed') return retiredToken(request, services, handle, item);
+  throw invalidGrant();
+}
 
 /**
  * The rate limit and lifetime of a family's chain state (docs/storage.md, "Refresh-token
@@ -172,18 +292,21 @@ function refreshTokenItem(handle: FamilyHandle, clientId: string, facts: TaskFac
  * store applied its rotation), while the successor it was rotated to is unused: the answer to
  * that rotation was lost (a timeout, a dropped connection), so the client gets the same successor
  * with a fresh access token, and one chain continues. Any other retired token of the family is
- * reuse and revokes it (RFC 9700 §4.14.2). Always answers or throws.
+ * reuse and revokes it (RFC 9700 §4.14.2). Always answers or throws. `looked`: that step's answer,
+ * when the caller's own store call gave it already ({@link refreshInOneTrip}).
  */
 async function retiredToken(
   request: GrantRequest,
   services: GrantServices,
   retired: FamilyHandle,
   item: SingleUseItem<RefreshTokenRecord>,
+  looked?: ChainLookup<RefreshTokenRecord, RetryRecord>,
 ): Promise<TokenResponse> {
   const { store } = services;
   const client = request.client;
   const graceMs = client.config.refreshTokenUsage === 'oneTimeOnly' ? client.config.refreshTokenReuseGraceSeconds * 1000 : 0;
-  const found = await store.chainLookup<RefreshTokenRecord, RetryRecord>(retired.key, graceMs, chainLimits(client, undefined, 0));
+  const found =
+    looked ?? (await store.chainLookup<RefreshTokenRecord, RetryRecord>(retired.key, graceMs, chainLimits(client, undefined, 0)));
   if (found.status === 'limited') throw rotationsLimited(found.retryAfterMs);
   if (found.status === 'missing') throw invalidGrant();
   if (found.status === 'replayed') return refuseOutcome(services, item, found);
@@ -210,6 +333,31 @@ async function retiredToken(
   if (!(await store.writeWhileLive([successor.key], issued))) return refuseOutcome(services, item, { status: 'replayed', value: record });
   services.logger.info({ clientId: client.clientId }, 'refresh token presented again within its grace window: answered with its successor');
   return tokenResponse(request, accessToken, grant.scopes.scope, successor.handle, idToken);
+}
+
+/**
+ * {@link appliedLate} for a one-trip rotation, which has no record to answer from: the chain's
+ * lookup (a write, so a store with `waitForReplicas` follows it with `WAIT`, as for `appliedLate`)
+ * tells whether the presented token was just rotated and gives its live successor. Counts as an
+ * issuance of the rate limit, as a retry does. `undefined` when not, or when the store fails again.
+ */
+async function appliedLateRecord(
+  store: Store,
+  handle: FamilyHandle,
+  graceMs: number,
+  client: RegisteredClient,
+): Promise<{ successorId: string; successor: RefreshTokenRecord } | undefined> {
+  try {
+    // Even with no grace window: the rotation was this request's own, applied moments ago.
+    const found = await store.chainLookup<RefreshTokenRecord, RetryRecord>(
+      handle.key,
+      Math.max(graceMs, 60_000),
+      chainLimits(client, undefined, 0),
+    );
+    return found.status === 'retry' ? found : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

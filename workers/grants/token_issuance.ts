@@ -2,7 +2,8 @@ import { buildAccessTokenClaims } from '../tokens/access_token.js';
 import { newFamilyId, newRefreshHandle } from '../../core/records/refresh_token_handle.js';
 import { refreshExpiry, type RefreshTokenRecord } from '../tokens/refresh_token_record.js';
 import { issuedAccessTokenRecord, type IssuedAccessToken } from '../../core/records/family_revocation.js';
-import type { StoreKey } from '../../core/store/store.js';
+import type { DerivedRecord, StoreKey } from '../../core/store/store.js';
+import { offlineAccessScope } from '../../core/rules/scope_rules.js';
 import type { GrantRequest, GrantServices, TokenResponse } from './grant_handler.js';
 import { redeemOnce, type Redeemable, type SingleUseItem } from './redeem_once.js';
 import { noteIssued } from '../task_facts_recorder.js';
@@ -38,6 +39,7 @@ export function signAccessToken(
   services: GrantServices,
   grant: TokenGrant,
   nowMs = services.now(),
+  jti?: string,
 ): SignedAccessToken {
   const input: Parameters<typeof buildAccessTokenClaims>[0] = {
     issuer: services.issuer,
@@ -50,6 +52,7 @@ export function signAccessToken(
   if (grant.profile !== undefined) input.claims = { ...grant.claims, ...grant.profile.accessToken };
   if (request.jkt !== undefined) input.jkt = request.jkt;
   if (request.x5t !== undefined) input.x5t = request.x5t;
+  if (jti !== undefined) input.jti = jti;
   const claims = buildAccessTokenClaims(input);
   noteIssued(request.facts, claims.jti as string, grant.subject);
   return { token: services.signer.sign(claims, 'at+jwt'), jti: claims.jti as string, exp: claims.exp as number };
@@ -128,6 +131,38 @@ export async function profiledGrant(
   const subject = grant.subject;
   if (profiles === undefined || subject === undefined) return grant;
   return profiles.profiled(request, { ...grant, subject }, openId && grant.scopes.scopes.includes('openid'));
+}
+
+/**
+ * The refresh token a code or device code redemption in one store call writes
+ * ({@link Store.redeemRecord}): the record {@link issueTokens} would, made by the store from the
+ * redeemed record's fields (`subject`, `scopes`, `resources`, `claims`, `sid`), and written only
+ * when its scopes include `offline_access`. For a client allowed offline access.
+ */
+export function derivedRefreshToken(request: GrantRequest, family: string, now: number): { handle: string; derived: DerivedRecord } {
+  const client = request.client.config;
+  const handle = newRefreshHandle(family);
+  const absoluteExpiresAt = now + client.absoluteRefreshTokenLifetime * 1000;
+  const expiresAt = refreshExpiry(client, absoluteExpiresAt, now);
+  return {
+    handle: handle.handle,
+    derived: {
+      key: handle.key,
+      ttlMs: expiresAt - now,
+      whenScope: offlineAccessScope,
+      set: {
+        v: 1,
+        clientId: request.client.clientId,
+        family,
+        createdAt: now,
+        absoluteExpiresAt,
+        expiresAt,
+        ...refreshTokenBinding(request),
+      },
+      copy: ['subject', 'scopes', 'resources', 'claims'],
+      nest: { openId: ['sid'] },
+    },
+  };
 }
 
 /**

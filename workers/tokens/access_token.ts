@@ -60,6 +60,13 @@ export interface AccessTokenInput {
   jkt?: string | undefined;
   /** The TLS client certificate's SHA-256 thumbprint the token is bound to (RFC 8705 §3.1: `cnf.x5t#S256`). */
   x5t?: string | undefined;
+  /** A `jti` drawn before the token is built (a refresh records it in the store first); else a fresh one. */
+  jti?: string | undefined;
+}
+
+/** The `exp` of an access token issued at `nowSeconds` to `client`. */
+export function accessTokenExp(client: RegisteredClient, nowSeconds: number): number {
+  return nowSeconds + client.config.accessTokenLifetime;
 }
 
 /**
@@ -68,18 +75,17 @@ export interface AccessTokenInput {
  */
 export function buildAccessTokenClaims(input: AccessTokenInput): Record<string, unknown> {
   const { issuer, client, scopes, now } = input;
-  const lifetime = client.config.accessTokenLifetime;
   const audiences = scopes.audiences;
   const payload: Record<string, unknown> = {
     iss: issuer,
     nbf: now,
     iat: now,
-    exp: now + lifetime,
+    exp: accessTokenExp(client, now),
     aud: audiences.length === 1 ? audiences[0] : audiences.length === 0 ? `${issuer}/resources` : audiences,
     scope: scopes.scope,
     client_id: client.clientId,
     sub: input.subject ?? client.clientId,
-    jti: randomUUID(),
+    jti: input.jti ?? randomUUID(),
   };
   if (input.claims !== undefined) {
     for (const name in input.claims) {

@@ -338,3 +338,39 @@ t.test(
     t.equal((await store.rotateChain(old, next, { gen: 1 }, 60_000, [], chain)).status, 'consumed', 'the next attempt rotates');
   },
 );
+
+t.test(
+  'a rotation Redis applied in time is answered even when the caller was busy past its timeout (docs/storage.md, "Late rotations")',
+  { skip: unmanagedReason('the fallback Redis cannot be paused') },
+  async (t) => {
+    const server = await startRedisServer();
+    t.teardown(() => server.stop());
+    const store = new RedisStore({ url: server.url, keyPrefix: newPrefix(), commandTimeoutMs: 300 });
+    t.teardown(() => store.close());
+    const admin = new Redis(server.url);
+    t.teardown(() => admin.disconnect());
+    const family = newFamily();
+    const old: StoreKey = { kind: 'rt', id: newId(), family };
+    const next: StoreKey = { kind: 'rt', id: newId(), family };
+    await store.set(old, { gen: 0 }, 60_000);
+    // The store reads Redis's clock once it is connected: let that happen, so the rotation
+    // carries a deadline.
+    await sleep(300);
+    const chain = { limit: 60, windowMs: 60_000, ttlMs: 60_000 };
+    // Redis holds the rotation 150 ms, then runs it, well before its deadline (300 ms), and
+    // answers; meanwhile the caller's event loop is busy (a burst of signing on a loaded machine)
+    // until past the call's timeout, so that answer waits on the socket. In the turn after, timers
+    // run before the poll that reads it.
+    await admin.call('CLIENT', 'PAUSE', '150', 'ALL');
+    const rotation = store.rotateChain(old, next, { gen: 1 }, 60_000, [], chain);
+    // Two turns: the command is written (ioredis sends an auto-pipeline from setImmediate).
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    const busyUntil = performance.now() + 700;
+    while (performance.now() < busyUntil) {
+      // Busy, as a thread signing tokens is.
+    }
+    t.equal((await rotation).status, 'consumed', 'the caller gets the rotation Redis applied');
+    t.same(await store.get(next), { gen: 1 }, 'which stands');
+  },
+);

@@ -794,6 +794,285 @@ export function runStoreConformance(t: TapTest, makeStore: MakeStore): void {
     tt.same(await store.rotateChain(b, c, { gen: 2 }, longTtlMs, [], chainOf()), { status: 'missing' });
   });
 
+  // A refresh in one step (docs/storage.md, "One round trip per redemption").
+  const now = Date.now();
+  const rtRecord = (extra: Record<string, unknown> = {}) => ({
+    v: 1,
+    clientId: 'web',
+    subject: 'alice',
+    scopes: ['openid', 'offline_access'],
+    claims: { auth_time: 1 },
+    family: 'f',
+    createdAt: now - 1000,
+    absoluteExpiresAt: now + 3_600_000,
+    expiresAt: now + 600_000,
+    openId: { sid: 's' },
+    ...extra,
+  });
+  const checksOf = (extra: Record<string, unknown> = {}) => ({
+    clientId: 'web',
+    now,
+    scopes: ['openid', 'api1', 'offline_access'],
+    slidingUntil: now + 1_200_000,
+    ...extra,
+  });
+  const redeemOf = (graceMs = 5000, limit = 60) => ({ limit, windowMs: longTtlMs, graceMs, retry: { n: 'nonce' } });
+
+  t.test('redeemChain checks a live token and rotates it to the same record with its expiry moved, in one step', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const [a, b, c] = [chainKey(family), chainKey(family), chainKey(family)];
+    const at: StoreKey = { kind: 'at', id: newId(), family: subFamily(family, 'at') };
+    await store.set(a, rtRecord(), longTtlMs);
+    tt.same(await store.redeemChain(a, b, [{ key: at, value: { jti: 'j' }, ttlMs: longTtlMs }], checksOf(), redeemOf()), {
+      status: 'consumed',
+      value: rtRecord(),
+    });
+    tt.equal(await store.get(a), null, 'the old token is gone');
+    tt.same(await store.get(b), rtRecord({ expiresAt: now + 1_200_000 }), 'the successor: the sliding expiry');
+    tt.same(await store.get(at), { jti: 'j' }, 'the companion, in the same step');
+    tt.same(
+      await store.redeemChain(a, c, [], checksOf(), redeemOf()),
+      { status: 'retry', successorId: b.id, successor: rtRecord({ expiresAt: now + 1_200_000 }), retry: { n: 'nonce' } },
+      'the retired token again within the grace window: its successor',
+    );
+    tt.same(await store.redeemChain(a, c, [], checksOf(), redeemOf(0)), { status: 'replayed', value: rtRecord() }, 'without one: a replay');
+    tt.equal(await store.get(c), null, 'which wrote nothing');
+    tt.same(await store.redeemChain(b, c, [], checksOf({ slidingUntil: undefined }), redeemOf()), {
+      status: 'consumed',
+      value: rtRecord({ expiresAt: now + 1_200_000 }),
+    });
+    tt.same(await store.get(c), rtRecord({ expiresAt: now + 3_600_000 }), 'no sliding expiry: the absolute one');
+    tt.same(
+      await store.chainLookup(a, 0, chainOf()),
+      { status: 'replayed', value: rtRecord({ expiresAt: now + 1_200_000 }) },
+      'chainLookup sees the same chain (a replay reports the last retired record)',
+    );
+    tt.same(await store.redeemChain(chainKey(family), c, [], checksOf(), redeemOf()), { status: 'missing' }, 'a stranger');
+  });
+
+  t.test('redeemChain answers unchecked, writing nothing, when a check does not pass', async (tt) => {
+    const store = await open(tt);
+    const cases: [string, Record<string, unknown>, Record<string, unknown>][] = [
+      ['another client', {}, { clientId: 'other' }],
+      ['expired', { expiresAt: now - 1 }, {}],
+      ['expiring at now', { expiresAt: now }, {}],
+      ['past its absolute expiry', { absoluteExpiresAt: now }, {}],
+      ['bound to a key, none presented', { jkt: 'k1' }, {}],
+      ['bound to another key', { jkt: 'k1' }, { jkt: 'k2' }],
+      ['bound to a certificate, another presented', { x5t: 'c1' }, { x5t: 'c2' }],
+      ['a scope the client may no longer be granted', { scopes: ['openid', 'profile'] }, {}],
+      ['no scopes', { scopes: [] }, {}],
+      ['no expiry field', { expiresAt: undefined }, {}],
+    ];
+    for (const [name, recordExtra, checksExtra] of cases) {
+      const family = newFamily();
+      const [a, b] = [chainKey(family), chainKey(family)];
+      const at: StoreKey = { kind: 'at', id: newId(), family: subFamily(family, 'at') };
+      const record = rtRecord(recordExtra);
+      await store.set(a, record, longTtlMs);
+      const found = await store.redeemChain(a, b, [{ key: at, value: 1, ttlMs: longTtlMs }], checksOf(checksExtra), redeemOf());
+      tt.same(found, { status: 'unchecked', value: record }, name);
+      tt.same(await store.get(a), record, `${name}: the token stays live`);
+      tt.equal(await store.get(b), null, `${name}: no successor`);
+      tt.equal(await store.get(at), null, `${name}: no companion`);
+    }
+    const family = newFamily();
+    const [a, b] = [chainKey(family), chainKey(family)];
+    await store.set(a, rtRecord({ jkt: 'k1', x5t: 'c1' }), longTtlMs);
+    tt.equal(
+      (await store.redeemChain(a, b, [], checksOf({ jkt: 'k1', x5t: 'c1' }), redeemOf())).status,
+      'consumed',
+      'both bindings presented',
+    );
+  });
+
+  t.test('redeemChain keeps the rate limit and a revoked family, and of 50 concurrent refreshes one rotates', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const keys = Array.from({ length: 4 }, () => chainKey(family));
+    await store.set(keys[0] as StoreKey, rtRecord(), longTtlMs);
+    tt.equal((await store.redeemChain(keys[0] as StoreKey, keys[1] as StoreKey, [], checksOf(), redeemOf(5000, 2))).status, 'consumed');
+    tt.equal((await store.redeemChain(keys[1] as StoreKey, keys[2] as StoreKey, [], checksOf(), redeemOf(5000, 2))).status, 'consumed');
+    const limited = await store.redeemChain(keys[2] as StoreKey, keys[3] as StoreKey, [], checksOf(), redeemOf(5000, 2));
+    tt.equal(limited.status, 'limited');
+    tt.equal(
+      (await store.redeemChain(keys[1] as StoreKey, keys[3] as StoreKey, [], checksOf(), redeemOf(5000, 2))).status,
+      'limited',
+      'a retry too',
+    );
+    tt.ok((await store.get(keys[2] as StoreKey)) !== null, 'the token stays live');
+    await store.revokeFamily(family, longTtlMs);
+    tt.same(await store.redeemChain(keys[2] as StoreKey, keys[3] as StoreKey, [], checksOf(), redeemOf()), { status: 'missing' });
+
+    const raced = newFamily();
+    const old = chainKey(raced);
+    await store.set(old, rtRecord(), longTtlMs);
+    const results = await Promise.all(
+      Array.from({ length: concurrency }, () => store.redeemChain(old, chainKey(raced), [], checksOf(), redeemOf(0))),
+    );
+    const statuses = results.map((r) => r.status);
+    tt.equal(statuses.filter((s) => s === 'consumed').length, 1);
+    tt.equal(statuses.filter((s) => s === 'replayed').length, concurrency - 1);
+  });
+
+  // A code or device code redeemed in one step (docs/storage.md, "One round trip per redemption").
+  const codeRecord = (extra: Record<string, unknown> = {}) => ({
+    v: 1,
+    clientId: 'web',
+    redirectUri: 'https://app/cb',
+    subject: 'alice',
+    scopes: ['openid', 'offline_access'],
+    claims: { auth_time: 1, amr: ['pwd'] },
+    nonce: 'n',
+    sid: 's',
+    codeChallenge: 'ch',
+    family: 'f',
+    createdAt: now - 1000,
+    expiresAt: now + 60_000,
+    ...extra,
+  });
+  const codeChecks = (extra: Record<string, unknown> = {}) => ({
+    equal: { clientId: 'web', redirectUri: 'https://app/cb', codeChallenge: 'ch' },
+    bound: { dpopJkt: undefined },
+    later: { expiresAt: now },
+    scopes: ['openid', 'api1', 'offline_access'],
+    ...extra,
+  });
+  const derivedOf = (key: StoreKey, whenScope = 'offline_access') => ({
+    key,
+    ttlMs: longTtlMs,
+    whenScope,
+    set: { v: 1, clientId: 'web', createdAt: now, expiresAt: now + 600_000, big: 2 ** 40, half: 0.5, none: null },
+    copy: ['subject', 'scopes', 'resources', 'claims', 'family'],
+    nest: { openId: ['sid'], empty: ['nothing'] },
+  });
+  const derivedRecord = {
+    v: 1,
+    clientId: 'web',
+    createdAt: now,
+    expiresAt: now + 600_000,
+    big: 2 ** 40,
+    half: 0.5,
+    none: null,
+    subject: 'alice',
+    scopes: ['openid', 'offline_access'],
+    claims: { auth_time: 1, amr: ['pwd'] },
+    family: 'f',
+    openId: { sid: 's' },
+    empty: {},
+  };
+
+  t.test('redeemRecord checks a live record, consumes it and writes the record derived from its fields, in one step', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const code: StoreKey = { kind: 'code', id: newId(), family };
+    const rt = chainKey(family);
+    const at: StoreKey = { kind: 'at', id: newId(), family: subFamily(family, 'at') };
+    await store.set(code, codeRecord(), longTtlMs);
+    tt.same(await store.redeemRecord(code, codeChecks(), derivedOf(rt), [{ key: at, value: { jti: 'j' }, ttlMs: longTtlMs }]), {
+      status: 'consumed',
+      value: codeRecord(),
+      derived: true,
+    });
+    tt.equal(await store.get(code), null, 'the code is consumed');
+    tt.same(await store.get(rt), derivedRecord, 'the derived record: set, then the fields copied as stored, then the nested maps');
+    tt.same(await store.get(at), { jti: 'j' }, 'the companion, in the same step');
+    tt.same(await store.consume(code), { status: 'replayed', value: codeRecord() }, 'consumed as consume does');
+    tt.same(await store.redeemRecord(code, codeChecks(), derivedOf(chainKey(family)), []), { status: 'replayed', value: codeRecord() });
+    tt.same(await store.redeemRecord({ kind: 'code', id: newId(), family }, codeChecks(), undefined, []), { status: 'missing' });
+
+    const withResources = newFamily();
+    const code2: StoreKey = { kind: 'code', id: newId(), family: withResources };
+    const rt2 = chainKey(withResources);
+    await store.set(code2, codeRecord({ resources: ['https://api'], sid: undefined, claims: {} }), longTtlMs);
+    tt.equal((await store.redeemRecord(code2, codeChecks(), derivedOf(rt2), [])).status, 'consumed');
+    tt.same(
+      await store.get(rt2),
+      { ...derivedRecord, claims: {}, resources: ['https://api'], openId: {} },
+      'a field the record has is copied; one it lacks is left out',
+    );
+
+    const noOffline = newFamily();
+    const code3: StoreKey = { kind: 'code', id: newId(), family: noOffline };
+    const rt3 = chainKey(noOffline);
+    const at3: StoreKey = { kind: 'at', id: newId(), family: subFamily(noOffline, 'at') };
+    await store.set(code3, codeRecord({ scopes: ['openid'] }), longTtlMs);
+    tt.same(await store.redeemRecord(code3, codeChecks(), derivedOf(rt3), [{ key: at3, value: 1, ttlMs: longTtlMs }]), {
+      status: 'consumed',
+      value: codeRecord({ scopes: ['openid'] }),
+      derived: false,
+    });
+    tt.equal(await store.get(rt3), null, 'without its scope, nothing derived');
+    tt.equal(await store.get(at3), 1, 'the companion still');
+  });
+
+  t.test('redeemRecord answers unchecked, writing nothing, when a check does not pass', async (tt) => {
+    const store = await open(tt);
+    const cases: [string, Record<string, unknown>, Record<string, unknown>][] = [
+      ['another client', { clientId: 'other' }, {}],
+      ['another redirect', {}, { equal: { clientId: 'web', redirectUri: 'https://app/other', codeChallenge: 'ch' } }],
+      ['another challenge', { codeChallenge: 'x' }, {}],
+      ['a challenge, none expected', {}, { equal: { clientId: 'web', redirectUri: 'https://app/cb', codeChallenge: null } }],
+      ['no challenge, one expected', { codeChallenge: undefined }, {}],
+      ['bound to a key, none presented', { dpopJkt: 'k1' }, {}],
+      ['bound to another key', { dpopJkt: 'k1' }, { bound: { dpopJkt: 'k2' } }],
+      ['expired', { expiresAt: now }, {}],
+      ['a scope the client may no longer be granted', { scopes: ['openid', 'profile'] }, {}],
+      ['no scopes', { scopes: [] }, {}],
+      ['a status other than the one asked', { status: 'pending' }, { equal: { clientId: 'web', status: 'approved' } }],
+    ];
+    for (const [name, recordExtra, checksExtra] of cases) {
+      const family = newFamily();
+      const code: StoreKey = { kind: 'code', id: newId(), family };
+      const rt = chainKey(family);
+      const at: StoreKey = { kind: 'at', id: newId(), family: subFamily(family, 'at') };
+      const record = codeRecord(recordExtra);
+      await store.set(code, record, longTtlMs);
+      const found = await store.redeemRecord(code, codeChecks(checksExtra), derivedOf(rt), [{ key: at, value: 1, ttlMs: longTtlMs }]);
+      tt.same(found, { status: 'unchecked', value: record }, name);
+      tt.same(await store.get(code), record, `${name}: the code stays live`);
+      tt.equal(await store.get(rt), null, `${name}: nothing derived`);
+      tt.equal(await store.get(at), null, `${name}: no companion`);
+    }
+    const family = newFamily();
+    const code: StoreKey = { kind: 'code', id: newId(), family };
+    await store.set(code, codeRecord({ dpopJkt: 'k1', status: 'approved' }), longTtlMs);
+    tt.equal(
+      (
+        await store.redeemRecord(
+          code,
+          codeChecks({ equal: { clientId: 'web', status: 'approved' }, bound: { dpopJkt: 'k1' } }),
+          derivedOf(chainKey(family)),
+          [],
+        )
+      ).status,
+      'consumed',
+      'the bound key presented, the status asked',
+    );
+  });
+
+  t.test('redeemRecord refuses in a revoked family, and of 50 concurrent redemptions one wins', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const code: StoreKey = { kind: 'code', id: newId(), family };
+    await store.set(code, codeRecord(), longTtlMs);
+    await store.revokeFamily(family, longTtlMs);
+    const rt = chainKey(family);
+    tt.same(await store.redeemRecord(code, codeChecks(), derivedOf(rt), []), { status: 'missing' });
+    tt.equal(await store.get(rt), null);
+
+    const raced = newFamily();
+    const racedCode: StoreKey = { kind: 'code', id: newId(), family: raced };
+    await store.set(racedCode, codeRecord(), longTtlMs);
+    const results = await Promise.all(
+      Array.from({ length: concurrency }, () => store.redeemRecord(racedCode, codeChecks(), derivedOf(chainKey(raced)), [])),
+    );
+    const statuses = results.map((r) => r.status);
+    tt.equal(statuses.filter((s) => s === 'consumed').length, 1);
+    tt.equal(statuses.filter((s) => s === 'replayed').length, concurrency - 1);
+  });
+
   t.test('ping and checkReady resolve while open and every call after close rejects with StoreUnavailableError', async (tt) => {
     const store = await makeStore(tt);
     await store.ping();

@@ -22,7 +22,8 @@ import { MemoryStore } from '../../../core/store/memory_store.js';
 import type { AuthorizationCodeRecord } from '../../../core/records/authorization_code_record.js';
 import { IdTokenBuilder, tokenHash } from '../../../workers/tokens/id_token.js';
 import { JwtSigner } from '../../../workers/tokens/jwt_signer.js';
-import { newFamilyHandle, newFamilyId, parseFamilyHandle } from '../../../core/records/refresh_token_handle.js';
+import { newFamilyHandle, newFamilyId, parseFamilyHandle, parseRefreshHandle } from '../../../core/records/refresh_token_handle.js';
+import { refreshExpiry } from '../../../workers/tokens/refresh_token_record.js';
 import { AuthorizeFlow, callbackUri, codeFlowClient, pkcePair, s256 } from '../../helpers/authorize_flow.js';
 import { addPasswordFixtures, passwordFixtures } from '../../helpers/password_users.js';
 import { startRedisServer } from '../../helpers/redis_server.js';
@@ -62,17 +63,31 @@ t.test('called directly, with a clock', async (t) => {
     const now = () => clock;
     const store = new MemoryStore({ now });
     t.teardown(() => store.close());
+    // Every store call the grant makes, by method.
+    const calls: string[] = [];
+    const counted = new Proxy(store, {
+      get(target, name, receiver) {
+        const value: unknown = Reflect.get(target, name, receiver);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          calls.push(String(name));
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
     const services: GrantServices = {
       issuer,
       clients,
       scopes: new ScopeRules({ identityResources, apiScopes: [{ name: 'api1' }], apiResources: [{ name: 'urn:api1', scopes: ['api1'] }] }),
       signer: new JwtSigner(signingKey),
       idTokens: new IdTokenBuilder({ identityResources, users: [alice] }, issuer, 'ES256'),
-      store,
+      store: counted,
       now,
       logger: pino({ level: 'silent' }),
     };
     return {
+      store,
+      calls,
       advance: (ms: number) => (clock += ms),
       now,
       /** Stores a code the way the consent page does (gateway/pages/authorize_endpoint.ts). */
@@ -139,6 +154,39 @@ t.test('called directly, with a clock', async (t) => {
       name: 'Alice',
     });
   });
+
+  t.test(
+    'a redemption is one store call, which consumes the code and writes its refresh token (docs/storage.md, "One round trip per redemption")',
+    async (t) => {
+      const h = harness(t);
+      // In the rules' order, as the consent page stores them (resolved): the refresh token copies them.
+      const code = await h.storeCode(['openid', 'api1', 'offline_access']);
+      h.calls.length = 0;
+      const response = await h.redeem(params(code));
+      t.same(h.calls, ['redeemRecord'], 'one call');
+      const refresh = parseRefreshHandle(response.refresh_token as string);
+      if (refresh === undefined) throw new Error('no refresh token');
+      const now = h.now();
+      t.same(
+        await h.store.get(refresh.key),
+        {
+          v: 1,
+          clientId: 'web',
+          family: (parseFamilyHandle('code', code) as { family: string }).family,
+          createdAt: now,
+          absoluteExpiresAt: now + web.config.absoluteRefreshTokenLifetime * 1000,
+          expiresAt: refreshExpiry(web.config, now + web.config.absoluteRefreshTokenLifetime * 1000, now),
+          subject: 'sub-alice',
+          scopes: ['openid', 'api1', 'offline_access'],
+          claims: { auth_time: Math.floor(now / 1000) - 30, idp: 'local', amr: ['pwd'] },
+          openId: { sid: 'sid-1' },
+        },
+        'the refresh token: the record the two-step redemption writes',
+      );
+      t.equal(await errorOf(h.redeem(params(code))), invalidCode, 'the code is spent');
+      t.equal(await h.store.get(refresh.key), null, 'and its replay revoked the family');
+    },
+  );
 
   t.test('issues no ID token without openid', async (t) => {
     const h = harness(t);

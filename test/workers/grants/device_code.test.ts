@@ -24,6 +24,7 @@ import { JwtSigner } from '../../../workers/tokens/jwt_signer.js';
 import { newFamilyHandle, newFamilyId, parseRefreshHandle, type FamilyHandle } from '../../../core/records/refresh_token_handle.js';
 import { publicJwk } from '../../../core/signing_key.js';
 import { startRedisServer } from '../../helpers/redis_server.js';
+import { refreshExpiry } from '../../../workers/tokens/refresh_token_record.js';
 
 const issuer = 'https://tessera.test';
 const signingKey = await generateSigningKey('ES256');
@@ -261,8 +262,24 @@ function pollingRules(t: Test, makeHarness: () => Harness, options: { realTtls: 
     const device = await h.authorize('tv', ['openid', 'api1', 'offline_access']);
     t.equal(await h.pollError(device.handle), pending);
     await h.decide(device, 'allow');
+    // Every store call the redemption makes, by method: one (docs/storage.md, "One round trip per
+    // redemption").
+    const calls: string[] = [];
+    const store = h.services.store;
+    (h.services as { store: Store }).store = new Proxy(store, {
+      get(target, name, receiver) {
+        const value: unknown = Reflect.get(target, name, receiver);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          calls.push(String(name));
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
     // Right after the pending poll: an approved code is not slowed down.
     const tokens = await h.poll(device.handle);
+    (h.services as { store: Store }).store = store;
+    t.same(calls, ['redeemRecord'], 'one store call');
     t.same(Object.keys(tokens).sort(), ['access_token', 'expires_in', 'id_token', 'refresh_token', 'scope', 'token_type']);
     t.equal(tokens.token_type, 'Bearer');
     t.equal(tokens.scope, 'openid api1 offline_access');
@@ -284,7 +301,23 @@ function pollingRules(t: Test, makeHarness: () => Harness, options: { realTtls: 
     t.equal(id.auth_time, Math.floor(h.clock / 1000));
     const refresh = parseRefreshHandle(tokens.refresh_token as string);
     t.equal(refresh?.family, device.family, 'the refresh token joins the device code family');
-    t.not(await h.store.get(refresh?.key as FamilyHandle['key']), null, 'the refresh token is stored');
+    const absoluteExpiresAt = h.clock + client('tv').config.absoluteRefreshTokenLifetime * 1000;
+    t.same(
+      await h.store.get(refresh?.key as FamilyHandle['key']),
+      {
+        v: 1,
+        clientId: 'tv',
+        family: device.family,
+        createdAt: h.clock,
+        absoluteExpiresAt,
+        expiresAt: refreshExpiry(client('tv').config, absoluteExpiresAt, h.clock),
+        subject: 'sub-alice',
+        scopes: ['openid', 'api1', 'offline_access'],
+        claims: { auth_time: Math.floor(h.clock / 1000), amr: ['pwd'], idp: 'local' },
+        openId: { sid: 'sid-1' },
+      },
+      'the refresh token is stored: the record the two-step redemption writes',
+    );
   });
 
   t.test('without offline_access there is no refresh token, without openid no ID token', async (t) => {

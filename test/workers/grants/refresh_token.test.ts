@@ -134,6 +134,25 @@ function harness(t: Test): Harness {
 }
 
 const rejected = 'invalid_grant: The refresh token is invalid, expired or revoked.';
+
+/**
+ * Puts `around` in place of the store's rotation: the one-trip `redeemChain` the grant calls in
+ * the steady state and the two-step `rotateChain` (docs/storage.md, "One round trip per
+ * redemption"). `around` gets the real call, to apply or not. Returns the undo.
+ */
+function hookRotation(store: MemoryStore, around: (apply: () => Promise<unknown>) => Promise<unknown>): () => void {
+  const realRotate = store.rotateChain.bind(store);
+  const realRedeem = store.redeemChain.bind(store);
+  store.rotateChain = ((...args: Parameters<MemoryStore['rotateChain']>) =>
+    around(() => realRotate(...args))) as MemoryStore['rotateChain'];
+  store.redeemChain = ((...args: Parameters<MemoryStore['redeemChain']>) =>
+    around(() => realRedeem(...args))) as MemoryStore['redeemChain'];
+  return () => {
+    store.rotateChain = realRotate;
+    store.redeemChain = realRedeem;
+  };
+}
+
 const refreshTokenOf = (response: TokenResponse): string => {
   if (response.refresh_token === undefined) throw new Error('no refresh token in the response');
   return response.refresh_token;
@@ -556,17 +575,16 @@ t.test('grace window after a lost answer (refreshTokenReuseGraceSeconds, default
   t.test('the window counts from the moment the store applied the rotation, not from the request', async (t) => {
     const h = harness(t);
     const first = refreshTokenOf(await h.issue('rotating'));
-    const realRotate = h.store.rotateChain.bind(h.store);
     const realGet = h.store.get.bind(h.store);
     let down = false;
     // The store holds the rotation 20 s (a stalled Redis), applies it, and the answer is lost;
     // so is the read of the successor that follows.
-    h.store.rotateChain = (async (...args: Parameters<MemoryStore['rotateChain']>) => {
+    const restoreRotation = hookRotation(h.store, async (apply) => {
       h.advance(20_000);
-      await realRotate(...args);
+      await apply();
       down = true;
       throw new StoreUnavailableError('rotate got no answer within 500 ms');
-    }) as MemoryStore['rotateChain'];
+    });
     h.store.get = (async (...args: Parameters<MemoryStore['get']>) => {
       if (down) throw new StoreUnavailableError('get got no answer within 500 ms');
       return realGet(...args);
@@ -577,10 +595,18 @@ t.test('grace window after a lost answer (refreshTokenReuseGraceSeconds, default
       if (down) throw new StoreUnavailableError('writeWhileLive got no answer within 500 ms');
       return realWriteWhileLive(...args);
     }) as MemoryStore['writeWhileLive'];
+    // A one-trip rotation asks the chain instead (its lookup, also a write that WAITs).
+    const realChainLookup = h.store.chainLookup.bind(h.store);
+    h.store.chainLookup = (async (...args: Parameters<MemoryStore['chainLookup']>) => {
+      if (down) throw new StoreUnavailableError('chainLookup got no answer within 500 ms');
+      return realChainLookup(...args);
+    }) as MemoryStore['chainLookup'];
     await t.rejects(h.refresh('rotating', { refresh_token: first }), StoreUnavailableError, 'the client gets 503');
-    h.store.rotateChain = realRotate;
+    restoreRotation();
     h.store.get = realGet;
     h.store.writeWhileLive = realWriteWhileLive;
+    h.store.chainLookup = realChainLookup;
+    h.store.chainLookup = realChainLookup;
     h.advance(4999);
     const retried = refreshTokenOf(await h.refresh('rotating', { refresh_token: first }));
     const again = refreshTokenOf(await h.refresh('rotating', { refresh_token: first }));
@@ -595,15 +621,14 @@ t.test('a rotation applied after its answer timed out still returns the successo
   const h = harness(t);
   const first = await h.issue('rotating');
   // The store runs the rotation, then the answer is "lost": what a late Redis reply looks like.
-  const realRotate = h.store.rotateChain.bind(h.store);
-  h.store.rotateChain = (async (...args: Parameters<MemoryStore['rotateChain']>) => {
-    await realRotate(...args);
+  const restoreRotation = hookRotation(h.store, async (apply) => {
+    await apply();
     throw new StoreUnavailableError('rotate got no answer within 500 ms');
-  }) as MemoryStore['rotateChain'];
+  });
   const second = await h.refresh('rotating', { refresh_token: first.refresh_token as string });
   t.type(second.refresh_token, 'string');
   t.not(second.refresh_token, first.refresh_token);
-  h.store.rotateChain = realRotate;
+  restoreRotation();
   const third = await h.refresh('rotating', { refresh_token: second.refresh_token as string });
   t.type(third.access_token, 'string', 'the successor it returned works');
 });
@@ -611,15 +636,14 @@ t.test('a rotation applied after its answer timed out still returns the successo
 t.test('a rotation applied after the store stopped answering: 503, and the retry within the window gets its successor', async (t) => {
   const h = harness(t);
   const first = refreshTokenOf(await h.issue('rotating'));
-  const realRotate = h.store.rotateChain.bind(h.store);
   const realGet = h.store.get.bind(h.store);
   let down = false;
   // Redis held the script and ran it late; meanwhile nothing it answered reached the gateway.
-  h.store.rotateChain = (async (...args: Parameters<MemoryStore['rotateChain']>) => {
-    await realRotate(...args);
+  const restoreRotation = hookRotation(h.store, async (apply) => {
+    await apply();
     down = true;
     throw new StoreUnavailableError('rotate got no answer within 500 ms');
-  }) as MemoryStore['rotateChain'];
+  });
   h.store.get = (async (...args: Parameters<MemoryStore['get']>) => {
     if (down) throw new StoreUnavailableError('get got no answer within 500 ms');
     return realGet(...args);
@@ -629,8 +653,14 @@ t.test('a rotation applied after the store stopped answering: 503, and the retry
     if (down) throw new StoreUnavailableError('writeWhileLive got no answer within 500 ms');
     return realWriteWhileLive(...args);
   }) as MemoryStore['writeWhileLive'];
+  // A one-trip rotation asks the chain instead (its lookup, also a write that WAITs).
+  const realChainLookup = h.store.chainLookup.bind(h.store);
+  h.store.chainLookup = (async (...args: Parameters<MemoryStore['chainLookup']>) => {
+    if (down) throw new StoreUnavailableError('chainLookup got no answer within 500 ms');
+    return realChainLookup(...args);
+  }) as MemoryStore['chainLookup'];
   await t.rejects(h.refresh('rotating', { refresh_token: first }), StoreUnavailableError, 'the client gets 503');
-  h.store.rotateChain = realRotate;
+  restoreRotation();
   h.store.get = realGet;
   h.store.writeWhileLive = realWriteWhileLive;
   h.advance(2000);
@@ -646,22 +676,26 @@ t.test('a rotation applied after the store stopped answering: 503, and the retry
 t.test('a rotation no replica acknowledged is not answered with its successor: 503, and the retry continues the chain', async (t) => {
   const h = harness(t);
   const first = refreshTokenOf(await h.issue('rotating'));
-  const realRotate = h.store.rotateChain.bind(h.store);
   const realWriteWhileLive = h.store.writeWhileLive.bind(h.store);
-  h.store.rotateChain = (async (...args: Parameters<MemoryStore['rotateChain']>) => {
-    await realRotate(...args);
+  const restoreRotation = hookRotation(h.store, async (apply) => {
+    await apply();
     throw new StoreUnavailableError('rotate: 0 of 1 replicas acknowledged the write');
-  }) as MemoryStore['rotateChain'];
+  });
   h.store.writeWhileLive = (async () => {
     throw new StoreUnavailableError('writeWhileLive: 0 of 1 replicas acknowledged the write');
   }) as MemoryStore['writeWhileLive'];
+  const realChainLookup = h.store.chainLookup.bind(h.store);
+  h.store.chainLookup = (async () => {
+    throw new StoreUnavailableError('chainLookup: 0 of 1 replicas acknowledged the write');
+  }) as MemoryStore['chainLookup'];
   await t.rejects(
     h.refresh('rotating', { refresh_token: first }),
     StoreUnavailableError,
     'the client gets 503, not the unreplicated successor',
   );
-  h.store.rotateChain = realRotate;
+  restoreRotation();
   h.store.writeWhileLive = realWriteWhileLive;
+  h.store.chainLookup = realChainLookup;
   const retried = await h.refresh('rotating', { refresh_token: first });
   t.type(retried.refresh_token, 'string', 'the retry is answered');
   t.type((await h.refresh('rotating', { refresh_token: refreshTokenOf(retried) })).refresh_token, 'string', 'and its chain continues');
@@ -670,12 +704,11 @@ t.test('a rotation no replica acknowledged is not answered with its successor: 5
 t.test('a rotation that did not happen answers with the store error and keeps the old token', async (t) => {
   const h = harness(t);
   const first = await h.issue('rotating');
-  const realRotate = h.store.rotateChain.bind(h.store);
-  h.store.rotateChain = (async () => {
+  const restoreRotation = hookRotation(h.store, async () => {
     throw new StoreUnavailableError('connection refused');
-  }) as MemoryStore['rotateChain'];
+  });
   await t.rejects(h.refresh('rotating', { refresh_token: first.refresh_token as string }), StoreUnavailableError);
-  h.store.rotateChain = realRotate;
+  restoreRotation();
   const again = await h.refresh('rotating', { refresh_token: first.refresh_token as string });
   t.type(again.refresh_token, 'string', 'the old token still works');
 });
