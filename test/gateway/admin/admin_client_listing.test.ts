@@ -101,7 +101,14 @@ async function walk(limit: number, between?: (page: number) => Promise<void>): P
   let cursor: string | null = null;
   let pages = 0;
   do {
-    const res = await admin(`?limit=${limit}${cursor === null ? '' : `&cursor=${cursor}`}`);
+    let res = await admin(`?limit=${limit}${cursor === null ? '' : `&cursor=${cursor}`}`);
+    // A page the store could not answer in its bound (a loaded machine) is 503 + Retry-After: a
+    // client asks for the same page again, as this walk does, a few times.
+    for (let retry = 0; res.status === 503 && retry < 5; retry++) {
+      await res.arrayBuffer();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      res = await admin(`?limit=${limit}${cursor === null ? '' : `&cursor=${cursor}`}`);
+    }
     if (res.status !== 200) throw new Error(`page ${pages}: ${res.status} ${await res.text()}`);
     const page = (await res.json()) as Page;
     if (page.clients.length > limit) throw new Error('a page over its limit');

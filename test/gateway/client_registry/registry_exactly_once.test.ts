@@ -53,11 +53,15 @@ interface HeldGet {
   readonly reject: (err: Error) => void;
 }
 
-/** The real memory store; every `get` waits until the scenario delivers or fails it. */
-function holdingStore(real: MemoryStore, held: HeldGet[]): Store {
+/**
+ * The real memory store; every `get` waits until the scenario delivers or fails it, but for the
+ * reads a change makes itself (`ClientRegistry.write` reads the record it replaces, for the CORS
+ * origin index): the property is about lookups, and a change is one step of the scenario.
+ */
+function holdingStore(real: MemoryStore, held: HeldGet[], changing: { now: boolean }): Store {
   return new Proxy(real, {
     get(target, property, receiver) {
-      if (property === 'get') {
+      if (property === 'get' && !changing.now) {
         return (key: StoreKey) => new Promise((resolve, reject) => held.push({ read: target.get(key), resolve, reject }));
       }
       const value = Reflect.get(target, property, receiver) as unknown;
@@ -98,7 +102,8 @@ async function run(ops: readonly Op[], finalFailures: readonly boolean[]): Promi
   const real = new MemoryStore();
   const held: HeldGet[] = [];
   let now = 1_000_000;
-  const registry = new ClientRegistry(holdingStore(real, held), {
+  const changing = { now: false };
+  const registry = new ClientRegistry(holdingStore(real, held, changing), {
     cacheSize,
     negativeCacheSize,
     cacheTtlMs,
@@ -120,8 +125,13 @@ async function run(ops: readonly Op[], finalFailures: readonly boolean[]): Promi
   };
   const change = async (id: string, present: boolean): Promise<void> => {
     const next = (version.get(id) as number) + 1;
-    if (present) await registry.write(clientConfig(id, next));
-    else await registry.remove(id);
+    changing.now = true;
+    try {
+      if (present) await registry.write(clientConfig(id, next));
+      else await registry.remove(id);
+    } finally {
+      changing.now = false;
+    }
     version.set(id, next);
     (presentAt.get(id) as boolean[])[next] = present;
   };
