@@ -11,6 +11,7 @@
  */
 import type { Logger } from 'pino';
 import { StoreUnavailableError, type Store, type StoreKey } from '../../core/store/store.js';
+import type { ClientConfig } from '../../core/worker_config.js';
 
 /** Written once the family is listed: a start that finds it does not walk. */
 export const clientListingMarkerKey: StoreKey = { kind: 'client', id: 'listed' };
@@ -31,6 +32,11 @@ export interface ClientListingBackfill {
   readonly retryDelayMs?: number;
   /** True once the registry stopped: the walk ends at its next step. */
   readonly stopped?: () => boolean;
+  /**
+   * Writes the CORS origin index entries of a client an older version wrote (it wrote none;
+   * cors_origins.ts): a client with `allowedCorsOrigins` is then served CORS without a PATCH.
+   */
+  readonly indexOrigins?: (config: ClientConfig) => Promise<void>;
 }
 
 /**
@@ -66,12 +72,17 @@ export async function backfillClientListing(options: ClientListingBackfill): Pro
     if (options.stopped?.() === true) throw new Error('the registry stopped before the walk ended');
     const from = cursor;
     const scan = await retried(options, () =>
-      store.scanFamily<{ config?: { clientId?: unknown } }>(family, 'client', from, options.batch ?? 1000),
+      store.scanFamily<{ config?: { clientId?: unknown; allowedCorsOrigins?: unknown } }>(family, 'client', from, options.batch ?? 1000),
     );
     const keys: StoreKey[] = [];
     for (const record of scan.records) {
       const clientId = record.config?.clientId;
       if (typeof clientId === 'string' && !clientId.includes('\u0000')) keys.push(keyOf(clientId));
+      const origins = record.config?.allowedCorsOrigins;
+      if (options.indexOrigins !== undefined && Array.isArray(origins) && origins.length > 0) {
+        const config = record.config as ClientConfig;
+        await retried(options, () => (options.indexOrigins as (config: ClientConfig) => Promise<void>)(config));
+      }
     }
     seen += scan.records.length;
     if (keys.length > 0) listed += await retried(options, () => store.listRecords(keys));

@@ -143,6 +143,7 @@ export class ClientRegistry {
       cacheSize: options.negativeCacheSize,
       cacheTtlMs: options.cacheTtlMs,
       recordTtlMs: storedClientTtlMs,
+      clientOf: async (clientId) => (await this.read(clientId))?.config ?? null,
       ...(options.now === undefined ? {} : { now: options.now }),
     });
   }
@@ -169,6 +170,7 @@ export class ClientRegistry {
       logger: this.#options.logger,
       markerTtlMs: storedClientTtlMs,
       stopped: () => this.#timer === undefined,
+      indexOrigins: (config) => this.origins.index(config.clientId, null, config),
       ...(this.#options.listingRetryDelayMs === undefined ? {} : { retryDelayMs: this.#options.listingRetryDelayMs }),
     }).catch((err: unknown) => {
       this.#options.logger.warn({ err }, 'client listing: listing the older clients failed; the next start tries again');

@@ -19,6 +19,12 @@ export interface CorsOriginsOptions {
   readonly recordTtlMs: number;
   /** Lookups at once; past it an origin counts as not allowed this time (not cached). */
   readonly maxLookupsInFlight?: number;
+  /**
+   * The client an index entry names, as stored now (`null`: gone). The index is written after its
+   * client, not with it: an entry a crash or a failed delete left behind must not allow an origin
+   * its client no longer lists, so a lookup checks the client itself.
+   */
+  readonly clientOf?: (clientId: string) => Promise<ClientConfig | null>;
   readonly now?: () => number;
 }
 
@@ -77,11 +83,15 @@ export class StoredCorsOrigins {
     const generation = this.#generation;
     this.storeLookups += 1;
     const lookup = this.#store.familyRecords<OriginEntry>(originFamily(origin), 'client').then(
-      (entries) => {
+      async (entries) => {
+        // A client that cannot be read allows nothing this time, as a failed index read: not cached.
+        const allowed = await this.#anyStillAllows(
+          entries.filter((e) => e.origin === origin),
+          origin,
+        ).catch(() => undefined);
         this.#inFlight.delete(origin);
-        const allowed = entries.some((e) => e.origin === origin);
-        if (generation === this.#generation) this.#remember(origin, allowed);
-        return allowed;
+        if (allowed !== undefined && generation === this.#generation) this.#remember(origin, allowed);
+        return allowed === true;
       },
       () => {
         this.#inFlight.delete(origin);
@@ -90,6 +100,16 @@ export class StoredCorsOrigins {
     );
     this.#inFlight.set(origin, lookup);
     return lookup;
+  }
+
+  /** Whether one of the clients the entries name still allows `origin` (each read until one does). */
+  async #anyStillAllows(entries: readonly OriginEntry[], origin: string): Promise<boolean> {
+    const clientOf = this.#options.clientOf;
+    if (clientOf === undefined) return entries.length > 0;
+    for (const entry of entries) {
+      if (originsOf(await clientOf(entry.clientId)).has(origin)) return true;
+    }
+    return false;
   }
 
   /** Forgets every answer; lookups in flight then do not fill the cache. */

@@ -14,6 +14,7 @@ import {
   storedClientRecord,
   storedClientTtlMs,
 } from '../../../gateway/client_registry/client_registry.js';
+import { clientSchema } from '../../../gateway/config/schema.js';
 
 const config = (clientId: string): ClientConfig =>
   ({ clientId, clientSecrets: [], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] }) as unknown as ClientConfig;
@@ -120,4 +121,41 @@ t.test('the migration waits out a store that answers unavailable and resumes fro
   t.same(calls, { scanFamily: 2, listRecords: 2 }, 'each failed step tried once more');
   t.equal(logs.filter((m) => m.includes('trying again')).length, 2, `one line per failed step: ${JSON.stringify(logs)}`);
   t.equal((await registry.list(undefined, 1000)).clients.length, 1000);
+});
+
+const spaConfig = (clientId: string, origins: string[]): ClientConfig =>
+  clientSchema.parse({
+    clientId,
+    requireClientSecret: false,
+    allowedGrantTypes: ['client_credentials'],
+    allowedScopes: ['api1'],
+    allowedCorsOrigins: origins,
+  }) as ClientConfig;
+
+t.test("the migration also writes the CORS origin index of an older version's clients", async (t) => {
+  const store = new MemoryStore();
+  t.teardown(() => store.close());
+  const { name: _name, ...oldKey } = storedClientKey('spa-old');
+  await store.set(oldKey, storedClientRecord(spaConfig('spa-old', ['https://old.example']), 0), storedClientTtlMs);
+  const registry = registryOver(store);
+  t.equal(await registry.origins.lookup('https://old.example'), false, 'an older version wrote no index entry');
+  registry.invalidate();
+  await registry.start();
+  t.equal(await registry.listingBackfill, 1);
+  t.equal(await registry.origins.lookup('https://old.example'), true, 'indexed by the migration');
+});
+
+t.test('an origin index entry its client no longer backs allows nothing', async (t) => {
+  const store = new MemoryStore();
+  t.teardown(() => store.close());
+  const registry = registryOver(store);
+  await registry.write(spaConfig('spa-1', ['https://spa.example']));
+  t.equal(await registry.origins.lookup('https://spa.example'), true);
+  // The client went without its index entry (a crash between the two writes, a failed delete).
+  await store.delete(storedClientKey('spa-1'));
+  registry.invalidate();
+  t.equal(await registry.origins.lookup('https://spa.example'), false, 'the entry names a client that is gone');
+  await store.set(storedClientKey('spa-1'), storedClientRecord(spaConfig('spa-1', ['https://else.example']), 0), storedClientTtlMs);
+  registry.invalidate();
+  t.equal(await registry.origins.lookup('https://spa.example'), false, 'the client no longer lists the origin');
 });
