@@ -4,13 +4,14 @@ import { oncePerRequest, type RequestFloor } from './floor.js';
 import type { ActiveScenario } from './scenario.js';
 
 /**
- * An ES256 access token and an ID token; on Redis the read of the code and the consume that
- * writes the refresh token with the access token record as its companion.
+ * An ES256 access token and an ID token; on Redis one store call (issue 33, `Store.redeemRecord`):
+ * the code checked and consumed, the refresh token derived from it written with the access token
+ * record as its companion.
  */
 export const authorizationCodeFloor: RequestFloor = {
   signatures: { ES256: 2 },
   verifications: {},
-  store: oncePerRequest({ op: 'get', bytes: 321 }, { op: 'rotate', oldBytes: 321, bytes: 252, companions: [55] }),
+  store: oncePerRequest({ op: 'redeemRecord', record: 'code', bytes: 321, derivedBytes: 248, companions: [55] }),
 };
 
 export const authorizationCode: ActiveScenario = {

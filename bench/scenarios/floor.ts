@@ -8,7 +8,8 @@
  *   `JwtSigner` makes it; one node:crypto verification of a compact JWS);
  * - one bare uWebSockets.js request (the `ceiling` endpoint's server CPU per request), always one;
  * - on the Redis store, the commands the store sends for the request, each as a bare ioredis loop
- *   (client CPU + redis-server CPU per command). On the memory store that work is the server's own.
+ *   (client CPU + redis-server CPU per command); on the memory store the same calls through the
+ *   thread bridge (support/bridge_cost.ts, issue 33).
  *
  * The store commands are the ones `core/store/redis_store.ts` sends, observed with `MONITOR`
  * during a preflight of each scenario; bench/README.md ("Floors") lists them.
@@ -26,7 +27,23 @@ export type StoreCommand =
   /** `EVALSHA tesseraWrite`: a record into a family (members set, revocation marker), or a standalone one; `ifAbsent`: put-if-absent. */
   | { op: 'write'; family: boolean; ifAbsent: boolean; bytes: number }
   /** `EVALSHA tesseraRotate`: consumes a live record of `oldBytes`, writes its successor of `bytes` and a companion record of each size. */
-  | { op: 'rotate'; oldBytes: number; bytes: number; companions: readonly number[] };
+  | { op: 'rotate'; oldBytes: number; bytes: number; companions: readonly number[] }
+  /**
+   * `EVALSHA tesseraRedeemChain` (`Store.redeemChain`, issue 33): a refresh in one call. The live
+   * refresh token the bench seeds (`bytes`) passes the store's checks and is rotated: its
+   * successor (the same record, its expiry moved), the chain record with the retry value, the
+   * filter of retired ids, and a companion record of each size (the access token's `~at` entry).
+   */
+  | { op: 'redeemChain'; bytes: number; companions: readonly number[] }
+  /**
+   * `EVALSHA tesseraRedeemRecord` (`Store.redeemRecord`, issue 33): a code redeemed in one call,
+   * on the record the bench seeds (`bytes`). `code`: an authorization code that passes the checks,
+   * consumed, with the refresh token derived from it (`derivedBytes` as the script writes it: its
+   * maps with fixmap headers, 4 B under msgpackr's record) and a companion record of each size; `pendingDeviceCode`: a device code no user approved, which fails the `status`
+   * check and comes back unchecked, nothing written (the poll then reads its poll state).
+   */
+  | { op: 'redeemRecord'; record: 'code'; bytes: number; derivedBytes: number; companions: readonly number[] }
+  | { op: 'redeemRecord'; record: 'pendingDeviceCode'; bytes: number };
 
 export interface StoreCommandCount {
   command: StoreCommand;
@@ -68,6 +85,12 @@ export function storeCommandName(command: StoreCommand): string {
       return `EVALSHA tesseraWrite (${command.family ? 'family' : 'standalone'}${command.ifAbsent ? ', if absent' : ''}, ${command.bytes} B)`;
     case 'rotate':
       return `EVALSHA tesseraRotate (${command.oldBytes} → ${command.bytes} B${command.companions.map((bytes) => ` + ${bytes} B`).join('')})`;
+    case 'redeemChain':
+      return `EVALSHA tesseraRedeemChain (${command.bytes} → ${command.bytes} B${command.companions.map((bytes) => ` + ${bytes} B`).join('')})`;
+    case 'redeemRecord':
+      return command.record === 'code'
+        ? `EVALSHA tesseraRedeemRecord (code ${command.bytes} → ${command.derivedBytes} B${command.companions.map((bytes) => ` + ${bytes} B`).join('')})`
+        : `EVALSHA tesseraRedeemRecord (pending device code ${command.bytes} B, unchecked)`;
   }
 }
 

@@ -20,7 +20,7 @@ const form = (fields: Record<string, string>): string => new URLSearchParams(fie
 const seededLifetimeS = 3600;
 
 /** The claims a password sign-in gives (workers/grants/password.ts), as seeded records carry them. */
-function userClaims(): Record<string, ClaimValue> {
+export function userClaims(): Record<string, ClaimValue> {
   return { auth_time: Math.floor(Date.now() / 1000), idp: 'local', amr: ['pwd'] };
 }
 
@@ -177,6 +177,9 @@ export function authorizationCodeKind(weight = 1): RequestKind {
   };
 }
 
+/** The scopes the device codes are seeded with. */
+export const deviceScopes = ['openid', 'api1'] as const;
+
 const pendingExpectation: Expectation = { status: 400, bodyPrefix: '{"error":"authorization_pending"' };
 
 /**
@@ -206,7 +209,7 @@ export function devicePollKind(poolSize: number, weight = 1): RequestKind {
           type: 'device_code',
           count,
           clientId: benchClients.tv.clientId,
-          scopes: ['openid', 'api1'],
+          scopes: deviceScopes,
           lifetimeS: seededLifetimeS,
         });
         return items.map((item) =>

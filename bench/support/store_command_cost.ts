@@ -3,14 +3,20 @@
  * redis-server: the store part of a request's floor (scenarios/floor.ts). The client is set up as
  * the Redis store sets up its own (auto-pipelining, the same Lua scripts as EVALSHA), with several
  * commands in flight on one connection, as a worker's batch of requests has them; every command
- * finds the state the request finds (a live record to read or rotate, a counter to reset). CPU per
- * command: the bench process's (ioredis) and redis-server's, read from /proc as for the runs.
+ * finds the state the request finds (a live record to read or rotate, a counter to reset; for the
+ * one-call redemptions of issue 33 the record the bench seeds, which the script's field checks
+ * accept or refuse as they do the request's: support/floor_records.ts). CPU per command: the bench
+ * process's (ioredis) and redis-server's, read from /proc as for the runs.
  */
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { packRecordText, packRecordWithHeader } from '../../core/store/record_codec.js';
+import { derivedRecordSpec } from '../../core/store/record_fields.js';
 import { redisStoreScripts } from '../../core/store/redis_store.js';
+import { retiredFilterPositions, slotFamily, type StoreKey } from '../../core/store/store.js';
 import type { StoreCommandCost } from '../report/results.js';
 import { storeCommandName, type StoreCommand } from '../scenarios/floor.js';
+import { redemptionCall, type ChainRedemptionCall, type RecordRedemptionCall } from './floor_records.js';
 import { processCpuSeconds } from './proc_stats.js';
 
 /** The floor's keys live in a database of their own, emptied afterwards; the gateways use 0. */
@@ -31,13 +37,108 @@ function recordBytes(bytes: number): Buffer {
   return value;
 }
 
-interface Loop {
+/** @internal exported for bench/test */
+export interface Loop {
   /** Writes what command `i` finds (not measured). */
   prepare?: (client: Redis, i: number) => void;
   run: (client: Redis, i: number) => Promise<unknown>;
+  /** What is wrong with a reply of `run`, or null: checked in the calibration loop, which is not measured. */
+  check?: (reply: unknown) => string | null;
 }
 
-function loopOf(command: StoreCommand, tag: string): Loop {
+type ScriptArg = string | Buffer | number;
+
+/** A store's keys under `tag`, named as `core/store/redis_store.ts` names them (a family's hash tag, its sub-families'). */
+function familyKeys(tag: string) {
+  const of = (family: string): string => {
+    const slot = slotFamily(family);
+    return `${tag}:{${slot}}${family.slice(slot.length)}`;
+  };
+  return {
+    record: (key: StoreKey): string => `${of(key.family as string)}:${key.kind}:${key.id}`,
+    members: (family: string): string => `${of(family)}:members`,
+    revoked: (family: string): string => `${of(family)}:revoked`,
+    chain: (family: string): string => `${of(family)}:chain`,
+    retired: (family: string): string => `${of(family)}:retired`,
+  };
+}
+
+/** Far enough ahead that no call is late (docs/storage.md, "Late rotations"); a deadline the script reads, as the store's. */
+const deadlineAheadMs = 600_000;
+
+/** `tesseraRedeemChain`'s keys and arguments, as `RedisStore.redeemChain` sends them. */
+function redeemChainCommand(keys: ReturnType<typeof familyKeys>, call: ChainRedemptionCall): [string[], ScriptArg[]] {
+  const { found, successorKey, checks, chain } = call;
+  const family = found.key.family as string;
+  const names = [
+    keys.record(found.key),
+    keys.record(successorKey),
+    keys.members(family),
+    keys.revoked(family),
+    keys.chain(family),
+    keys.retired(family),
+  ];
+  const args: ScriptArg[] = [
+    checks.clientId,
+    checks.now,
+    checks.jkt ?? '',
+    checks.x5t ?? '',
+    ` ${checks.scopes.join(' ')} `,
+    checks.slidingUntil ?? '',
+    packRecordWithHeader(chain.retry ?? null, 1),
+    chain.limit,
+    chain.windowMs,
+    Date.now() + deadlineAheadMs,
+    found.key.id,
+    successorKey.id,
+    ...retiredFilterPositions(found.key.id),
+    chain.graceMs,
+    keys.record({ kind: found.key.kind, id: '', family }),
+  ];
+  for (const c of call.companions) {
+    names.push(keys.record(c.key), keys.members(c.key.family as string));
+    args.push(packRecordWithHeader(c.value, 1), Math.ceil(c.ttlMs));
+  }
+  return [names, args];
+}
+
+/** `tesseraRedeemRecord`'s keys and arguments, as `RedisStore.redeemRecord` sends them. */
+function redeemRecordCommand(keys: ReturnType<typeof familyKeys>, call: RecordRedemptionCall): [string[], ScriptArg[]] {
+  const { found, checks, derived } = call;
+  const family = found.key.family as string;
+  const spec = derived === undefined ? undefined : derivedRecordSpec(derived, packRecordText);
+  const names = [keys.record(found.key), keys.record(derived?.key ?? found.key), keys.members(family), keys.revoked(family)];
+  const args: ScriptArg[] = [` ${checks.scopes.join(' ')} `];
+  const pairs = (entries: [string, string | null | undefined][]): void => {
+    args.push(entries.length);
+    for (const [name, wanted] of entries) args.push(name, wanted === null || wanted === undefined ? 'n' : 'v', wanted ?? '');
+  };
+  pairs(Object.entries(checks.equal));
+  pairs(Object.entries(checks.bound ?? {}));
+  const later = Object.entries(checks.later ?? {});
+  args.push(later.length);
+  for (const [name, after] of later) args.push(name, after);
+  args.push(spec?.whenScope ?? '', derived === undefined ? 0 : Math.ceil(derived.ttlMs), spec?.copy.length ?? 0, ...(spec?.copy ?? []));
+  args.push(spec?.nest.length ?? 0);
+  for (const [name, inner] of spec?.nest ?? []) args.push(name, inner.length, ...inner);
+  args.push(spec?.setCount ?? 0, Buffer.from(spec?.setPairs ?? '', 'latin1'));
+  for (const c of call.companions) {
+    names.push(keys.record(c.key), keys.members(c.key.family as string));
+    args.push(packRecordWithHeader(c.value, 1), Math.ceil(c.ttlMs));
+  }
+  return [names, args];
+}
+
+/** The status a script's `{status, …}` reply opens with. */
+function replyStatus(reply: unknown): unknown {
+  return Array.isArray(reply) ? reply[0] : reply;
+}
+
+/**
+ * The loop of one command under `tag`.
+ * @internal exported for bench/test
+ */
+export function storeCommandLoop(command: StoreCommand, tag: string): Loop {
   const record = (i: number): string => `${tag}:{f${i}}:record`;
   const script = (client: Redis, name: ScriptName, keys: string[], args: (string | Buffer | number)[]): Promise<unknown> =>
     (client as unknown as ScriptCommands)[`${name}Buffer`].call(client, keys.length, ...keys, ...args);
@@ -81,6 +182,41 @@ function loopOf(command: StoreCommand, tag: string): Loop {
         },
       };
     }
+    case 'redeemChain':
+    case 'redeemRecord': {
+      // Each call is made whole before the window opens (fresh ids, packed values, the filter's
+      // positions): the window holds the commands alone, as for the others.
+      const keys = familyKeys(tag);
+      const calls = new Map<number, [string[], ScriptArg[]]>();
+      const record = command.op === 'redeemChain' ? 'refreshToken' : command.record;
+      const name = command.op === 'redeemChain' ? 'tesseraRedeemChain' : 'tesseraRedeemRecord';
+      // The state the request finds: its record consumed and rotated (1), or handed back unchecked (6).
+      const expected = record === 'pendingDeviceCode' ? 6 : 1;
+      return {
+        prepare: (client, i) => {
+          const call = redemptionCall(record);
+          const { found } = call;
+          const family = found.key.family as string;
+          // Written as the store's `set` writes a family record (the bench seeds them so).
+          void script(
+            client,
+            'tesseraWrite',
+            [keys.record(found.key), keys.members(family), keys.revoked(family)],
+            [packRecordWithHeader(found.value, 1), found.ttlMs, '0'],
+          );
+          calls.set(i, call.kind === 'chain' ? redeemChainCommand(keys, call) : redeemRecordCommand(keys, call));
+        },
+        run: (client, i) => {
+          const [names, args] = calls.get(i) as [string[], ScriptArg[]];
+          calls.delete(i);
+          return script(client, name, names, args);
+        },
+        check: (reply) =>
+          replyStatus(reply) === expected
+            ? null
+            : `${name} answered ${JSON.stringify(replyStatus(reply))}, not ${expected}: not the path the request takes`,
+      };
+    }
   }
 }
 
@@ -94,8 +230,16 @@ async function runLoop(client: Redis, loop: Loop, from: number, count: number, i
   let next = from;
   const end = from + count;
   const started = performance.now();
+  const check = loop.check;
   const worker = async (): Promise<void> => {
-    while (next < end) await loop.run(client, next++);
+    if (check === undefined) {
+      while (next < end) await loop.run(client, next++);
+      return;
+    }
+    while (next < end) {
+      const problem = check(await loop.run(client, next++));
+      if (problem !== null) throw new Error(`the floor's loop: ${problem}`);
+    }
   };
   await Promise.all(Array.from({ length: inFlight }, worker));
   return (performance.now() - started) / 1000;
@@ -119,7 +263,7 @@ export async function measureStoreCommand(
     scripts: Object.fromEntries(Object.entries(redisStoreScripts).map(([name, lua]) => [name, { lua }])),
   });
   try {
-    const loop = loopOf(command, `floor:${randomBytes(4).toString('hex')}`);
+    const loop = storeCommandLoop(command, `floor:${randomBytes(4).toString('hex')}`);
     const calibration = await runLoop(client, loop, 0, calibrationCommands, inFlight);
     const commands = Math.min(200_000, Math.max(5_000, Math.round(((options.seconds ?? 1) * calibrationCommands) / calibration)));
     // Prepared before the window opens: the window holds the commands alone.
@@ -127,6 +271,7 @@ export async function measureStoreCommand(
       for (let i = calibrationCommands; i < calibrationCommands + commands; i++) loop.prepare(client, i);
       await client.ping();
     }
+    // Without its check: the calibration loop made sure the replies are the request's.
     const measured: Loop = { run: loop.run };
     const clientAt = process.cpuUsage();
     const redisAt = redisPid === null ? null : processCpuSeconds(redisPid);

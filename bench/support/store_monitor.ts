@@ -55,6 +55,10 @@ export function declaredCommandNames(floor: RequestFloor): string[] {
         return 'EVALSHA tesseraWrite';
       case 'rotate':
         return 'EVALSHA tesseraRotate';
+      case 'redeemChain':
+        return 'EVALSHA tesseraRedeemChain';
+      case 'redeemRecord':
+        return 'EVALSHA tesseraRedeemRecord';
     }
   };
   return floor.store.flatMap(({ command, count }) => Array.from({ length: Math.round(count) }, () => name(command)));

@@ -5,14 +5,24 @@
  */
 import { Redis } from 'ioredis';
 import t from 'tap';
-import { refreshTokenFloor } from '../scenarios/refresh_token.js';
-import type { StoreCommand } from '../scenarios/floor.js';
+import { oncePerRequest, type RequestFloor, type StoreCommand } from '../scenarios/floor.js';
 import { measureStoreCommand } from '../support/store_command_cost.js';
 import { declaredCommandNames, formatSeenCommands, seeStoreCommands, seenCommandName } from '../support/store_monitor.js';
 import { issuedAccessTokenRecord } from '../../core/records/family_revocation.js';
 import { newFamilyId, newRefreshHandle } from '../../core/records/refresh_token_handle.js';
 import { RedisStore, redisStoreScripts } from '../../core/store/redis_store.js';
 import { startRedisServer } from '../../test/helpers/redis_server.js';
+
+/**
+ * A read and a two-step rotation: what a refresh sent before it was one call (issue 33; a refresh
+ * the store cannot check, one with a `scope` parameter, still does). The one-call floors:
+ * redeem_floor.test.ts.
+ */
+const twoStepRefreshFloor: RequestFloor = {
+  signatures: { ES256: 1 },
+  verifications: {},
+  store: oncePerRequest({ op: 'get', bytes: 214 }, { op: 'rotate', oldBytes: 214, bytes: 214, companions: [55] }),
+};
 
 t.test("a monitored command is named as the floor names it; commands of scripts and of others' keys are not counted", async (t) => {
   t.equal(seenCommandName(['get', 'bench:x:1:jti:abc'], '127.0.0.1:5000'), 'GET');
@@ -25,16 +35,19 @@ t.test("a monitored command is named as the floor names it; commands of scripts 
 });
 
 t.test('the line beside the table says whether the request sent what its floor declares', async (t) => {
-  t.same(declaredCommandNames(refreshTokenFloor), ['GET', 'EVALSHA tesseraRotate']);
-  t.match(formatSeenCommands(refreshTokenFloor, ['GET', 'EVALSHA tesseraRotate']), /: GET, EVALSHA tesseraRotate, as its floor declares$/);
+  t.same(declaredCommandNames(twoStepRefreshFloor), ['GET', 'EVALSHA tesseraRotate']);
   t.match(
-    formatSeenCommands(refreshTokenFloor, ['GET', 'GET', 'EVALSHA tesseraRotate']),
+    formatSeenCommands(twoStepRefreshFloor, ['GET', 'EVALSHA tesseraRotate']),
+    /: GET, EVALSHA tesseraRotate, as its floor declares$/,
+  );
+  t.match(
+    formatSeenCommands(twoStepRefreshFloor, ['GET', 'GET', 'EVALSHA tesseraRotate']),
     /GET, GET, EVALSHA tesseraRotate; its floor declares GET, EVALSHA tesseraRotate: the floor is out of date/,
   );
-  t.match(formatSeenCommands(refreshTokenFloor, []), /preflight: none; its floor declares/);
+  t.match(formatSeenCommands(twoStepRefreshFloor, []), /preflight: none; its floor declares/);
 });
 
-t.test("the Redis store's refresh (a read, a rotation with its access token) is seen as the refresh floor declares it", async (t) => {
+t.test("the Redis store's two-step refresh (a read, a rotation with its access token) is seen as its floor declares it", async (t) => {
   const redis = await startRedisServer();
   t.teardown(() => redis.stop());
   const store = new RedisStore({ url: redis.url, keyPrefix: 'bench:test:' });
@@ -51,7 +64,7 @@ t.test("the Redis store's refresh (a read, a rotation with its access token) is 
     t.equal(rotated.status, 'consumed');
   });
   t.same(seen, ['GET', 'EVALSHA tesseraRotate']);
-  t.match(formatSeenCommands(refreshTokenFloor, seen), /as its floor declares$/);
+  t.match(formatSeenCommands(twoStepRefreshFloor, seen), /as its floor declares$/);
 });
 
 t.test('each command of a floor is measured as a bare loop, and leaves nothing in the store', async (t) => {

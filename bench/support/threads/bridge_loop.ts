@@ -8,6 +8,7 @@ import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { createBridgedStore } from '../../../workers/store/memory_store_client.js';
 import type { Store } from '../../../core/store/store.js';
 import type { StoreCommand } from '../../scenarios/floor.js';
+import { redemptionCall, type RedemptionCall } from '../floor_records.js';
 
 export interface BridgeLoopRequest {
   command: StoreCommand;
@@ -31,6 +32,14 @@ interface Loop {
   prepare?: (i: number) => Promise<unknown>;
   run: (i: number) => Promise<unknown>;
 }
+
+/** The status each one-call redemption must answer on the record it finds: the request's path (floor_records.ts). */
+function expectStatus(status: string, wanted: string): void {
+  if (status !== wanted) throw new Error(`a one-call redemption answered ${status}, not ${wanted}: not the path the request takes`);
+}
+
+/** The calls of the one-call redemptions, made whole before they are sent (prepare), each taken once (run). */
+const calls = new Map<number, RedemptionCall>();
 
 function loopOf(command: StoreCommand): Loop {
   const family = (i: number): string => `f${i}`;
@@ -69,6 +78,27 @@ function loopOf(command: StoreCommand): Loop {
               ttlMs,
             })),
           ),
+      };
+    }
+    case 'redeemChain':
+    case 'redeemRecord': {
+      const record = command.op === 'redeemChain' ? 'refreshToken' : command.record;
+      const expected = record === 'pendingDeviceCode' ? 'unchecked' : 'consumed';
+      return {
+        prepare: (i) => {
+          const call = redemptionCall(record);
+          calls.set(i, call);
+          return store.set(call.found.key, call.found.value, call.found.ttlMs);
+        },
+        run: async (i) => {
+          const call = calls.get(i) as RedemptionCall;
+          calls.delete(i);
+          const found =
+            call.kind === 'chain'
+              ? await store.redeemChain(call.found.key, call.successorKey, call.companions, call.checks, call.chain)
+              : await store.redeemRecord(call.found.key, call.checks, call.derived, call.companions);
+          expectStatus(found.status, expected);
+        },
       };
     }
   }
