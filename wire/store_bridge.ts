@@ -48,6 +48,7 @@ const bridged: { readonly [M in StoreMethod]: true } = {
   scanFamily: true,
   listRecords: true,
   putIfAbsent: true,
+  replaceIfUnchanged: true,
   increment: true,
   resetCounter: true,
   ping: true,

@@ -45,6 +45,7 @@ import type {
   RecordKind,
   RedeemChecks,
   Redemption,
+  Replacement,
   StoreKey,
 } from './store.js';
 import type { PackedRecords } from './packing_store.js';
@@ -494,6 +495,23 @@ export class MemoryRecords implements PackedRecords {
     this.#ensureRoom(existing === undefined ? 1 : 0);
     this.#write(recordKey, key.family, bytes, ttl, listed);
     return bytes as T;
+  }
+
+  async replaceIfUnchanged<T>(key: StoreKey, expected: T, next: T | null, ttlMs: number): Promise<Replacement<T>> {
+    this.#assertOpen();
+    const ttl = toTtlMs(ttlMs);
+    const recordKey = toRecordKey(key);
+    const expectedBytes = packedValue(expected);
+    const bytes = next === null ? null : packedValue(next);
+    const listed = key.name === undefined ? undefined : listingEntry(assertListedName(key), recordKey);
+    // A revoked family's records were deleted with it: nothing to compare with.
+    if (key.family !== undefined && this.#isRevoked(key.family)) return { status: 'missing' };
+    const current = this.#read(recordKey);
+    if (current === undefined || current.consumed) return { status: 'missing' };
+    if (current.bytes !== expectedBytes) return { status: 'changed', current: current.bytes as T };
+    if (bytes === null) this.#remove(recordKey);
+    else this.#write(recordKey, key.family, bytes, ttl, listed);
+    return { status: 'replaced' };
   }
 
   async increment(name: string, windowMs: number, by = 1): Promise<CounterResult> {

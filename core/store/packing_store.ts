@@ -27,6 +27,7 @@ import type {
   RecordKind,
   RedeemChecks,
   Redemption,
+  Replacement,
   Store,
   StoreKey,
 } from './store.js';
@@ -185,6 +186,16 @@ export class PackingStore implements Store {
 
   async putIfAbsent<T>(key: StoreKey, value: T, ttlMs: number): Promise<T> {
     return unpackRecordText<T>(await this.#records.putIfAbsent(key, packRecordText(value), ttlMs));
+  }
+
+  async replaceIfUnchanged<T>(key: StoreKey, expected: T, next: T | null, ttlMs: number): Promise<Replacement<T>> {
+    const found = await this.#records.replaceIfUnchanged<string>(
+      key,
+      packRecordText(expected),
+      next === null ? null : packRecordText(next),
+      ttlMs,
+    );
+    return found.status === 'changed' ? { status: 'changed', current: unpackRecordText<T>(found.current) } : found;
   }
 
   increment(name: string, windowMs: number, by?: number): Promise<CounterResult> {

@@ -29,7 +29,7 @@
  *
  * ## Atomicity
  *
- * consume, rotate, rotateChain, chainLookup, redeemChain, redeemRecord, writeWhileLive, revokeFamily, putIfAbsent, a write into a family, a delete
+ * consume, rotate, rotateChain, chainLookup, redeemChain, redeemRecord, writeWhileLive, revokeFamily, putIfAbsent, replaceIfUnchanged, a write into a family, a delete
  * from a family and increment each run as one Lua script (`defineCommand`, sent as EVALSHA); plain writes, reads and
  * deletes of standalone keys are single commands. Nothing reads then writes from the client.
  *
@@ -88,6 +88,7 @@ import type {
   RecordKind,
   RedeemChecks,
   Redemption,
+  Replacement,
   Store,
   StoreKey,
 } from './store.js';
@@ -273,6 +274,32 @@ if ARGV[3] == '1' then
   if current and string.byte(current, 1) == ${liveHeader} then return {2, current} end
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
+if KEYS[2] then
+  redis.call('SADD', KEYS[2], KEYS[1])
+  if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
+end
+if KEYS[4] then
+  redis.call('ZADD', KEYS[4], 0, ARGV[4])
+  if redis.call('PTTL', KEYS[4]) < ttl then redis.call('PEXPIRE', KEYS[4], ttl) end
+end
+return {1}`,
+  // Compare-and-set (Store.replaceIfUnchanged). KEYS: record [, members, revoked [, listing]].
+  // ARGV: expected bytes, next bytes ('' = delete), ttl [, listing member]. Reply: {0} missing |
+  // {1} replaced | {2, current} another live value is stored. Bytes compare with their header, so
+  // a consumed record never equals a live expected value.
+  tesseraReplaceIfUnchanged: `
+if KEYS[3] and redis.call('EXISTS', KEYS[3]) == 1 then return {0} end
+local current = redis.call('GET', KEYS[1])
+if not current or string.byte(current, 1) ~= ${liveHeader} then return {0} end
+if current ~= ARGV[1] then return {2, current} end
+if ARGV[2] == '' then
+  redis.call('DEL', KEYS[1])
+  if KEYS[2] then redis.call('SREM', KEYS[2], KEYS[1]) end
+  if KEYS[4] then redis.call('ZREM', KEYS[4], ARGV[4]) end
+  return {1}
+end
+local ttl = tonumber(ARGV[3])
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ttl)
 if KEYS[2] then
   redis.call('SADD', KEYS[2], KEYS[1])
   if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
@@ -1129,6 +1156,23 @@ export class RedisStore implements Store {
     if (reply.status === 0) throw new FamilyRevokedError(key.family ?? '');
     // Every caller gets a decoded copy of what is stored, the writer included.
     return unpackBody<T>(reply.status === 2 && reply.bytes !== undefined ? reply.bytes : bytes);
+  }
+
+  async replaceIfUnchanged<T>(key: StoreKey, expected: T, next: T | null, ttlMs: number): Promise<Replacement<T>> {
+    const ttl = toTtlMs(ttlMs);
+    const keys = [this.#recordKey(key)];
+    if (key.family !== undefined) keys.push(this.#membersKey(key.family), this.#revokedKey(key.family));
+    // A packed value is never empty (its header byte), so '' can mean "delete".
+    const args: ScriptArg[] = [
+      packRecordWithHeader(expected, headerBytes),
+      next === null ? '' : packRecordWithHeader(next, headerBytes),
+      ttl,
+    ];
+    this.#addListing(key, keys, args);
+    const reply = readScriptReply(await this.#write('replaceIfUnchanged', (c) => this.#script(c, 'tesseraReplaceIfUnchanged', keys, args)));
+    if (reply.status === 1) return { status: 'replaced' };
+    if (reply.status === 2 && reply.bytes !== undefined) return { status: 'changed', current: unpackBody<T>(reply.bytes) };
+    return { status: 'missing' };
   }
 
   async increment(name: string, windowMs: number, by = 1): Promise<CounterResult> {

@@ -216,6 +216,15 @@ export type Redemption<T> =
   /** Not there, or its family revoked. */
   | { status: 'missing' };
 
+/** What {@link Store.replaceIfUnchanged} found. */
+export type Replacement<T> =
+  /** The record held `expected`: `next` is written (or the record deleted). */
+  | { status: 'replaced' }
+  /** A live record holds another value: nothing written; `current` is that value, to re-apply a change to. */
+  | { status: 'changed'; current: T }
+  /** No live record (never written, deleted, expired, consumed, or its family revoked): nothing written. */
+  | { status: 'missing' };
+
 export interface CounterResult {
   /** Value after the increment. */
   count: number;
@@ -397,6 +406,23 @@ export interface Store {
    * ```
    */
   putIfAbsent<T>(key: StoreKey, value: T, ttlMs: number): Promise<T>;
+  /**
+   * Compare-and-set of one record, in one atomic step: when the live record under `key` holds
+   * `expected` (compared as packed bytes, `record_codec.ts`: a value read with {@link Store.get}
+   * compares equal to what is stored), writes `next` for `ttlMs` (`null`: deletes the record) and
+   * resolves `replaced`; otherwise writes nothing and resolves `changed` with the value stored now,
+   * or `missing`. A read-modify-write that must not lose a concurrent change loops on it: read,
+   * change, replace, and on `changed` change the current value again (the client registry,
+   * docs/storage.md "Compare-and-set"). The key's listing ({@link StoreKey.name}) is kept as `set`
+   * and `delete` keep it. A revoked family holds no record: `missing`.
+   *
+   * @example
+   * ```ts
+   * const found = await store.get<Doc>(key);
+   * const outcome = await store.replaceIfUnchanged(key, found, { ...found, n: found.n + 1 }, ttlMs);
+   * ```
+   */
+  replaceIfUnchanged<T>(key: StoreKey, expected: T, next: T | null, ttlMs: number): Promise<Replacement<T>>;
   /**
    * Fixed-window counter (rate limiting). The window starts with the first increment and ends
    * `windowMs` later, whatever happens in between; the next increment then starts a new window.

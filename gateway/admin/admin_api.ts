@@ -11,7 +11,7 @@ import type * as uWS from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import type { ClientConfig } from '../../core/worker_config.js';
 import { isStoreUnavailable } from '../../core/store/store.js';
-import type { ClientRegistry, StoredClientRecord } from '../client_registry/client_registry.js';
+import type { ClientRegistry } from '../client_registry/client_registry.js';
 import type { ConfigProblem } from '../config/config_error.js';
 import type { LoadedConfig } from '../config/load.js';
 import { readBody } from '../http/body_reader.js';
@@ -194,14 +194,15 @@ async function updateClient(request: AdminRequest, body: unknown, deps: AdminApi
   if (body.clientId !== undefined && body.clientId !== request.clientId) problems.push({ path: 'clientId', message: 'cannot change' });
   if (body.clientSecrets !== undefined) problems.push({ path: 'clientSecrets', message: 'change secrets with /secrets' });
   if (problems.length > 0) return sendProblems(exchange, problems);
-  const found = await existing(request, deps);
-  if (found === undefined) return;
-  const merged: Record<string, unknown> = { ...found.config };
-  for (const [name, value] of Object.entries(body)) {
-    if (value === null) delete merged[name];
-    else merged[name] = value;
-  }
-  await saveChanged(request, deps, found, merged, 'ClientUpdated', {}, 200);
+  const merge = (config: ClientConfig): Record<string, unknown> => {
+    const merged: Record<string, unknown> = { ...config };
+    for (const [name, value] of Object.entries(body)) {
+      if (value === null) delete merged[name];
+      else merged[name] = value;
+    }
+    return merged;
+  };
+  await saveChange(request, deps, merge, 'ClientUpdated', {}, 200);
 }
 
 async function deleteClient(request: AdminRequest, _body: unknown, deps: AdminApiDeps): Promise<void> {
@@ -221,12 +222,14 @@ async function addSecret(request: AdminRequest, body: unknown, deps: AdminApiDep
     return sendProblems(exchange, [{ path: 'description', message: 'must be a string' }]);
   if (expiration !== undefined && !isDate(expiration))
     return sendProblems(exchange, [{ path: 'expiration', message: 'must be an ISO 8601 date or date-time' }]);
-  const found = await existing(request, deps);
-  if (found === undefined) return;
+  // Made once: a change tried again after a conflict adds the same secret to the client as it is then.
   const generated = generateSecret(description, expiration);
-  const merged = { ...found.config, clientSecrets: [...found.config.clientSecrets, generated.stored] };
   const id = secretId(generated.stored);
-  await saveChanged(request, deps, found, merged, 'ClientSecretAdded', { secretId: id }, 201, { secret: generated.secret, secretId: id });
+  const add = (config: ClientConfig): Record<string, unknown> => ({
+    ...config,
+    clientSecrets: [...config.clientSecrets, generated.stored],
+  });
+  await saveChange(request, deps, add, 'ClientSecretAdded', { secretId: id }, 201, { secret: generated.secret, secretId: id });
 }
 
 /** Roll-over, step two: the old secret expires now, or at `expiration`. */
@@ -236,41 +239,53 @@ async function expireSecret(request: AdminRequest, body: unknown, deps: AdminApi
   if (!isObject(options)) return sendError(exchange, 400, 'invalid_request', 'the body must be a JSON object');
   const expiration = options.expiration ?? new Date().toISOString();
   if (!isDate(expiration)) return sendProblems(exchange, [{ path: 'expiration', message: 'must be an ISO 8601 date or date-time' }]);
-  const found = await existing(request, deps);
-  if (found === undefined) return;
-  if (!found.config.clientSecrets.some((s) => secretId(s) === request.secretId)) return notFound(exchange);
-  const merged = {
-    ...found.config,
-    clientSecrets: found.config.clientSecrets.map((s) => (secretId(s) === request.secretId ? { ...s, expiration } : s)),
+  const expire = (config: ClientConfig): Record<string, unknown> | typeof noSuchSecret => {
+    if (!config.clientSecrets.some((s) => secretId(s) === request.secretId)) return noSuchSecret;
+    return {
+      ...config,
+      clientSecrets: config.clientSecrets.map((s) => (secretId(s) === request.secretId ? { ...s, expiration } : s)),
+    };
   };
-  await saveChanged(request, deps, found, merged, 'ClientSecretExpired', { secretId: request.secretId, expiration }, 200);
+  await saveChange(request, deps, expire, 'ClientSecretExpired', { secretId: request.secretId, expiration }, 200);
 }
 
-/** Checks the changed client as a new one is checked, writes it and tells every gateway. */
-async function saveChanged(
+const noSuchSecret: unique symbol = Symbol('no such secret');
+
+/**
+ * Applies `edit` to the store-kept client the path names, checks the result as a new client is
+ * checked, writes it and tells every gateway. The registry re-reads, re-applies and re-checks
+ * when another change came first (docs/operations.md, "Admin API": concurrent changes are all
+ * kept; a deleted client stays deleted and answers 404); `409 conflict` only when the client
+ * kept changing through every try. A registered client keeps its registration (RFC 7592).
+ */
+async function saveChange(
   request: AdminRequest,
   deps: AdminApiDeps,
-  found: StoredClientRecord,
-  document: Record<string, unknown>,
+  edit: (config: ClientConfig) => Record<string, unknown> | typeof noSuchSecret,
   event: AuditEventName,
   details: Readonly<Record<string, string>>,
   status: number,
   extra: Readonly<Record<string, unknown>> = {},
 ): Promise<void> {
-  const checked = checkClientDocument(document, withStoredApiResources(deps.config(), deps.apiResources), deps.grantTypes());
-  if (!checked.ok) return sendProblems(request.exchange, checked.problems);
-  // A registered client keeps its registration (RFC 7592): the admin changes it beside the client.
-  const record = await deps.registry.write(checked.client, { createdAt: found.createdAt, registration: found.registration });
-  audit(deps, request, event, request.clientId, details);
-  send(request.exchange, status, { client: clientView(record), ...extra });
-}
-
-/** The store-kept client the path names; answered 404 (or 409 for a config file client) when there is none. */
-async function existing(request: AdminRequest, deps: AdminApiDeps): Promise<StoredClientRecord | undefined> {
-  if (refusedAsConfigured(request, deps)) return undefined;
-  const record = await deps.registry.read(request.clientId);
-  if (record === null) notFound(request.exchange);
-  return record ?? undefined;
+  const { exchange } = request;
+  if (refusedAsConfigured(request, deps)) return;
+  const outcome = await deps.registry.change<readonly ConfigProblem[] | typeof noSuchSecret>(request.clientId, (current) => {
+    const document = edit(current.config);
+    if (document === noSuchSecret) return { refused: noSuchSecret };
+    const checked = checkClientDocument(document, withStoredApiResources(deps.config(), deps.apiResources), deps.grantTypes());
+    return checked.ok ? { config: checked.client } : { refused: checked.problems };
+  });
+  switch (outcome.status) {
+    case 'missing':
+      return notFound(exchange);
+    case 'conflict':
+      return sendError(exchange, 409, 'conflict', 'the client kept changing while this change was tried; read it and try again');
+    case 'refused':
+      return outcome.refused === noSuchSecret ? notFound(exchange) : sendProblems(exchange, outcome.refused);
+    case 'written':
+      audit(deps, request, event, request.clientId, details);
+      send(exchange, status, { client: clientView(outcome.record), ...extra });
+  }
 }
 
 function refusedAsConfigured(request: AdminRequest, deps: AdminApiDeps): boolean {

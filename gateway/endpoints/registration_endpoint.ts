@@ -117,7 +117,10 @@ async function readClient(route: RegistrationRoute, request: RegistrationRequest
 /**
  * RFC 7592 §2.2: the metadata replaced by the request's. `client_id` must be the client's; a
  * `client_secret`, if sent, its current one. The secret stays, is issued when the client turns
- * confidential, and goes when it turns public; an admin's `enabled: false` stays.
+ * confidential, and goes when it turns public; an admin's `enabled: false` stays. Written by
+ * compare-and-set over the client as stored (ClientRegistry.change, docs/operations.md "Admin
+ * API"): an admin's change or deletion made meanwhile is neither undone nor lost, and a client
+ * deleted meanwhile answers as an unknown one.
  */
 async function updateClient(route: RegistrationRoute, request: RegistrationRequest, body: unknown): Promise<void> {
   const found = await authorized(route, request);
@@ -126,27 +129,57 @@ async function updateClient(route: RegistrationRoute, request: RegistrationReque
   const given = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {};
   if (given.client_id !== request.clientId) return sendError(exchange, 400, 'invalid_client_metadata', 'client_id must be the client’s');
   const { client_id: _id, client_secret: secret, ...metadataOnly } = given;
-  const current = found.record.config;
-  if (secret !== undefined && (typeof secret !== 'string' || !current.clientSecrets.some((s) => s.value === sha256Base64(secret)))) {
+  if (secret !== undefined && (typeof secret !== 'string' || !isCurrentSecret(found.record, secret))) {
     return sendError(exchange, 400, 'invalid_client_metadata', 'client_secret is not the client’s current secret');
   }
   const checked = checkMetadata(route, exchange, metadataOnly);
   if (checked === undefined) return;
   const secretMethod = usesClientSecret(checked.token_endpoint_auth_method);
-  const keep = secretMethod && current.clientSecrets.length > 0;
-  const generated = !secretMethod || keep ? undefined : generateSecret();
-  const secrets = keep ? current.clientSecrets : generated === undefined ? [] : [generated.stored];
-  const config = configOf(route, exchange, request.clientId, checked, secrets);
-  if (config === undefined) return;
-  const record = await route.registry.write(
-    { ...config, enabled: current.enabled },
-    { createdAt: found.record.createdAt, registration: { ...found.registration, metadata: checked } },
-  );
-  audit(route, 'ClientUpdated', request.clientId, exchange.remoteAddress());
-  send(exchange, 200, {
-    ...responseOf(route, record, checked),
-    ...(generated === undefined ? {} : { client_secret: generated.secret, client_secret_expires_at: 0 }),
+  // Made at most once: a try after a conflict issues the same secret.
+  let issued: ReturnType<typeof generateSecret> | undefined;
+  let generated: ReturnType<typeof generateSecret> | undefined;
+  const outcome = await route.registry.change<UpdateRefusal>(request.clientId, (current) => {
+    // Checked again on the client as it is now: its token or secret may have changed meanwhile.
+    if (current.registration?.tokenHash !== found.registration.tokenHash) return { refused: { reason: 'token' } };
+    if (typeof secret === 'string' && !isCurrentSecret(current, secret)) return { refused: { reason: 'secret' } };
+    const keep = secretMethod && current.config.clientSecrets.length > 0;
+    generated = !secretMethod || keep ? undefined : (issued ??= generateSecret());
+    const secrets = keep ? current.config.clientSecrets : generated === undefined ? [] : [generated.stored];
+    const document = checkClientDocument(clientDocumentOf(request.clientId, checked, secrets), route.config, route.grantTypes());
+    if (!document.ok)
+      return { refused: { reason: 'metadata', description: document.problems.map((p) => `${p.path}: ${p.message}`).join('; ') } };
+    return {
+      config: { ...document.client, enabled: current.config.enabled },
+      registration: { ...found.registration, metadata: checked },
+    };
   });
+  switch (outcome.status) {
+    case 'missing':
+      return invalidToken(exchange);
+    case 'conflict':
+      return sendError(exchange, 409, 'conflict', 'the client kept changing while this update was tried; try again');
+    case 'refused':
+      if (outcome.refused.reason === 'token') return invalidToken(exchange);
+      return sendError(
+        exchange,
+        400,
+        'invalid_client_metadata',
+        outcome.refused.reason === 'secret' ? 'client_secret is not the client’s current secret' : outcome.refused.description,
+      );
+    case 'written':
+      audit(route, 'ClientUpdated', request.clientId, exchange.remoteAddress());
+      send(exchange, 200, {
+        ...responseOf(route, outcome.record, checked),
+        ...(generated === undefined ? {} : { client_secret: generated.secret, client_secret_expires_at: 0 }),
+      });
+  }
+}
+
+/** Why an update tried on the client as stored now was refused. */
+type UpdateRefusal = { reason: 'token' } | { reason: 'secret' } | { reason: 'metadata'; description: string };
+
+function isCurrentSecret(record: StoredClientRecord, secret: string): boolean {
+  return record.config.clientSecrets.some((s) => s.value === sha256Base64(secret));
 }
 
 /** RFC 7592 §2.3: the client and its registration go; its tokens then fail with it. */
@@ -174,10 +207,15 @@ async function authorized(
   const expected = Buffer.from(registration?.tokenHash ?? '', 'base64url');
   const matches = timingSafeEqual(digest(presented), expected.length === 32 ? expected : Buffer.alloc(32));
   if (record === null || registration === undefined || !matches || presented === '') {
-    request.exchange.sendJson(401, '{"error":"invalid_token"}', { wwwAuthenticate: 'Bearer error="invalid_token"' });
+    invalidToken(request.exchange);
     return undefined;
   }
   return { record, registration };
+}
+
+/** RFC 6750 §3.1 for RFC 7592 §2: the same answer for any client this token does not manage. */
+function invalidToken(exchange: Exchange): void {
+  exchange.sendJson(401, '{"error":"invalid_token"}', { wwwAuthenticate: 'Bearer error="invalid_token"' });
 }
 
 /** The request's metadata within the policy; a `400` of RFC 7591 §3.2.2 otherwise. */

@@ -631,6 +631,82 @@ export function runStoreConformance(t: TapTest, makeStore: MakeStore): void {
     tt.same(await store.get(key), { v: 'fourth' });
   });
 
+  t.test('replaceIfUnchanged writes only over the value read, else answers the current one, and deletes likewise', async (tt) => {
+    const store = await open(tt);
+    const family = newFamily();
+    const key = listedKey(family, 'cas');
+    await store.set(key, nested, longTtlMs);
+    const read = (await store.get<typeof nested>(key)) as typeof nested;
+    // What get handed back compares equal to what is stored (Dates, floats, null, unicode).
+    tt.same(await store.replaceIfUnchanged(key, read, { ...read, scope: ['one'] }, longTtlMs), { status: 'replaced' });
+    tt.same(await store.get(key), { ...nested, scope: ['one'] });
+    const stale = await store.replaceIfUnchanged(key, read, { ...read, scope: ['two'] }, longTtlMs);
+    tt.same(
+      stale,
+      { status: 'changed', current: { ...nested, scope: ['one'] } },
+      'over a changed value: nothing written, the current value',
+    );
+    tt.same(await store.get(key), { ...nested, scope: ['one'] });
+    tt.same(
+      (await store.listFamily(family, undefined, 10)).records.map((r) => r.name),
+      ['cas'],
+      'a replaced record stays listed, once',
+    );
+    tt.same(await store.replaceIfUnchanged(key, read, null, longTtlMs), stale, 'a delete over a changed value: nothing done');
+    tt.same(await store.replaceIfUnchanged(key, { ...nested, scope: ['one'] }, null, longTtlMs), { status: 'replaced' }, 'deleted');
+    tt.equal(await store.get(key), null);
+    tt.same(await store.listFamily(family, undefined, 10), { records: [], next: null }, 'a deleted record is unlisted');
+    tt.same(
+      await store.replaceIfUnchanged(key, { ...nested, scope: ['one'] }, nested, longTtlMs),
+      { status: 'missing' },
+      'a deleted record is not brought back',
+    );
+    tt.equal(await store.get(key), null);
+    const standalone: StoreKey = { kind: 'misc', id: newId() };
+    tt.same(await store.replaceIfUnchanged(standalone, { v: 1 }, { v: 2 }, longTtlMs), { status: 'missing' }, 'never written');
+    await store.set(standalone, { v: 1 }, longTtlMs);
+    await store.consume(standalone);
+    tt.same(await store.replaceIfUnchanged(standalone, { v: 1 }, { v: 2 }, longTtlMs), { status: 'missing' }, 'consumed');
+    const short: StoreKey = { kind: 'misc', id: newId() };
+    await store.set(short, { v: 1 }, longTtlMs);
+    tt.same(await store.replaceIfUnchanged(short, { v: 1 }, { v: 2 }, shortTtlMs), { status: 'replaced' });
+    await sleep(pastShortTtlMs);
+    tt.equal(await store.get(short), null, 'the replacement lives for its own TTL');
+    const revoked = { kind: 'client' as const, id: newId(), family: newFamily() };
+    await store.set(revoked, { v: 1 }, longTtlMs);
+    await store.revokeFamily(revoked.family, longTtlMs);
+    tt.same(
+      await store.replaceIfUnchanged(revoked, { v: 1 }, { v: 2 }, longTtlMs),
+      { status: 'missing' },
+      'a revoked family holds nothing',
+    );
+    await tt.rejects(store.replaceIfUnchanged(standalone, { v: 1 }, { v: 2 }, 0), RangeError);
+  });
+
+  t.test('of 50 concurrent read-change-replace loops adding one entry each, every entry is kept', async (tt) => {
+    const store = await open(tt);
+    const key: StoreKey = { kind: 'client', id: newId(), family: newFamily(), name: 'counted' };
+    await store.set(key, { entries: [] as number[] }, longTtlMs);
+    let conflicts = 0;
+    const add = async (n: number): Promise<void> => {
+      let current = (await store.get<{ entries: number[] }>(key)) as { entries: number[] };
+      for (;;) {
+        const outcome = await store.replaceIfUnchanged(key, current, { entries: [...current.entries, n] }, longTtlMs);
+        if (outcome.status === 'replaced') return;
+        if (outcome.status === 'missing') throw new Error('the record went');
+        conflicts += 1;
+        current = outcome.current;
+      }
+    };
+    await Promise.all(Array.from({ length: concurrency }, (_, n) => add(n)));
+    const stored = (await store.get<{ entries: number[] }>(key)) as { entries: number[] };
+    tt.same(
+      [...stored.entries].sort((x, y) => x - y),
+      Array.from({ length: concurrency }, (_, n) => n),
+      `each of the 50 entries once (${conflicts} conflicts answered with the current value)`,
+    );
+  });
+
   t.test('increment counts within a fixed window and starts over after it', async (tt) => {
     const store = await open(tt);
     const name = `pw:${newId()}`;

@@ -99,3 +99,126 @@ t.test('400 distinct clients created at once on two gateways: each answered 201 
     'each gets a token on the other gateway',
   );
 });
+
+/** One admin request on `gateway`: status and JSON body (`undefined` for none). */
+async function admin(gateway: TestGateway, method: string, route: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(`${gateway.managementUrl}${route}`, {
+    method,
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text === '' ? undefined : (JSON.parse(text) as unknown) };
+}
+
+type ClientView = Record<string, unknown> & { clientSecrets: { id: string }[] };
+
+async function show(gateway: TestGateway, clientId: string): Promise<{ status: number; client?: ClientView }> {
+  const { status, body } = await admin(gateway, 'GET', `/admin/clients/${clientId}`);
+  return status === 200 ? { status, client: (body as { client: ClientView }).client } : { status };
+}
+
+// Each a different member of the client, so that every one of them must be in the record after.
+const fieldChanges: readonly Readonly<Record<string, unknown>>[] = [
+  { clientName: 'Patched at once' },
+  { accessTokenLifetime: 1200 },
+  { identityTokenLifetime: 240 },
+  { authorizationCodeLifetime: 120 },
+  { deviceCodeLifetime: 600 },
+  { pollingInterval: 7 },
+  { allowedCorsOrigins: ['https://cors-concurrency.example'] },
+  { allowRememberConsent: false },
+  { properties: { team: 'blue' } },
+  { alwaysSendClientClaims: true },
+  { claims: [{ type: 'tier', value: 'gold' }] },
+  { allowTokenEndpointAudience: true },
+  { refreshTokenRotationsPerMinute: 30 },
+  // Above the default sliding lifetime: each of these is valid whichever of them came before.
+  { absoluteRefreshTokenLifetime: 2_000_000 },
+  { slidingRefreshTokenLifetime: 3600 },
+  { refreshTokenExpiration: 'sliding' },
+  { refreshTokenUsage: 'reUse' },
+  { postLogoutRedirectUris: ['https://app.concurrency.example/bye'] },
+  { tlsClientCertificateBoundAccessTokens: true },
+  { consentLifetime: 3600 },
+];
+
+t.test('20 PATCHes of one client at once on two gateways, each setting another field: every change is kept', async (t) => {
+  t.equal((await create(a, 'patched')).status, 201);
+  const answers = await Promise.all(fieldChanges.map((change, i) => admin(i % 2 === 0 ? a : b, 'PATCH', '/admin/clients/patched', change)));
+  t.same(
+    answers.map((answer) => answer.status),
+    fieldChanges.map(() => 200),
+    `all 200: ${JSON.stringify(answers.filter((answer) => answer.status !== 200))}`,
+  );
+  const { client } = await show(b, 'patched');
+  const missing = fieldChanges.filter((change) => {
+    const [name, value] = Object.entries(change)[0] as [string, unknown];
+    return JSON.stringify(client?.[name]) !== JSON.stringify(value);
+  });
+  t.same(missing, [], 'no change lost');
+});
+
+t.test('20 secrets added to one client at once on two gateways: all 20 kept, each gets tokens', async (t) => {
+  const created = await create(a, 'rolled');
+  t.equal(created.status, 201);
+  const answers = await Promise.all(
+    Array.from({ length: 20 }, (_, i) => admin(i % 2 === 0 ? a : b, 'POST', '/admin/clients/rolled/secrets', { description: `s${i}` })),
+  );
+  t.same(
+    answers.map((answer) => answer.status),
+    answers.map(() => 201),
+    'all 201',
+  );
+  const added = answers.map((answer) => answer.body as { secret: string; secretId: string });
+  const { client } = await show(a, 'rolled');
+  const stored = new Set(client?.clientSecrets.map((s) => s.id));
+  t.same(
+    added.filter((secret) => !stored.has(secret.secretId)).map((secret) => secret.secretId),
+    [],
+    'every added secret is stored',
+  );
+  t.equal(stored.size, 21, 'the first secret and the 20 added');
+  const statuses = await Promise.all(added.map((secret, i) => token(i % 2 === 0 ? b : a, 'rolled', secret.secret)));
+  t.same(
+    statuses.filter((status) => status !== 200),
+    [],
+    'each added secret gets a token',
+  );
+  t.equal(await token(a, 'rolled', created.secret as string), 200, 'and so does the first');
+});
+
+t.test('PATCHes and secret additions racing a DELETE: the client stays deleted, and each answer is 2xx before it or 404', async (t) => {
+  for (let round = 0; round < 5; round += 1) {
+    const clientId = `deleted-${round}`;
+    t.equal((await create(a, clientId)).status, 201);
+    const route = `/admin/clients/${clientId}`;
+    // The DELETE starts among the changes, on either gateway, so that some of them read the client
+    // before it went and write after.
+    const changes = Array.from({ length: 10 }, (_, i) =>
+      i % 3 === 2
+        ? admin(i % 2 === 0 ? a : b, 'POST', `${route}/secrets`, {})
+        : admin(i % 2 === 0 ? a : b, 'PATCH', route, { clientName: `name ${i}` }),
+    );
+    const deleted = admin(round % 2 === 0 ? b : a, 'DELETE', route);
+    const more = Array.from({ length: 10 }, (_, i) => admin(i % 2 === 0 ? b : a, 'PATCH', route, { accessTokenLifetime: 600 + i }));
+    const answers = await Promise.all([...changes, ...more]);
+    t.equal((await deleted).status, 204, `round ${round}: deleted`);
+    t.same(
+      answers.filter((answer) => ![200, 201, 404].includes(answer.status)).map((answer) => answer.status),
+      [],
+      `round ${round}: every change 200/201 or 404`,
+    );
+    t.equal((await show(a, clientId)).status, 404, `round ${round}: still deleted on A`);
+    t.equal((await show(b, clientId)).status, 404, `round ${round}: and on B`);
+    const listed = (await admin(a, 'GET', `/admin/clients?after=${encodeURIComponent(`deleted-${round}`.slice(0, -1))}&limit=10`)).body as {
+      clients: { clientId: string }[];
+    };
+    t.notOk(
+      listed.clients.some((client) => client.clientId === clientId),
+      `round ${round}: not listed`,
+    );
+    t.equal((await admin(b, 'PATCH', route, { clientName: 'late' })).status, 404, `round ${round}: a later PATCH is 404`);
+    t.equal((await show(a, clientId)).status, 404, `round ${round}: and does not bring it back`);
+  }
+});
