@@ -117,7 +117,7 @@ export async function startRedisServer(options: { port?: number; args?: readonly
       resume: () => {},
     };
   }
-  const port = options.port ?? (await freePort());
+  let port = options.port ?? (await freePort());
   let child: ChildProcess | null = null;
 
   const start = async (): Promise<void> => {
@@ -135,12 +135,15 @@ export async function startRedisServer(options: { port?: number; args?: readonly
       'warning',
       ...(options.args ?? []),
     ];
-    const spawned = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    const spawned = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     child = spawned;
     killAtExit(spawned);
-    // Its warnings are kept for the error of a server that does not come up, not printed.
+    // Its warnings (redis-server logs to stdout) are kept for the error of a server that does not
+    // come up, not printed.
     let stderr = '';
-    spawned.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-2000)));
+    const keep = (chunk: Buffer): void => void (stderr = (stderr + chunk.toString('utf8')).slice(-2000));
+    spawned.stdout?.on('data', keep);
+    spawned.stderr?.on('data', keep);
     try {
       await waitForPing(port, 5000, spawned, () => stderr.trim());
     } catch (err) {
@@ -163,7 +166,18 @@ export async function startRedisServer(options: { port?: number; args?: readonly
     clearTimeout(killer);
   };
 
-  await start();
+  // A free port can be taken between the probe and the spawn by another test file's server (or, in
+  // cluster mode, its bus port, port + 10000, can be in use): a server that exits at once is tried
+  // again on another port, unless the caller chose the port.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await start();
+      break;
+    } catch (err) {
+      if (options.port !== undefined || attempt >= 4 || !(err instanceof Error) || !err.message.includes('exited early')) throw err;
+      port = await freePort();
+    }
+  }
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
