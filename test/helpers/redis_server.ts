@@ -200,3 +200,36 @@ export async function startRedisServer(options: { port?: number; args?: readonly
     },
   };
 }
+
+/**
+ * `MONITOR` over a raw socket: every command the server runs, as its arguments, to `onCommand`.
+ * ioredis's `monitor()` can take a monitor line for the reply of a command of its own on a loaded
+ * machine ("Command queue state error"); a socket that only reads has nothing to confuse.
+ * Resolves once the server has answered `+OK`, so that what runs after is seen.
+ */
+export async function monitorRedis(port: number, onCommand: (args: string[]) => void): Promise<{ stop: () => void }> {
+  const socket = connect({ host: '127.0.0.1', port });
+  let buffered = '';
+  let started: (() => void) | undefined;
+  const ready = new Promise<void>((resolve, reject) => {
+    started = resolve;
+    socket.once('error', reject);
+  });
+  socket.once('connect', () => socket.write('MONITOR\r\n'));
+  socket.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString('utf8');
+    for (let end = buffered.indexOf('\r\n'); end !== -1; end = buffered.indexOf('\r\n')) {
+      const line = buffered.slice(0, end);
+      buffered = buffered.slice(end + 2);
+      if (line === '+OK') {
+        started?.();
+        continue;
+      }
+      // +<time> [<db> <client>] "<arg>" "<arg>" …, each argument quoted with \" and \\ escapes.
+      const args = [...line.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((m) => (m[1] as string).replace(/\\(.)/g, '$1'));
+      if (args.length > 0) onCommand(args);
+    }
+  });
+  await ready;
+  return { stop: () => socket.destroy() };
+}

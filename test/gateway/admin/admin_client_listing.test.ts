@@ -19,7 +19,7 @@ import { checkClientDocument } from '../../../gateway/admin/client_document.js';
 import { storedClientKey, storedClientRecord, storedClientTtlMs } from '../../../gateway/client_registry/client_registry.js';
 import { validateConfig } from '../../../gateway/config/load.js';
 import { runCliInProcess } from '../../helpers/cli_in_process.js';
-import { startRedisServer } from '../../helpers/redis_server.js';
+import { monitorRedis, startRedisServer } from '../../helpers/redis_server.js';
 import { baseTestConfig, sha256Secret, startTestGateway } from '../../helpers/test_gateway.js';
 
 const redis = await startRedisServer();
@@ -211,11 +211,9 @@ t.test('a page of 10 among 10,000 clients reads about 10 records, not 10,000 (MO
     middle.clients.map((c) => c.clientId),
     all.slice(5001, 5011),
   );
-  const monitor = new Redis(redis.url);
-  t.teardown(() => monitor.disconnect());
   const commands: string[][] = [];
-  const watching = await monitor.monitor();
-  watching.on('monitor', (_time: string, args: string[]) => commands.push(args));
+  const watching = await monitorRedis(redis.port, (args) => commands.push(args));
+  t.teardown(() => watching.stop());
   // MONITOR shows what a script runs; a marker command tells when the page's commands are all in.
   const raw = new Redis(redis.url);
   t.teardown(() => raw.disconnect());
@@ -227,7 +225,7 @@ t.test('a page of 10 among 10,000 clients reads about 10 records, not 10,000 (MO
   while (!commands.some((c) => c[0]?.toLowerCase() === 'echo' && c[1] === 'after') && Date.now() < until) {
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
-  watching.disconnect();
+  watching.stop();
   t.same(
     page.clients.map((c) => c.clientId),
     all.slice(5011, 5021),

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import t from 'tap';
 import { basicAuthorization } from '../../helpers/basic_authorization.js';
-import { startRedisServer } from '../../helpers/redis_server.js';
+import { monitorRedis, startRedisServer } from '../../helpers/redis_server.js';
 import { startTestGateway, type TestGateway } from '../../helpers/test_gateway.js';
 
 const redis = await startRedisServer();
@@ -120,15 +120,13 @@ t.test('an expired secret is refused at gateway B within a second, the new one w
 t.test('unknown client ids asked again do not reach the store again', async (t) => {
   // MONITOR tells the lookups' GETs from the version polls' (both version keys end in "version"),
   // which a count of all GETs mixed in at a rate a loaded machine made unpredictable.
-  const monitor = new Redis(redis.url);
-  t.teardown(() => monitor.disconnect());
   const gets: string[] = [];
-  const watching = await monitor.monitor();
-  watching.on('monitor', (_time: string, args: string[]) => {
+  let ended = false;
+  const watching = await monitorRedis(redis.port, (args) => {
     if (args[0]?.toLowerCase() === 'get' && args[1]?.startsWith(keyPrefix) === true && !args[1].endsWith('version')) gets.push(args[1]);
     if (args[0]?.toLowerCase() === 'echo' && args[1] === 'registry-test-end') ended = true;
   });
-  let ended = false;
+  t.teardown(() => watching.stop());
   // The changes of the tests before reach this gateway within a second: let them land first.
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const ids = ['nobody-1', 'nobody-2', 'nobody-3', 'nobody-4', 'nobody-5'];
@@ -145,7 +143,7 @@ t.test('unknown client ids asked again do not reach the store again', async (t) 
   t.teardown(() => marker.disconnect());
   await marker.echo('registry-test-end');
   for (const until = Date.now() + 10_000; !ended && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 20));
-  watching.disconnect();
+  watching.stop();
   // Each id once; twice at most when a version change from the tests before (seen within a second,
   // later on a loaded machine) empties the caches during the rounds. Without the negative cache:
   // 20 each.
