@@ -10,13 +10,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { packRecordText, packRecordWithHeader } from '../../core/store/record_codec.js';
-import { derivedRecordSpec } from '../../core/store/record_fields.js';
-import { redisStoreScripts } from '../../core/store/redis_store.js';
-import { retiredFilterPositions, slotFamily, type StoreKey } from '../../core/store/store.js';
+import { packRecordWithHeader } from '../../core/store/record_codec.js';
+import { redeemChainCall, redeemRecordCall, redisKeyNames, redisStoreScripts, type ScriptCall } from '../../core/store/redis_store.js';
 import type { StoreCommandCost } from '../report/results.js';
 import { storeCommandName, type StoreCommand } from '../scenarios/floor.js';
-import { redemptionCall, type ChainRedemptionCall, type RecordRedemptionCall } from './floor_records.js';
+import { redemptionCall } from './floor_records.js';
 import { processCpuSeconds } from './proc_stats.js';
 
 /** The floor's keys live in a database of their own, emptied afterwards; the gateways use 0. */
@@ -46,88 +44,8 @@ export interface Loop {
   check?: (reply: unknown) => string | null;
 }
 
-type ScriptArg = string | Buffer | number;
-
-/** A store's keys under `tag`, named as `core/store/redis_store.ts` names them (a family's hash tag, its sub-families'). */
-function familyKeys(tag: string) {
-  const of = (family: string): string => {
-    const slot = slotFamily(family);
-    return `${tag}:{${slot}}${family.slice(slot.length)}`;
-  };
-  return {
-    record: (key: StoreKey): string => `${of(key.family as string)}:${key.kind}:${key.id}`,
-    members: (family: string): string => `${of(family)}:members`,
-    revoked: (family: string): string => `${of(family)}:revoked`,
-    chain: (family: string): string => `${of(family)}:chain`,
-    retired: (family: string): string => `${of(family)}:retired`,
-  };
-}
-
 /** Far enough ahead that no call is late (docs/storage.md, "Late rotations"); a deadline the script reads, as the store's. */
 const deadlineAheadMs = 600_000;
-
-/** `tesseraRedeemChain`'s keys and arguments, as `RedisStore.redeemChain` sends them. */
-function redeemChainCommand(keys: ReturnType<typeof familyKeys>, call: ChainRedemptionCall): [string[], ScriptArg[]] {
-  const { found, successorKey, checks, chain } = call;
-  const family = found.key.family as string;
-  const names = [
-    keys.record(found.key),
-    keys.record(successorKey),
-    keys.members(family),
-    keys.revoked(family),
-    keys.chain(family),
-    keys.retired(family),
-  ];
-  const args: ScriptArg[] = [
-    checks.clientId,
-    checks.now,
-    checks.jkt ?? '',
-    checks.x5t ?? '',
-    ` ${checks.scopes.join(' ')} `,
-    checks.slidingUntil ?? '',
-    packRecordWithHeader(chain.retry ?? null, 1),
-    chain.limit,
-    chain.windowMs,
-    Date.now() + deadlineAheadMs,
-    found.key.id,
-    successorKey.id,
-    ...retiredFilterPositions(found.key.id),
-    chain.graceMs,
-    keys.record({ kind: found.key.kind, id: '', family }),
-  ];
-  for (const c of call.companions) {
-    names.push(keys.record(c.key), keys.members(c.key.family as string));
-    args.push(packRecordWithHeader(c.value, 1), Math.ceil(c.ttlMs));
-  }
-  return [names, args];
-}
-
-/** `tesseraRedeemRecord`'s keys and arguments, as `RedisStore.redeemRecord` sends them. */
-function redeemRecordCommand(keys: ReturnType<typeof familyKeys>, call: RecordRedemptionCall): [string[], ScriptArg[]] {
-  const { found, checks, derived } = call;
-  const family = found.key.family as string;
-  const spec = derived === undefined ? undefined : derivedRecordSpec(derived, packRecordText);
-  const names = [keys.record(found.key), keys.record(derived?.key ?? found.key), keys.members(family), keys.revoked(family)];
-  const args: ScriptArg[] = [` ${checks.scopes.join(' ')} `];
-  const pairs = (entries: [string, string | null | undefined][]): void => {
-    args.push(entries.length);
-    for (const [name, wanted] of entries) args.push(name, wanted === null || wanted === undefined ? 'n' : 'v', wanted ?? '');
-  };
-  pairs(Object.entries(checks.equal));
-  pairs(Object.entries(checks.bound ?? {}));
-  const later = Object.entries(checks.later ?? {});
-  args.push(later.length);
-  for (const [name, after] of later) args.push(name, after);
-  args.push(spec?.whenScope ?? '', derived === undefined ? 0 : Math.ceil(derived.ttlMs), spec?.copy.length ?? 0, ...(spec?.copy ?? []));
-  args.push(spec?.nest.length ?? 0);
-  for (const [name, inner] of spec?.nest ?? []) args.push(name, inner.length, ...inner);
-  args.push(spec?.setCount ?? 0, Buffer.from(spec?.setPairs ?? '', 'latin1'));
-  for (const c of call.companions) {
-    names.push(keys.record(c.key), keys.members(c.key.family as string));
-    args.push(packRecordWithHeader(c.value, 1), Math.ceil(c.ttlMs));
-  }
-  return [names, args];
-}
 
 /** The status a script's `{status, …}` reply opens with. */
 function replyStatus(reply: unknown): unknown {
@@ -186,8 +104,9 @@ export function storeCommandLoop(command: StoreCommand, tag: string): Loop {
     case 'redeemRecord': {
       // Each call is made whole before the window opens (fresh ids, packed values, the filter's
       // positions): the window holds the commands alone, as for the others.
-      const keys = familyKeys(tag);
-      const calls = new Map<number, [string[], ScriptArg[]]>();
+      // Named as a store with the prefix `${tag}:` names them.
+      const keys = redisKeyNames(`${tag}:`);
+      const calls = new Map<number, ScriptCall>();
       const record = command.op === 'redeemChain' ? 'refreshToken' : command.record;
       const name = command.op === 'redeemChain' ? 'tesseraRedeemChain' : 'tesseraRedeemRecord';
       // The state the request finds: its record consumed and rotated (1), or handed back unchecked (6).
@@ -204,10 +123,15 @@ export function storeCommandLoop(command: StoreCommand, tag: string): Loop {
             [keys.record(found.key), keys.members(family), keys.revoked(family)],
             [packRecordWithHeader(found.value, 1), found.ttlMs, '0'],
           );
-          calls.set(i, call.kind === 'chain' ? redeemChainCommand(keys, call) : redeemRecordCommand(keys, call));
+          calls.set(
+            i,
+            call.kind === 'chain'
+              ? redeemChainCall(keys, found.key, call.successorKey, call.companions, call.checks, call.chain, Date.now() + deadlineAheadMs)
+              : redeemRecordCall(keys, found.key, call.checks, call.derived, call.companions),
+          );
         },
         run: (client, i) => {
-          const [names, args] = calls.get(i) as [string[], ScriptArg[]];
+          const { keys: names, args } = calls.get(i) as ScriptCall;
           calls.delete(i);
           return script(client, name, names, args);
         },

@@ -604,7 +604,7 @@ return {count, ttl}`,
 export { scripts as redisStoreScripts };
 
 type ScriptName = keyof typeof scripts;
-type ScriptArg = string | Buffer | number;
+export type ScriptArg = string | Buffer | number;
 /** The `…Buffer` variants `defineCommand` adds: bulk replies arrive as Buffers, not strings. */
 type ScriptCommands = Record<`${ScriptName}Buffer`, (numKeys: number, ...args: ScriptArg[]) => Promise<unknown>>;
 
@@ -651,6 +651,127 @@ function familyTag(family: string): string {
   return `{${slot}}${family.slice(slot.length)}`;
 }
 
+/** The names of a store's keys ("Key layout" above). */
+export interface RedisKeyNames {
+  record(key: StoreKey): string;
+  members(family: string): string;
+  revoked(family: string): string;
+  chain(family: string): string;
+  retired(family: string): string;
+  listed(family: string): string;
+}
+
+/**
+ * The key names of a store whose `keyPrefix` is `prefix`: the store's own, and those of the bench's
+ * floor, which sends the store's scripts under a prefix of its own (bench/support/store_command_cost.ts).
+ */
+export function redisKeyNames(prefix: string): RedisKeyNames {
+  const familyKey = (family: string, row: string): string => `${prefix}${familyTag(family)}:${row}`;
+  return {
+    record: (key) => {
+      if (key.family === undefined) return `${prefix}${key.kind}:${key.id}`;
+      assertFamilyName(key.family);
+      return familyKey(key.family, `${key.kind}:${key.id}`);
+    },
+    members: (family) => familyKey(family, 'members'),
+    revoked: (family) => familyKey(family, 'revoked'),
+    chain: (family) => familyKey(family, 'chain'),
+    retired: (family) => familyKey(family, 'retired'),
+    listed: (family) => familyKey(family, 'listed'),
+  };
+}
+
+/** A script's KEYS and ARGV. */
+export interface ScriptCall {
+  readonly keys: string[];
+  readonly args: ScriptArg[];
+}
+
+/**
+ * Appends records to a script's KEYS and ARGV as `writeCompanions` reads them: (record, its
+ * members) and (bytes, ttl) pairs. Callers checked that each has a family (assertRotatable,
+ * assertOneSlot).
+ */
+function addCompanions(names: RedisKeyNames, companions: readonly CompanionRecord<unknown>[], keys: string[], args: ScriptArg[]): void {
+  for (const c of companions) {
+    keys.push(names.record(c.key), names.members(c.key.family as string));
+    args.push(packRecordWithHeader(c.value, headerBytes), toTtlMs(c.ttlMs));
+  }
+}
+
+/**
+ * `tesseraRedeemChain`'s KEYS and ARGV for {@link RedisStore.redeemChain}, with its deadline
+ * `applyBy` ('' = none). The bench's floor sends the same call.
+ */
+export function redeemChainCall<R>(
+  names: RedisKeyNames,
+  oldKey: StoreKey,
+  newKey: StoreKey,
+  companions: readonly CompanionRecord<unknown>[],
+  checks: ChainChecks,
+  chain: ChainRedeemPolicy<R>,
+  applyBy: number | string,
+): ScriptCall {
+  const family = newKey.family as string;
+  const keys = [
+    names.record(oldKey),
+    names.record(newKey),
+    names.members(family),
+    names.revoked(family),
+    names.chain(family),
+    names.retired(family),
+  ];
+  const args: ScriptArg[] = [
+    checks.clientId,
+    checks.now,
+    checks.jkt ?? '',
+    checks.x5t ?? '',
+    ` ${checks.scopes.join(' ')} `,
+    checks.slidingUntil ?? '',
+    packRecordWithHeader(chain.retry ?? null, headerBytes),
+    Math.floor(chain.limit),
+    toTtlMs(chain.windowMs),
+    applyBy,
+    oldKey.id,
+    newKey.id,
+    ...retiredFilterPositions(oldKey.id),
+    Math.max(0, Math.floor(chain.graceMs)),
+    names.record({ kind: oldKey.kind, id: '', family }),
+  ];
+  addCompanions(names, companions, keys, args);
+  return { keys, args };
+}
+
+/** `tesseraRedeemRecord`'s KEYS and ARGV for {@link RedisStore.redeemRecord}. The bench's floor sends the same call. */
+export function redeemRecordCall(
+  names: RedisKeyNames,
+  key: StoreKey,
+  checks: RedeemChecks,
+  derived: DerivedRecord | undefined,
+  companions: readonly CompanionRecord<unknown>[],
+): ScriptCall {
+  const family = key.family;
+  if (family === undefined) throw new Error('redeemRecord needs a key in a family');
+  const spec = derived === undefined ? undefined : derivedRecordSpec(derived, packRecordText);
+  const keys = [names.record(key), names.record(derived?.key ?? key), names.members(family), names.revoked(family)];
+  const args: ScriptArg[] = [` ${checks.scopes.join(' ')} `];
+  const pairs = (entries: [string, string | null | undefined][]): void => {
+    args.push(entries.length);
+    for (const [name, wanted] of entries) args.push(name, wanted === null || wanted === undefined ? 'n' : 'v', wanted ?? '');
+  };
+  pairs(Object.entries(checks.equal));
+  pairs(Object.entries(checks.bound ?? {}));
+  const later = Object.entries(checks.later ?? {});
+  args.push(later.length);
+  for (const [name, after] of later) args.push(name, after);
+  args.push(spec?.whenScope ?? '', derived === undefined ? 0 : toTtlMs(derived.ttlMs), spec?.copy.length ?? 0, ...(spec?.copy ?? []));
+  args.push(spec?.nest.length ?? 0);
+  for (const [name, inner] of spec?.nest ?? []) args.push(name, inner.length, ...inner);
+  args.push(spec?.setCount ?? 0, Buffer.from(spec?.setPairs ?? '', 'latin1'));
+  addCompanions(names, companions, keys, args);
+  return { keys, args };
+}
+
 /** Reads the `{status [, bytes]}` reply of the write, consume and rotate scripts. */
 function readScriptReply(reply: unknown): { status: number; bytes: Buffer | undefined } {
   if (!Array.isArray(reply) || typeof reply[0] !== 'number') {
@@ -688,6 +809,7 @@ function toConsumeResult<T>(reply: unknown): ConsumeResult<T> {
 export class RedisStore implements Store {
   readonly #client: Client;
   readonly #prefix: string;
+  readonly #keys: RedisKeyNames;
   readonly #commandTimeoutMs: number;
   readonly #observe: ((command: string, seconds: number, failed: boolean) => void) | undefined;
   readonly #isCluster: boolean;
@@ -714,6 +836,7 @@ export class RedisStore implements Store {
 
   constructor(options: RedisStoreOptions) {
     this.#prefix = options.keyPrefix ?? 'tessera:';
+    this.#keys = redisKeyNames(this.#prefix);
     this.#commandTimeoutMs = options.commandTimeoutMs ?? 500;
     this.#observe = options.observe;
     this.#waitForReplicas = 'sentinels' in options ? (options.waitForReplicas ?? 0) : 0;
@@ -809,7 +932,7 @@ export class RedisStore implements Store {
 
   async set<T>(key: StoreKey, value: T, ttlMs: number): Promise<void> {
     const ttl = toTtlMs(ttlMs);
-    const recordKey = this.#recordKey(key);
+    const recordKey = this.#keys.record(key);
     const bytes = packRecordWithHeader(value, headerBytes);
     if (key.name !== undefined) assertListedName(key);
     if (key.family === undefined) {
@@ -817,7 +940,7 @@ export class RedisStore implements Store {
       return;
     }
     const family = key.family;
-    const keys = [recordKey, this.#membersKey(family), this.#revokedKey(family)];
+    const keys = [recordKey, this.#keys.members(family), this.#keys.revoked(family)];
     const args: ScriptArg[] = [bytes, ttl, '0'];
     this.#addListing(key, keys, args);
     const reply = await this.#write('set', (c) => this.#script(c, 'tesseraWrite', keys, args));
@@ -825,20 +948,20 @@ export class RedisStore implements Store {
   }
 
   async get<T>(key: StoreKey): Promise<T | null> {
-    const recordKey = this.#recordKey(key);
+    const recordKey = this.#keys.record(key);
     const bytes = await this.#run('get', (c) => c.getBuffer(recordKey));
     if (bytes === null || bytes[0] !== liveHeader) return null;
     return unpackBody<T>(bytes);
   }
 
   async delete(key: StoreKey): Promise<boolean> {
-    const recordKey = this.#recordKey(key);
+    const recordKey = this.#keys.record(key);
     const family = key.family;
     if (family === undefined) return Number(await this.#write('delete', (c) => c.del(recordKey))) > 0;
-    const keys = [recordKey, this.#membersKey(family)];
+    const keys = [recordKey, this.#keys.members(family)];
     const args: ScriptArg[] = [];
     if (key.name !== undefined) {
-      keys.push(this.#listedKey(family));
+      keys.push(this.#keys.listed(family));
       args.push(this.#listingMember(key));
     }
     const removed = await this.#write('delete', (c) => this.#script(c, 'tesseraDeleteMember', keys, args));
@@ -846,7 +969,7 @@ export class RedisStore implements Store {
   }
 
   async consume<T>(key: StoreKey): Promise<ConsumeResult<T>> {
-    const recordKey = this.#recordKey(key);
+    const recordKey = this.#keys.record(key);
     const reply = await this.#write('consume', (c) => this.#script(c, 'tesseraConsume', [recordKey], []));
     return toConsumeResult<T>(reply);
   }
@@ -864,14 +987,10 @@ export class RedisStore implements Store {
       throw new Error('rotate on Redis Cluster needs both keys in one family (one hash slot)');
     }
     const ttl = toTtlMs(ttlMs);
-    const keys = [this.#recordKey(oldKey), this.#recordKey(newKey)];
+    const keys = [this.#keys.record(oldKey), this.#keys.record(newKey)];
     const args: ScriptArg[] = [packRecordWithHeader(newValue, headerBytes), ttl];
-    if (newKey.family !== undefined) keys.push(this.#membersKey(newKey.family), this.#revokedKey(newKey.family));
-    for (const c of companions) {
-      // assertRotatable: a companion has a family whenever the successor has one.
-      keys.push(this.#recordKey(c.key), this.#membersKey(c.key.family as string));
-      args.push(packRecordWithHeader(c.value, headerBytes), toTtlMs(c.ttlMs));
-    }
+    if (newKey.family !== undefined) keys.push(this.#keys.members(newKey.family), this.#keys.revoked(newKey.family));
+    addCompanions(this.#keys, companions, keys, args);
     const reply = await this.#write('rotate', (c) => this.#script(c, 'tesseraRotate', keys, args));
     return toConsumeResult<T>(reply);
   }
@@ -889,12 +1008,12 @@ export class RedisStore implements Store {
     const family = newKey.family as string;
     const ttl = toTtlMs(ttlMs);
     const keys = [
-      this.#recordKey(oldKey),
-      this.#recordKey(newKey),
-      this.#membersKey(family),
-      this.#revokedKey(family),
-      this.#chainKey(family),
-      this.#retiredKey(family),
+      this.#keys.record(oldKey),
+      this.#keys.record(newKey),
+      this.#keys.members(family),
+      this.#keys.revoked(family),
+      this.#keys.chain(family),
+      this.#keys.retired(family),
     ];
     const args: ScriptArg[] = [
       packRecordWithHeader(newValue, headerBytes),
@@ -908,10 +1027,7 @@ export class RedisStore implements Store {
       newKey.id,
       ...retiredFilterPositions(oldKey.id),
     ];
-    for (const c of companions) {
-      keys.push(this.#recordKey(c.key), this.#membersKey(c.key.family as string));
-      args.push(packRecordWithHeader(c.value, headerBytes), toTtlMs(c.ttlMs));
-    }
+    addCompanions(this.#keys, companions, keys, args);
     // A write: with `waitForReplicas` the rotation is answered only once a replica holds it. Sent
     // without the WAIT, a rotation the old master acknowledged after the replica's promotion was
     // answered and then lost, and the client's next refresh found nothing (issue 36).
@@ -926,8 +1042,8 @@ export class RedisStore implements Store {
     const family = oldKey.family;
     if (family === undefined) throw new Error('a chain lookup needs a key in a family');
     assertFamilyName(family);
-    const keys = [this.#recordKey(oldKey), this.#revokedKey(family), this.#chainKey(family), this.#retiredKey(family)];
-    const successorPrefix = this.#recordKey({ kind: oldKey.kind, id: '', family });
+    const keys = [this.#keys.record(oldKey), this.#keys.revoked(family), this.#keys.chain(family), this.#keys.retired(family)];
+    const successorPrefix = this.#keys.record({ kind: oldKey.kind, id: '', family });
     const args: ScriptArg[] = [
       oldKey.id,
       Math.max(0, Math.floor(graceMs)),
@@ -961,36 +1077,7 @@ export class RedisStore implements Store {
   ): Promise<ChainRedemption<T, R>> {
     assertRotatable(oldKey, newKey, companions);
     assertChain(oldKey, newKey, chain);
-    const family = newKey.family as string;
-    const keys = [
-      this.#recordKey(oldKey),
-      this.#recordKey(newKey),
-      this.#membersKey(family),
-      this.#revokedKey(family),
-      this.#chainKey(family),
-      this.#retiredKey(family),
-    ];
-    const args: ScriptArg[] = [
-      checks.clientId,
-      checks.now,
-      checks.jkt ?? '',
-      checks.x5t ?? '',
-      ` ${checks.scopes.join(' ')} `,
-      checks.slidingUntil ?? '',
-      packRecordWithHeader(chain.retry ?? null, headerBytes),
-      Math.floor(chain.limit),
-      toTtlMs(chain.windowMs),
-      this.#applyBy(),
-      oldKey.id,
-      newKey.id,
-      ...retiredFilterPositions(oldKey.id),
-      Math.max(0, Math.floor(chain.graceMs)),
-      this.#recordKey({ kind: oldKey.kind, id: '', family }),
-    ];
-    for (const c of companions) {
-      keys.push(this.#recordKey(c.key), this.#membersKey(c.key.family as string));
-      args.push(packRecordWithHeader(c.value, headerBytes), toTtlMs(c.ttlMs));
-    }
+    const { keys, args } = redeemChainCall(this.#keys, oldKey, newKey, companions, checks, chain, this.#applyBy());
     // A write, followed by WAIT when `waitForReplicas` is set, as rotateChain and chainLookup are.
     const reply = await this.#write('redeemChain', (c) => this.#script(c, 'tesseraRedeemChain', keys, args));
     const { status, bytes } = readScriptReply(reply);
@@ -1017,28 +1104,7 @@ export class RedisStore implements Store {
     companions: readonly CompanionRecord<unknown>[],
   ): Promise<Redemption<T>> {
     assertRotatable(key, derived?.key ?? { ...key, id: `${key.id}~` }, companions);
-    const family = key.family;
-    if (family === undefined) throw new Error('redeemRecord needs a key in a family');
-    const spec = derived === undefined ? undefined : derivedRecordSpec(derived, packRecordText);
-    const keys = [this.#recordKey(key), this.#recordKey(derived?.key ?? key), this.#membersKey(family), this.#revokedKey(family)];
-    const args: ScriptArg[] = [` ${checks.scopes.join(' ')} `];
-    const pairs = (entries: [string, string | null | undefined][]): void => {
-      args.push(entries.length);
-      for (const [name, wanted] of entries) args.push(name, wanted === null || wanted === undefined ? 'n' : 'v', wanted ?? '');
-    };
-    pairs(Object.entries(checks.equal));
-    pairs(Object.entries(checks.bound ?? {}));
-    const later = Object.entries(checks.later ?? {});
-    args.push(later.length);
-    for (const [name, after] of later) args.push(name, after);
-    args.push(spec?.whenScope ?? '', derived === undefined ? 0 : toTtlMs(derived.ttlMs), spec?.copy.length ?? 0, ...(spec?.copy ?? []));
-    args.push(spec?.nest.length ?? 0);
-    for (const [name, inner] of spec?.nest ?? []) args.push(name, inner.length, ...inner);
-    args.push(spec?.setCount ?? 0, Buffer.from(spec?.setPairs ?? '', 'latin1'));
-    for (const c of companions) {
-      keys.push(this.#recordKey(c.key), this.#membersKey(c.key.family as string));
-      args.push(packRecordWithHeader(c.value, headerBytes), toTtlMs(c.ttlMs));
-    }
+    const { keys, args } = redeemRecordCall(this.#keys, key, checks, derived, companions);
     const reply = await this.#write('redeemRecord', (c) => this.#script(c, 'tesseraRedeemRecord', keys, args));
     const { status, bytes } = readScriptReply(reply);
     if (bytes === undefined || status === 0) return { status: 'missing' };
@@ -1049,13 +1115,10 @@ export class RedisStore implements Store {
 
   async writeWhileLive<V>(guards: readonly StoreKey[], record?: CompanionRecord<V>): Promise<boolean> {
     assertOneSlot(guards, record);
-    const keys = guards.map((guard) => this.#recordKey(guard));
+    const keys = guards.map((guard) => this.#keys.record(guard));
     const args: ScriptArg[] = [guards.length];
-    if (record !== undefined) {
-      // assertOneSlot: every key has a family.
-      keys.push(this.#recordKey(record.key), this.#membersKey(record.key.family as string));
-      args.push(packRecordWithHeader(record.value, headerBytes), toTtlMs(record.ttlMs));
-    }
+    // assertOneSlot: every key has a family.
+    if (record !== undefined) addCompanions(this.#keys, [record], keys, args);
     const reply = await this.#write('writeWhileLive', (c) => this.#script(c, 'tesseraWriteWhileLive', keys, args));
     return readScriptReply(reply).status === 1;
   }
@@ -1064,14 +1127,14 @@ export class RedisStore implements Store {
     assertFamilyName(family);
     const ttl = toTtlMs(ttlMs);
     const removed = await this.#write('revokeFamily', (c) =>
-      this.#script(c, 'tesseraRevoke', [this.#membersKey(family), this.#revokedKey(family), this.#listedKey(family)], [ttl]),
+      this.#script(c, 'tesseraRevoke', [this.#keys.members(family), this.#keys.revoked(family), this.#keys.listed(family)], [ttl]),
     );
     return Number(removed);
   }
 
   async familyRecords<T>(family: string, kind: RecordKind): Promise<T[]> {
     assertFamilyName(family);
-    const membersKey = this.#membersKey(family);
+    const membersKey = this.#keys.members(family);
     const members = await this.#run('familyRecords', (c) => c.smembers(membersKey));
     const marker = `${familyTag(family)}:${kind}:`;
     const keys = members.filter((m) => m.startsWith(this.#prefix) && m.includes(marker));
@@ -1092,7 +1155,7 @@ export class RedisStore implements Store {
   async listFamily<T>(family: string, after: string | undefined, limit: number): Promise<FamilyPage<T>> {
     assertFamilyName(family);
     assertPageLimit(limit);
-    const listedKey = this.#listedKey(family);
+    const listedKey = this.#keys.listed(family);
     // Past every member of `after` itself: its members are `after`, NUL, a key.
     const from = after === undefined ? '-' : Buffer.concat([Buffer.from('['), Buffer.from(after, 'utf8'), Buffer.from([1])]);
     // One more than the page, to tell whether more follow; and a bound on forgotten names read in
@@ -1118,7 +1181,7 @@ export class RedisStore implements Store {
 
   async scanFamily<T>(family: string, kind: RecordKind, cursor: string | undefined, count: number): Promise<FamilyScan<T>> {
     assertFamilyName(family);
-    const membersKey = this.#membersKey(family);
+    const membersKey = this.#keys.members(family);
     const [next, members] = await this.#run('scanFamily', (c) => c.sscan(membersKey, cursor ?? '0', 'COUNT', count));
     const marker = `${familyTag(family)}:${kind}:`;
     const keys = members.filter((m) => m.startsWith(this.#prefix) && m.includes(marker));
@@ -1134,21 +1197,21 @@ export class RedisStore implements Store {
     assertListable(keys);
     const first = keys[0];
     if (first === undefined) return 0;
-    const scriptKeys = [this.#listedKey(first.family as string), ...keys.map((k) => this.#recordKey(k))];
+    const scriptKeys = [this.#keys.listed(first.family as string), ...keys.map((k) => this.#keys.record(k))];
     const members = keys.map((k) => this.#listingMember(k));
     return Number(await this.#write('listRecords', (c) => this.#script(c, 'tesseraListIfLive', scriptKeys, members)));
   }
 
   async isFamilyRevoked(family: string): Promise<boolean> {
     assertFamilyName(family);
-    const revokedKey = this.#revokedKey(family);
+    const revokedKey = this.#keys.revoked(family);
     return (await this.#run('isFamilyRevoked', (c) => c.exists(revokedKey))) === 1;
   }
 
   async putIfAbsent<T>(key: StoreKey, value: T, ttlMs: number): Promise<T> {
     const ttl = toTtlMs(ttlMs);
-    const keys = [this.#recordKey(key)];
-    if (key.family !== undefined) keys.push(this.#membersKey(key.family), this.#revokedKey(key.family));
+    const keys = [this.#keys.record(key)];
+    if (key.family !== undefined) keys.push(this.#keys.members(key.family), this.#keys.revoked(key.family));
     const bytes = packRecordWithHeader(value, headerBytes);
     const args: ScriptArg[] = [bytes, ttl, '1'];
     this.#addListing(key, keys, args);
@@ -1160,8 +1223,8 @@ export class RedisStore implements Store {
 
   async replaceIfUnchanged<T>(key: StoreKey, expected: T, next: T | null, ttlMs: number): Promise<Replacement<T>> {
     const ttl = toTtlMs(ttlMs);
-    const keys = [this.#recordKey(key)];
-    if (key.family !== undefined) keys.push(this.#membersKey(key.family), this.#revokedKey(key.family));
+    const keys = [this.#keys.record(key)];
+    if (key.family !== undefined) keys.push(this.#keys.members(key.family), this.#keys.revoked(key.family));
     // A packed value is never empty (its header byte), so '' can mean "delete".
     const args: ScriptArg[] = [
       packRecordWithHeader(expected, headerBytes),
@@ -1215,16 +1278,6 @@ export class RedisStore implements Store {
     client.disconnect();
   }
 
-  #recordKey(key: StoreKey): string {
-    if (key.family === undefined) return `${this.#prefix}${key.kind}:${key.id}`;
-    assertFamilyName(key.family);
-    return `${this.#prefix}${familyTag(key.family)}:${key.kind}:${key.id}`;
-  }
-
-  #listedKey(family: string): string {
-    return `${this.#prefix}${familyTag(family)}:listed`;
-  }
-
   /** A record's member in its family's listing: its name, NUL, its key past the family's tag. */
   #listingMember(key: StoreKey): Buffer {
     return Buffer.concat([Buffer.from(assertListedName(key), 'utf8'), Buffer.from([0]), Buffer.from(`${key.kind}:${key.id}`)]);
@@ -1234,24 +1287,8 @@ export class RedisStore implements Store {
   #addListing(key: StoreKey, keys: string[], args: ScriptArg[]): void {
     if (key.name === undefined) return;
     const member = this.#listingMember(key);
-    keys.push(this.#listedKey(key.family as string));
+    keys.push(this.#keys.listed(key.family as string));
     args.push(member);
-  }
-
-  #membersKey(family: string): string {
-    return `${this.#prefix}${familyTag(family)}:members`;
-  }
-
-  #revokedKey(family: string): string {
-    return `${this.#prefix}${familyTag(family)}:revoked`;
-  }
-
-  #chainKey(family: string): string {
-    return `${this.#prefix}${familyTag(family)}:chain`;
-  }
-
-  #retiredKey(family: string): string {
-    return `${this.#prefix}${familyTag(family)}:retired`;
   }
 
   /**
