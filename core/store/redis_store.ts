@@ -200,6 +200,36 @@ end`;
 }
 
 /**
+ * Lua that writes the record at KEYS[1] as `value` for `ttl` (in scope) and lists it in its
+ * family's members set (KEYS[2]) and listing (KEYS[4], member ARGV[4]) when those are passed, each
+ * living as long as its longest entry. For the scripts whose KEYS are record [, members, revoked
+ * [, listing]]: tesseraWrite and tesseraReplaceIfUnchanged.
+ */
+function writeRecord(value: string): string {
+  return `redis.call('SET', KEYS[1], ${value}, 'PX', ttl)
+if KEYS[2] then
+  redis.call('SADD', KEYS[2], KEYS[1])
+  if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
+end
+if KEYS[4] then
+  redis.call('ZADD', KEYS[4], 0, ARGV[4])
+  if redis.call('PTTL', KEYS[4]) < ttl then redis.call('PEXPIRE', KEYS[4], ttl) end
+end`;
+}
+
+/**
+ * Lua that deletes the record at KEYS[1] and forgets it in its family's members set and listing,
+ * given as Lua expressions (a key absent from KEYS reads as nil: nothing to forget there); leaves
+ * `removed`, the records deleted, in scope. The same in tesseraDeleteMember and
+ * tesseraReplaceIfUnchanged, whose KEYS differ.
+ */
+function deleteRecord(at: { members: string; listing: string; listingMember: string }): string {
+  return `local removed = redis.call('DEL', KEYS[1])
+if ${at.members} then redis.call('SREM', ${at.members}, KEYS[1]) end
+if ${at.listing} then redis.call('ZREM', ${at.listing}, ${at.listingMember}) end`;
+}
+
+/**
  * The writes of a rotation, the same in tesseraRotateChain and tesseraRedeemChain (docs/storage.md,
  * "Refresh-token chains"): the successor and its companions, the filter of retired ids, the chain
  * record, then the old record deleted last, so that a refused write leaves it live. KEYS: old,
@@ -273,15 +303,7 @@ if ARGV[3] == '1' then
   local current = redis.call('GET', KEYS[1])
   if current and string.byte(current, 1) == ${liveHeader} then return {2, current} end
 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
-if KEYS[2] then
-  redis.call('SADD', KEYS[2], KEYS[1])
-  if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
-end
-if KEYS[4] then
-  redis.call('ZADD', KEYS[4], 0, ARGV[4])
-  if redis.call('PTTL', KEYS[4]) < ttl then redis.call('PEXPIRE', KEYS[4], ttl) end
-end
+${writeRecord('ARGV[1]')}
 return {1}`,
   // Compare-and-set (Store.replaceIfUnchanged). KEYS: record [, members, revoked [, listing]].
   // ARGV: expected bytes, next bytes ('' = delete), ttl [, listing member]. Reply: {0} missing |
@@ -293,21 +315,11 @@ local current = redis.call('GET', KEYS[1])
 if not current or string.byte(current, 1) ~= ${liveHeader} then return {0} end
 if current ~= ARGV[1] then return {2, current} end
 if ARGV[2] == '' then
-  redis.call('DEL', KEYS[1])
-  if KEYS[2] then redis.call('SREM', KEYS[2], KEYS[1]) end
-  if KEYS[4] then redis.call('ZREM', KEYS[4], ARGV[4]) end
+  ${deleteRecord({ members: 'KEYS[2]', listing: 'KEYS[4]', listingMember: 'ARGV[4]' })}
   return {1}
 end
 local ttl = tonumber(ARGV[3])
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ttl)
-if KEYS[2] then
-  redis.call('SADD', KEYS[2], KEYS[1])
-  if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
-end
-if KEYS[4] then
-  redis.call('ZADD', KEYS[4], 0, ARGV[4])
-  if redis.call('PTTL', KEYS[4]) < ttl then redis.call('PEXPIRE', KEYS[4], ttl) end
-end
+${writeRecord('ARGV[2]')}
 return {1}`,
   // KEYS: record. Reply: {0} missing | {1, value} consumed now | {2, value} consumed before.
   tesseraConsume: `
@@ -539,9 +551,7 @@ if redis.call('PTTL', KEYS[2]) < ttl then redis.call('SET', KEYS[2], '1', 'PX', 
 return removed`,
   // KEYS: record, members [, listing]. ARGV: [listing member]. Reply: records removed.
   tesseraDeleteMember: `
-local removed = redis.call('DEL', KEYS[1])
-redis.call('SREM', KEYS[2], KEYS[1])
-if KEYS[3] then redis.call('ZREM', KEYS[3], ARGV[1]) end
+${deleteRecord({ members: 'KEYS[2]', listing: 'KEYS[3]', listingMember: 'ARGV[1]' })}
 return removed`,
   // One page of a family's listing. KEYS: listing. ARGV: the first name's ZRANGEBYLEX bound,
   // records wanted, the family's record key prefix, most names read. Reply: {names read, the last
