@@ -15,7 +15,7 @@ import { apiResourceSchema } from '../config/schema.js';
 import { describeIssue, toProblems } from '../config/schema_issues.js';
 import type { Exchange } from '../http/exchange.js';
 import type { AuditEventName } from '../observability/events/audit_event.js';
-import { generateSecret, secretId } from './client_document.js';
+import { generateSecret, secretId, secretViews, sourceView } from './client_document.js';
 
 export const apiResourcePaths = {
   resources: '/admin/api-resources',
@@ -206,18 +206,7 @@ function registryOf(deps: AdminApiDeps): NonNullable<AdminApiDeps['apiResources'
 /** A resource as the admin API shows it: each secret by its id, never its value or hash. */
 function resourceView(record: StoredApiResourceRecord, source: 'store' | 'config' = 'store'): Record<string, unknown> {
   const { secrets, ...rest } = record.resource;
-  return {
-    ...rest,
-    secrets: secrets.map((s) => ({
-      id: secretId(s),
-      ...(s.description === undefined ? {} : { description: s.description }),
-      ...(s.expiration === undefined ? {} : { expiration: s.expiration }),
-    })),
-    source,
-    ...(source === 'store'
-      ? { createdAt: new Date(record.createdAt).toISOString(), updatedAt: new Date(record.updatedAt).toISOString() }
-      : {}),
-  };
+  return { ...rest, secrets: secretViews(secrets), ...sourceView(record, source) };
 }
 
 function audit(deps: AdminApiDeps, name: AuditEventName, resource: string, details: Readonly<Record<string, string>> = {}): void {

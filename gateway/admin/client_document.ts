@@ -55,19 +55,27 @@ export function secretId(stored: SecretConfig): string {
   return Buffer.from(stored.value, 'base64').toString('base64url').slice(0, 12);
 }
 
-/** What the admin API shows of a client: its config with each secret's id instead of its hash. */
-export function clientView(record: StoredClientRecord, source: 'store' | 'config' = 'store'): Record<string, unknown> {
-  const { clientSecrets, ...rest } = record.config;
+/** What the admin API shows of secrets (a client's, an API resource's): each one's id, never its value or hash. */
+export function secretViews(secrets: readonly SecretConfig[]): Record<string, string>[] {
+  return secrets.map((s) => ({
+    id: secretId(s),
+    ...(s.description === undefined ? {} : { description: s.description }),
+    ...(s.expiration === undefined ? {} : { expiration: s.expiration }),
+  }));
+}
+
+/** Where a record the admin API shows comes from: the store, with its times, or the config file. */
+export function sourceView(record: { createdAt: number; updatedAt: number }, source: 'store' | 'config'): Record<string, string> {
   return {
-    ...rest,
-    clientSecrets: clientSecrets.map((s) => ({
-      id: secretId(s),
-      ...(s.description === undefined ? {} : { description: s.description }),
-      ...(s.expiration === undefined ? {} : { expiration: s.expiration }),
-    })),
     source,
     ...(source === 'store'
       ? { createdAt: new Date(record.createdAt).toISOString(), updatedAt: new Date(record.updatedAt).toISOString() }
       : {}),
   };
+}
+
+/** What the admin API shows of a client: its config with each secret's id instead of its hash. */
+export function clientView(record: StoredClientRecord, source: 'store' | 'config' = 'store'): Record<string, unknown> {
+  const { clientSecrets, ...rest } = record.config;
+  return { ...rest, clientSecrets: secretViews(clientSecrets), ...sourceView(record, source) };
 }
