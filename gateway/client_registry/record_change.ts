@@ -1,8 +1,8 @@
 /**
  * A change of one store-kept record that loses no concurrent change and brings back no deleted
- * record (docs/storage.md, "Compare-and-set"): the retry loop of the client registry's changes and
- * removals (docs/operations.md, "Admin API", "Concurrent changes"), in a room of its own so that
- * other store-kept records change the same way.
+ * record (docs/storage.md, "Compare-and-set"): the one retry loop of the client registry's changes
+ * and removals and of the API resource registry's changes (docs/operations.md, "Admin API",
+ * "Concurrent changes").
  */
 import type { Store, StoreKey } from '../../core/store/store.js';
 
