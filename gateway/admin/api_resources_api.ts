@@ -6,7 +6,7 @@
  * `apiScopes`: one that is not becomes an API scope while the resource lists it. Every change is
  * an audit event (`ApiResource*`, category `Configuration`).
  */
-import type { ApiResourceRegistry, StoredApiResourceRecord } from '../client_registry/api_resource_registry.js';
+import type { ApiResourceRegistry, StoredApiResource, StoredApiResourceRecord } from '../client_registry/api_resource_registry.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { AuditEventInput } from '../observability/events/audit_event.js';
 import { offlineAccessScope } from '../../core/rules/scope_rules.js';
@@ -92,12 +92,12 @@ async function createResource(request: AdminRequest, body: unknown, deps: AdminA
   const generated = body.secrets === undefined ? generateSecret() : undefined;
   const checked = checkResourceDocument(generated === undefined ? body : { ...body, secrets: [generated.stored] }, deps);
   if (!checked.ok) return sendProblems(exchange, checked.problems);
-  if ((await registry.read(checked.resource.name)) !== null)
-    return sendError(exchange, 409, 'conflict', 'a store-kept API resource has this name');
   if (registry.full) return sendError(exchange, 409, 'conflict', 'the store keeps at most 1000 API resources');
-  if (!registry.fits(checked.resource))
-    return sendError(exchange, 409, 'conflict', 'the API resources would not fit the workers’ shared memory');
-  const record = await registry.write(checked.resource);
+  if (!registry.fits(checked.resource)) return tooLarge(exchange);
+  // One atomic write: a read first, then a write, let concurrent creations of one name all answer
+  // 201, each with its own secret, and all but the last written secret never worked.
+  const record = await registry.add(checked.resource);
+  if (record === null) return sendError(exchange, 409, 'conflict', 'a store-kept API resource has this name');
   audit(deps, 'ApiResourceCreated', checked.resource.name);
   send(exchange, 201, { apiResource: resourceView(record), ...(generated === undefined ? {} : { secret: generated.secret }) });
 }
@@ -127,9 +127,7 @@ async function updateResource(request: AdminRequest, body: unknown, deps: AdminA
   if (body.name !== undefined && body.name !== request.clientId) problems.push({ path: 'name', message: 'cannot change' });
   if (body.secrets !== undefined) problems.push({ path: 'secrets', message: 'change secrets with /secrets' });
   if (problems.length > 0) return sendProblems(exchange, problems);
-  const found = await existing(request, deps);
-  if (found === undefined) return;
-  await save(request, deps, found, { ...found.resource, ...body }, 'ApiResourceUpdated', {}, 200);
+  await saveChange(request, deps, (resource) => ({ ...resource, ...body }), 'ApiResourceUpdated', {}, 200);
 }
 
 async function deleteResource(request: AdminRequest, _body: unknown, deps: AdminApiDeps): Promise<void> {
@@ -141,12 +139,11 @@ async function deleteResource(request: AdminRequest, _body: unknown, deps: Admin
 
 /** A new generated secret beside the others (shown once). */
 async function addSecret(request: AdminRequest, _body: unknown, deps: AdminApiDeps): Promise<void> {
-  const found = await existing(request, deps);
-  if (found === undefined) return;
+  // Made once: a change tried again after a conflict adds the same secret to the resource as it is then.
   const generated = generateSecret();
   const id = secretId(generated.stored);
-  const document = { ...found.resource, secrets: [...found.resource.secrets, generated.stored] };
-  await save(request, deps, found, document, 'ApiResourceSecretAdded', { secretId: id }, 201, { secret: generated.secret, secretId: id });
+  const add = (resource: StoredApiResource): Record<string, unknown> => ({ ...resource, secrets: [...resource.secrets, generated.stored] });
+  await saveChange(request, deps, add, 'ApiResourceSecretAdded', { secretId: id }, 201, { secret: generated.secret, secretId: id });
 }
 
 /** A secret expires now, or at `{"expiration": "<ISO date>"}`. */
@@ -158,38 +155,58 @@ async function expireSecret(request: AdminRequest, body: unknown, deps: AdminApi
   if (typeof expiration !== 'string' || Number.isNaN(Date.parse(expiration))) {
     return sendProblems(exchange, [{ path: 'expiration', message: 'must be an ISO 8601 date or date-time' }]);
   }
-  const found = await existing(request, deps);
-  if (found === undefined) return;
-  if (!found.resource.secrets.some((s) => secretId(s) === request.secretId)) return notFound(exchange);
-  const secrets = found.resource.secrets.map((s) => (secretId(s) === request.secretId ? { ...s, expiration } : s));
-  await save(request, deps, found, { ...found.resource, secrets }, 'ApiResourceUpdated', { secretId: request.secretId, expiration }, 200);
+  const expire = (resource: StoredApiResource): Record<string, unknown> | typeof noSuchSecret => {
+    if (!resource.secrets.some((s) => secretId(s) === request.secretId)) return noSuchSecret;
+    return { ...resource, secrets: resource.secrets.map((s) => (secretId(s) === request.secretId ? { ...s, expiration } : s)) };
+  };
+  await saveChange(request, deps, expire, 'ApiResourceUpdated', { secretId: request.secretId, expiration }, 200);
 }
 
-async function save(
+const noSuchSecret: unique symbol = Symbol('no such secret');
+const notFitting: unique symbol = Symbol('not fitting the workers’ shared memory');
+
+/**
+ * Applies `edit` to the store-kept resource the path names, checks the result as a new resource
+ * is checked, writes it and tells every gateway. The registry re-reads, re-applies and re-checks
+ * when another change came first (docs/operations.md, "Admin API": concurrent changes are all
+ * kept; a deleted resource stays deleted and answers 404); `409 conflict` only when the resource
+ * kept changing through every try, as for clients (admin_api.ts).
+ */
+async function saveChange(
   request: AdminRequest,
   deps: AdminApiDeps,
-  found: StoredApiResourceRecord,
-  document: Record<string, unknown>,
+  edit: (resource: StoredApiResource) => Record<string, unknown> | typeof noSuchSecret,
   event: AuditEventName,
   details: Readonly<Record<string, string>>,
   status: number,
   extra: Readonly<Record<string, unknown>> = {},
 ): Promise<void> {
-  const checked = checkResourceDocument(document, deps);
-  if (!checked.ok) return sendProblems(request.exchange, checked.problems);
-  if (!registryOf(deps).fits(checked.resource)) {
-    return sendError(request.exchange, 409, 'conflict', 'the API resources would not fit the workers’ shared memory');
+  const { exchange } = request;
+  if (refusedAsConfigured(request, deps)) return;
+  const registry = registryOf(deps);
+  const outcome = await registry.change<readonly ConfigProblem[] | typeof noSuchSecret | typeof notFitting>(request.clientId, (current) => {
+    const document = edit(current.resource);
+    if (document === noSuchSecret) return { refused: noSuchSecret };
+    const checked = checkResourceDocument(document, deps);
+    if (!checked.ok) return { refused: checked.problems };
+    return registry.fits(checked.resource) ? { resource: checked.resource } : { refused: notFitting };
+  });
+  switch (outcome.status) {
+    case 'missing':
+      return notFound(exchange);
+    case 'conflict':
+      return sendError(exchange, 409, 'conflict', 'the API resource kept changing while this change was tried; read it and try again');
+    case 'refused':
+      if (outcome.refused === noSuchSecret) return notFound(exchange);
+      return outcome.refused === notFitting ? tooLarge(exchange) : sendProblems(exchange, outcome.refused);
+    case 'written':
+      audit(deps, event, request.clientId, details);
+      send(exchange, status, { apiResource: resourceView(outcome.record), ...extra });
   }
-  const record = await registryOf(deps).write(checked.resource, found.createdAt);
-  audit(deps, event, request.clientId, details);
-  send(request.exchange, status, { apiResource: resourceView(record), ...extra });
 }
 
-async function existing(request: AdminRequest, deps: AdminApiDeps): Promise<StoredApiResourceRecord | undefined> {
-  if (refusedAsConfigured(request, deps)) return undefined;
-  const record = await registryOf(deps).read(request.clientId);
-  if (record === null) notFound(request.exchange);
-  return record ?? undefined;
+function tooLarge(exchange: Exchange): void {
+  sendError(exchange, 409, 'conflict', 'the API resources would not fit the workers’ shared memory');
 }
 
 function refusedAsConfigured(request: AdminRequest, deps: AdminApiDeps): boolean {

@@ -17,6 +17,7 @@ import { isStoreUnavailable, type Store, type StoreKey } from '../../core/store/
 import type { ApiResourceConfig, SecretConfig } from '../../core/worker_config.js';
 import { defaultApiResourceCellBytes, type ApiResourceCell } from '../../wire/api_resource_cell.js';
 import type { LoadedConfig } from '../config/load.js';
+import { changeRecord, type ChangeOutcome } from './record_change.js';
 
 /** A store-kept API resource as the config file writes one (`apiResources[i]`), secrets as SHA-256 values. */
 export interface StoredApiResource extends ApiResourceConfig {
@@ -30,6 +31,16 @@ export interface StoredApiResourceRecord {
   /** Epoch ms. */
   readonly updatedAt: number;
 }
+
+/**
+ * What a change ({@link ApiResourceRegistry.change}) makes of the resource as stored now: the
+ * resource to write, or a refusal `F` (nothing written). Called again with the new current record
+ * after a conflict, so it must depend on nothing but its argument (and what it captured before).
+ */
+export type ApiResourceEdit<F> = { readonly resource: StoredApiResource } | { readonly refused: F };
+
+/** How an {@link ApiResourceRegistry.change} ended (`conflict`: the resource changed under every try, nothing written). */
+export type ApiResourceChange<F> = ChangeOutcome<StoredApiResourceRecord, F>;
 
 export interface ApiResourcePage {
   readonly resources: readonly StoredApiResourceRecord[];
@@ -131,16 +142,48 @@ export class ApiResourceRegistry {
     return Buffer.byteLength(encoded) <= defaultApiResourceCellBytes;
   }
 
-  /** Writes a resource and tells every gateway; this one reads the set again at once. */
-  async write(resource: StoredApiResource, createdAt?: number): Promise<StoredApiResourceRecord> {
+  /**
+   * Writes a new resource unless a live record holds its name already (one atomic `putIfAbsent`,
+   * so of concurrent creations of one name, on any gateways, exactly one wins), and tells every
+   * gateway; this one reads the set again at once. Resolves the record written, or `null` when
+   * the name was taken.
+   */
+  async add(resource: StoredApiResource): Promise<StoredApiResourceRecord | null> {
     const now = this.#now();
-    const record: StoredApiResourceRecord = { resource, createdAt: createdAt ?? now, updatedAt: now };
-    await this.#store.set(resourceKey(resource.name), record, recordTtlMs);
+    const record: StoredApiResourceRecord = { resource, createdAt: now, updatedAt: now };
+    const stored = await this.#store.putIfAbsent(resourceKey(resource.name), record, recordTtlMs);
+    // As for clients (ClientRegistry.add): another creation's record differs from ours by its
+    // generated secret; two identical ones (the same secrets given, the same millisecond) both
+    // stand, harmlessly.
+    if (JSON.stringify(stored) !== JSON.stringify(record)) return null;
     await this.#changed();
     return record;
   }
 
-  /** Removes a resource; resolves whether there was one. */
+  /**
+   * Changes a stored resource without losing a concurrent change (a secret added meanwhile) and
+   * without bringing back a deleted one (docs/operations.md, "Admin API"): the compare-and-set
+   * loop of `changeRecord`, as for clients; `edit` (where the change is checked) runs again on the
+   * resource as stored now after each conflict. Tells every gateway when it wrote.
+   */
+  async change<F>(name: string, edit: (current: StoredApiResourceRecord) => ApiResourceEdit<F>): Promise<ApiResourceChange<F>> {
+    const owns = (record: StoredApiResourceRecord): boolean => record.resource.name === name;
+    const outcome = await changeRecord(this.#store, { key: resourceKey(name), ttlMs: recordTtlMs, owns }, (current) => {
+      const edited = edit(current);
+      if ('refused' in edited) return edited;
+      return { next: { resource: edited.resource, createdAt: current.createdAt, updatedAt: this.#now() } };
+    });
+    if (outcome.status !== 'written') return outcome.status === 'conflict' ? { status: 'conflict' } : outcome;
+    await this.#changed();
+    return { status: 'written', record: outcome.next };
+  }
+
+  /**
+   * Removes a resource; resolves whether there was one. One atomic delete, not a compare-and-set:
+   * nothing is kept beside a resource that must lose exactly what the deleted record held (a
+   * client's CORS origin index is), and a change racing the deletion replaces only the record it
+   * read, so it cannot bring the resource back.
+   */
   async remove(name: string): Promise<boolean> {
     const removed = await this.#store.delete(resourceKey(name));
     await this.#changed();

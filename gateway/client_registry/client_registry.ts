@@ -11,11 +11,12 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { registerStoredClient, type RegisteredClient } from '../../core/client_model.js';
 import { hashHandle } from '../../core/store/handle.js';
-import { StoreUnavailableError, type Replacement, type Store, type StoreKey } from '../../core/store/store.js';
+import { StoreUnavailableError, type Store, type StoreKey } from '../../core/store/store.js';
 import type { ClientConfig } from '../../core/worker_config.js';
 import type { ClientMetadata } from './client_metadata.js';
 import { backfillClientListing } from './client_listing_backfill.js';
 import { StoredCorsOrigins } from './cors_origins.js';
+import { changeRecord, type ChangedRecord, type ChangeOutcome } from './record_change.js';
 
 /**
  * What dynamic client registration (RFC 7591) keeps beside a client it registered: the hash of
@@ -103,21 +104,8 @@ export type ClientEdit<F> =
   | { readonly config: ClientConfig; readonly registration?: ClientRegistration | undefined }
   | { readonly refused: F };
 
-/** How a {@link ClientRegistry.change} ended. */
-export type ClientChange<F> =
-  | { readonly status: 'written'; readonly record: StoredClientRecord }
-  | { readonly status: 'refused'; readonly refused: F }
-  /** No such client (never was, or deleted before the change could be written): nothing written. */
-  | { readonly status: 'missing' }
-  /** The client changed under every one of {@link maxChangeAttempts} tries: nothing written. */
-  | { readonly status: 'conflict' };
-
-/**
- * Tries of one change or removal before it gives up as a conflict. Each lost try means another
- * change of the same client was written in between (docs/storage.md, "Compare-and-set"), so n
- * concurrent changes of one client all get through within n tries: 32 covers 32 at once.
- */
-export const maxChangeAttempts = 32;
+/** How a {@link ClientRegistry.change} ended (`conflict`: the client changed under every try, nothing written). */
+export type ClientChange<F> = ChangeOutcome<StoredClientRecord, F>;
 
 /** A lookup refused because {@link defaultMaxLookupsInFlight} (or the configured cap) are running: not itself a store failure. */
 export class LookupCapError extends StoreUnavailableError {
@@ -348,63 +336,45 @@ export class ClientRegistry {
 
   /**
    * Changes a stored client without losing a concurrent change and without bringing back a
-   * deleted one (docs/operations.md, "Admin API"): reads the record, lets `edit` make the new
-   * config of it (checked there, as every change is), and replaces the record only if it is still
-   * the one read (`Store.replaceIfUnchanged`). When another change came in between, `edit` runs
-   * again on the record stored now, up to {@link maxChangeAttempts} times; when the client is gone,
-   * `missing`. The CORS origin index follows the record actually replaced.
+   * deleted one (docs/operations.md, "Admin API"): `changeRecord` reads the record, lets `edit`
+   * make the new config of it (checked there, as every change is), and replaces the record only
+   * if it is still the one read, running `edit` again on the record stored now after a conflict,
+   * up to `maxChangeAttempts` times; when the client is gone, `missing`. The CORS origin
+   * index follows the record actually replaced.
    */
   async change<F>(clientId: string, edit: (current: StoredClientRecord) => ClientEdit<F>): Promise<ClientChange<F>> {
-    const key = storedClientKey(clientId);
-    let current = await this.read(clientId);
-    for (let attempt = 1; current !== null; attempt += 1) {
+    const outcome = await changeRecord(this.#store, this.#changedRecord(clientId), (current) => {
       const edited = edit(current);
-      if ('refused' in edited) return { status: 'refused', refused: edited.refused };
+      if ('refused' in edited) return edited;
       const registration = 'registration' in edited ? edited.registration : current.registration;
-      const record = storedClientRecord(edited.config, this.#now(), { createdAt: current.createdAt, registration });
-      const outcome = await this.#store.replaceIfUnchanged(key, current, record, storedClientTtlMs);
-      if (outcome.status === 'replaced') {
-        await this.origins.index(clientId, current.config, record.config);
-        await this.#changed();
-        return { status: 'written', record };
-      }
-      if (outcome.status === 'changed' && attempt >= maxChangeAttempts) return { status: 'conflict' };
-      current = this.#sameClient(clientId, outcome);
-    }
-    return { status: 'missing' };
+      return { next: storedClientRecord(edited.config, this.#now(), { createdAt: current.createdAt, registration }) };
+    });
+    if (outcome.status !== 'written') return outcome.status === 'conflict' ? { status: 'conflict' } : outcome;
+    await this.origins.index(clientId, outcome.previous.config, outcome.next.config);
+    await this.#changed();
+    return { status: 'written', record: outcome.next };
   }
 
   /**
    * Removes a client; resolves whether there was one. The record read is deleted only if it is
    * still the one stored, so that the origin index loses exactly the origins of the client
-   * removed; a client that keeps changing past {@link maxChangeAttempts} tries is deleted anyway
+   * removed; a client that keeps changing past `maxChangeAttempts` tries is deleted anyway
    * (a deletion is never refused for a concurrent change), and index entries a later change wrote
    * allow nothing without their client (cors_origins.ts).
    */
   async remove(clientId: string): Promise<boolean> {
-    const key = storedClientKey(clientId);
-    let current = await this.read(clientId);
-    for (let attempt = 1; current !== null; attempt += 1) {
-      if (attempt > maxChangeAttempts) {
-        const removed = await this.#store.delete(key);
-        await this.origins.index(clientId, current.config, null);
-        await this.#changed();
-        return removed;
-      }
-      const outcome = await this.#store.replaceIfUnchanged(key, current, null, storedClientTtlMs);
-      if (outcome.status === 'replaced') {
-        await this.origins.index(clientId, current.config, null);
-        await this.#changed();
-        return true;
-      }
-      current = this.#sameClient(clientId, outcome);
-    }
-    return false;
+    const record = this.#changedRecord(clientId);
+    const outcome = await changeRecord<StoredClientRecord, null, never>(this.#store, record, () => ({ next: null }));
+    if (outcome.status === 'missing' || outcome.status === 'refused') return false;
+    const removed = outcome.status === 'written' || (await this.#store.delete(record.key));
+    await this.origins.index(clientId, (outcome.status === 'written' ? outcome.previous : outcome.current).config, null);
+    await this.#changed();
+    return removed;
   }
 
-  /** The record a lost compare-and-set found, when it is `clientId`'s; `null` when none is. */
-  #sameClient(clientId: string, outcome: Replacement<StoredClientRecord>): StoredClientRecord | null {
-    return outcome.status === 'changed' && outcome.current.config.clientId === clientId ? outcome.current : null;
+  /** Client `clientId`'s record as {@link changeRecord} changes it. */
+  #changedRecord(clientId: string): ChangedRecord<StoredClientRecord> {
+    return { key: storedClientKey(clientId), ttlMs: storedClientTtlMs, owns: (record) => record.config.clientId === clientId };
   }
 
   /**

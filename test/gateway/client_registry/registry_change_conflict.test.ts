@@ -14,12 +14,12 @@ import type { Replacement, Store, StoreKey } from '../../../core/store/store.js'
 import type { ClientConfig } from '../../../core/worker_config.js';
 import {
   ClientRegistry,
-  maxChangeAttempts,
   storedClientKey,
   storedClientRecord,
   storedClientTtlMs,
   type StoredClientRecord,
 } from '../../../gateway/client_registry/client_registry.js';
+import { maxChangeAttempts } from '../../../gateway/client_registry/record_change.js';
 import { startRedisServer } from '../../helpers/redis_server.js';
 
 const config = (clientId: string, clientName: string): ClientConfig =>
