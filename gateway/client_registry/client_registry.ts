@@ -352,7 +352,8 @@ export class ClientRegistry {
    * config of it (checked there, as every change is), and replaces the record only if it is still
    * the one read (`Store.replaceIfUnchanged`). When another change came in between, `edit` runs
    * again on the record stored now, up to {@link maxChangeAttempts} times; when the client is gone,
-   * `missing`. The CORS origin index follows the record actually replaced.
+   * `missing`. The CORS origin index follows the record actually replaced, then the client as stored
+   * once its indexing ends (`StoredCorsOrigins.index`): a concurrent change's may have run first.
    */
   async change<F>(clientId: string, edit: (current: StoredClientRecord) => ClientEdit<F>): Promise<ClientChange<F>> {
     const key = storedClientKey(clientId);

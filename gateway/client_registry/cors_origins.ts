@@ -33,7 +33,8 @@ interface OriginEntry {
   readonly origin: string;
 }
 
-function originFamily(origin: string): string {
+/** The store family whose records are the index entries of `origin` (one per enabled client listing it). */
+export function originFamily(origin: string): string {
   return `cors-${hashHandle(origin)}`;
 }
 
@@ -119,16 +120,32 @@ export class StoredCorsOrigins {
   }
 
   /**
-   * Brings the index in line with a client's change, `previous` (`null`: created) to `next`
-   * (`null`: deleted): origins it no longer allows are removed, those it allows (re)written.
+   * Brings the index in line with a change of client `clientId` from `previous` (`null`: created)
+   * to `next` (`null`: deleted): origins it no longer allows are removed, those it allows
+   * (re)written; then the client is read again. Two changes of one client made at once (on one
+   * gateway or two) index concurrently, and the earlier one's writes can land after the later
+   * one's: a removal of an origin the later change lists again would refuse it until the next
+   * change. So while the client as read differs from what was just indexed, the index is brought
+   * in line with it once more, removing every origin this call saw listed: each change's indexing
+   * ends with what the client lists at its end, and the last change's read is of the last client
+   * (docs/endpoints.md, "CORS"). Another round needs another change written meanwhile, so this
+   * ends once changes stop. Without `clientOf`, one round.
    */
   async index(clientId: string, previous: ClientConfig | null, next: ClientConfig | null): Promise<void> {
-    const before = originsOf(previous);
-    const after = originsOf(next);
-    for (const origin of before) if (!after.has(origin)) await this.#store.delete(entryKey(origin, clientId));
-    for (const origin of after) {
-      const entry: OriginEntry = { clientId, origin };
-      await this.#store.set(entryKey(origin, clientId), entry, this.#options.recordTtlMs);
+    const seen = new Set(originsOf(previous));
+    let wanted = originsOf(next);
+    for (;;) {
+      for (const origin of seen) if (!wanted.has(origin)) await this.#store.delete(entryKey(origin, clientId));
+      for (const origin of wanted) {
+        const entry: OriginEntry = { clientId, origin };
+        await this.#store.set(entryKey(origin, clientId), entry, this.#options.recordTtlMs);
+        seen.add(origin);
+      }
+      const clientOf = this.#options.clientOf;
+      if (clientOf === undefined) return;
+      const stored = originsOf(await clientOf(clientId));
+      if (stored.size === wanted.size && [...stored].every((origin) => wanted.has(origin))) return;
+      wanted = stored;
     }
   }
 
