@@ -17,7 +17,7 @@ export interface CorsOriginsOptions {
   readonly cacheTtlMs: number;
   /** The index records' TTL: a client record's, renewed by every write. */
   readonly recordTtlMs: number;
-  /** Lookups at once; past it an origin counts as not allowed this time (not cached). */
+  /** Lookups at once (default {@link defaultMaxOriginLookups}); past it an origin counts as not allowed this time (not cached). */
   readonly maxLookupsInFlight?: number;
   /**
    * The client an index entry names, as stored now (`null`: gone). The index is written after its
@@ -27,6 +27,13 @@ export interface CorsOriginsOptions {
   readonly clientOf?: (clientId: string) => Promise<ClientConfig | null>;
   readonly now?: () => number;
 }
+
+/**
+ * Distinct origins looked up at once. Past it a request from another origin not cached is answered
+ * at once without CORS headers, rather than wait behind a slow or frozen store
+ * (docs/operations.md, "Limits"); each lookup ends within its store calls' bounds.
+ */
+export const defaultMaxOriginLookups = 256;
 
 interface OriginEntry {
   readonly clientId: string;
@@ -63,6 +70,16 @@ export class StoredCorsOrigins {
     this.#now = options.now ?? Date.now;
   }
 
+  /** Origins being looked up now (`tessera_client_registry_origin_lookups_in_flight`). */
+  get lookupsInFlight(): number {
+    return this.#inFlight.size;
+  }
+
+  /** Origins remembered, allowed or not (at most `cacheSize`; expired ones go when next asked for). */
+  get cachedOrigins(): number {
+    return this.#known.size;
+  }
+
   /** Whether a store-kept client allows `origin`, when this gateway knows; `undefined` otherwise. */
   cached(origin: string): boolean | undefined {
     const entry = this.#known.get(origin);
@@ -75,12 +92,13 @@ export class StoredCorsOrigins {
   /**
    * Whether an enabled store-kept client allows `origin`: one store read, shared by concurrent
    * requests, cached either way. Never rejects: a store that cannot answer allows nothing this
-   * time (a browser then cannot read the answer; the request itself is served as it would be).
+   * time (a browser then cannot read the answer; the request itself is served as it would be),
+   * nor do lookups past the cap.
    */
   lookup(origin: string): Promise<boolean> {
     const pending = this.#inFlight.get(origin);
     if (pending !== undefined) return pending;
-    if (this.#inFlight.size >= (this.#options.maxLookupsInFlight ?? 256)) return Promise.resolve(false);
+    if (this.#inFlight.size >= (this.#options.maxLookupsInFlight ?? defaultMaxOriginLookups)) return Promise.resolve(false);
     const generation = this.#generation;
     this.storeLookups += 1;
     const lookup = this.#store.familyRecords<OriginEntry>(originFamily(origin), 'client').then(
