@@ -170,6 +170,7 @@ export class ClientRegistry {
       cacheTtlMs: options.cacheTtlMs,
       recordTtlMs: storedClientTtlMs,
       clientOf: async (clientId) => (await this.read(clientId))?.config ?? null,
+      logger: options.logger,
       ...(options.now === undefined ? {} : { now: options.now }),
     });
   }

@@ -7,6 +7,7 @@
  * a bounded map the client registry empties with its own caches (the version key), so a change is
  * seen everywhere within the same second as a client change.
  */
+import type { Logger } from 'pino';
 import { hashHandle } from '../../core/store/handle.js';
 import type { Store, StoreKey } from '../../core/store/store.js';
 import type { ClientConfig } from '../../core/worker_config.js';
@@ -19,6 +20,8 @@ export interface CorsOriginsOptions {
   readonly recordTtlMs: number;
   /** Lookups at once (default {@link defaultMaxOriginLookups}); past it an origin counts as not allowed this time (not cached). */
   readonly maxLookupsInFlight?: number;
+  /** Told once when lookups begin to allow nothing for want of an answer, and once when they are answered again. */
+  readonly logger?: Logger;
   /**
    * The client an index entry names, as stored now (`null`: gone). The index is written after its
    * client, not with it: an entry a crash or a failed delete left behind must not allow an origin
@@ -61,6 +64,8 @@ export class StoredCorsOrigins {
   readonly #known = new Map<string, { readonly allowed: boolean; readonly expiresAt: number }>();
   readonly #inFlight = new Map<string, Promise<boolean>>();
   #generation = 0;
+  /** Lookups that allowed nothing because the store did not answer, or at the cap, since the first of them; 0 while none. */
+  #unanswered = 0;
   /** Store reads of an origin since start (tests). */
   storeLookups = 0;
 
@@ -98,7 +103,10 @@ export class StoredCorsOrigins {
   lookup(origin: string): Promise<boolean> {
     const pending = this.#inFlight.get(origin);
     if (pending !== undefined) return pending;
-    if (this.#inFlight.size >= (this.#options.maxLookupsInFlight ?? defaultMaxOriginLookups)) return Promise.resolve(false);
+    if (this.#inFlight.size >= (this.#options.maxLookupsInFlight ?? defaultMaxOriginLookups)) {
+      this.#notAnswered();
+      return Promise.resolve(false);
+    }
     const generation = this.#generation;
     this.storeLookups += 1;
     const lookup = this.#store.familyRecords<OriginEntry>(originFamily(origin), 'client').then(
@@ -109,11 +117,16 @@ export class StoredCorsOrigins {
           origin,
         ).catch(() => undefined);
         this.#inFlight.delete(origin);
-        if (allowed !== undefined && generation === this.#generation) this.#remember(origin, allowed);
+        if (allowed === undefined) this.#notAnswered();
+        else {
+          if (generation === this.#generation) this.#remember(origin, allowed);
+          this.#answered();
+        }
         return allowed === true;
       },
       () => {
         this.#inFlight.delete(origin);
+        this.#notAnswered();
         return false;
       },
     );
@@ -165,6 +178,28 @@ export class StoredCorsOrigins {
       if (stored.size === wanted.size && [...stored].every((origin) => wanted.has(origin))) return;
       wanted = stored;
     }
+  }
+
+  /**
+   * A lookup allowed nothing for want of an answer: the first of an episode is logged, not each
+   * one (a frozen store fails every new origin's lookup; the origins are not logged, as random
+   * ones sent in a flood would otherwise each write a line).
+   */
+  #notAnswered(): void {
+    this.#unanswered += 1;
+    if (this.#unanswered === 1) {
+      this.#options.logger?.warn(
+        { maxLookupsInFlight: this.#options.maxLookupsInFlight ?? defaultMaxOriginLookups },
+        'CORS: store-kept origins not looked up (store unavailable, or lookups at their cap); requests from origins not cached are answered without CORS headers until lookups are answered again',
+      );
+    }
+  }
+
+  /** A lookup the store answered: with none left waiting, the episode ends with one line of its count. */
+  #answered(): void {
+    if (this.#unanswered === 0 || this.#inFlight.size > 0) return;
+    this.#options.logger?.warn({ unansweredLookups: this.#unanswered }, 'CORS: origin lookups are answered again');
+    this.#unanswered = 0;
   }
 
   #remember(origin: string, allowed: boolean): void {
