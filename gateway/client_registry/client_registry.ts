@@ -158,6 +158,7 @@ export class ClientRegistry {
       cacheTtlMs: options.cacheTtlMs,
       recordTtlMs: storedClientTtlMs,
       clientOf: async (clientId) => (await this.read(clientId))?.config ?? null,
+      logger: options.logger,
       ...(options.now === undefined ? {} : { now: options.now }),
     });
   }
@@ -339,8 +340,9 @@ export class ClientRegistry {
    * deleted one (docs/operations.md, "Admin API"): `changeRecord` reads the record, lets `edit`
    * make the new config of it (checked there, as every change is), and replaces the record only
    * if it is still the one read, running `edit` again on the record stored now after a conflict,
-   * up to `maxChangeAttempts` times; when the client is gone, `missing`. The CORS origin
-   * index follows the record actually replaced.
+   * up to `maxChangeAttempts` times; when the client is gone, `missing`. The CORS origin index
+   * follows the record actually replaced, then the client as stored once its indexing ends
+   * (`StoredCorsOrigins.index`): a concurrent change's may have run first.
    */
   async change<F>(clientId: string, edit: (current: StoredClientRecord) => ClientEdit<F>): Promise<ClientChange<F>> {
     const outcome = await changeRecord(this.#store, this.#changedRecord(clientId), (current) => {

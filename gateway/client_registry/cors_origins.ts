@@ -7,6 +7,7 @@
  * a bounded map the client registry empties with its own caches (the version key), so a change is
  * seen everywhere within the same second as a client change.
  */
+import type { Logger } from 'pino';
 import { hashHandle } from '../../core/store/handle.js';
 import type { Store, StoreKey } from '../../core/store/store.js';
 import type { ClientConfig } from '../../core/worker_config.js';
@@ -17,8 +18,10 @@ export interface CorsOriginsOptions {
   readonly cacheTtlMs: number;
   /** The index records' TTL: a client record's, renewed by every write. */
   readonly recordTtlMs: number;
-  /** Lookups at once; past it an origin counts as not allowed this time (not cached). */
+  /** Lookups at once (default {@link defaultMaxOriginLookups}); past it an origin counts as not allowed this time (not cached). */
   readonly maxLookupsInFlight?: number;
+  /** Told once when lookups begin to allow nothing for want of an answer, and once when they are answered again. */
+  readonly logger?: Logger;
   /**
    * The client an index entry names, as stored now (`null`: gone). The index is written after its
    * client, not with it: an entry a crash or a failed delete left behind must not allow an origin
@@ -28,12 +31,20 @@ export interface CorsOriginsOptions {
   readonly now?: () => number;
 }
 
+/**
+ * Distinct origins looked up at once. Past it a request from another origin not cached is answered
+ * at once without CORS headers, rather than wait behind a slow or frozen store
+ * (docs/operations.md, "Limits"); each lookup ends within its store calls' bounds.
+ */
+export const defaultMaxOriginLookups = 256;
+
 interface OriginEntry {
   readonly clientId: string;
   readonly origin: string;
 }
 
-function originFamily(origin: string): string {
+/** The store family whose records are the index entries of `origin` (one per enabled client listing it). */
+export function originFamily(origin: string): string {
   return `cors-${hashHandle(origin)}`;
 }
 
@@ -53,6 +64,8 @@ export class StoredCorsOrigins {
   readonly #known = new Map<string, { readonly allowed: boolean; readonly expiresAt: number }>();
   readonly #inFlight = new Map<string, Promise<boolean>>();
   #generation = 0;
+  /** Lookups that allowed nothing because the store did not answer, or at the cap, since the first of them; 0 while none. */
+  #unanswered = 0;
   /** Store reads of an origin since start (tests). */
   storeLookups = 0;
 
@@ -60,6 +73,16 @@ export class StoredCorsOrigins {
     this.#store = store;
     this.#options = options;
     this.#now = options.now ?? Date.now;
+  }
+
+  /** Origins being looked up now (`tessera_client_registry_origin_lookups_in_flight`). */
+  get lookupsInFlight(): number {
+    return this.#inFlight.size;
+  }
+
+  /** Origins remembered, allowed or not (at most `cacheSize`; expired ones go when next asked for). */
+  get cachedOrigins(): number {
+    return this.#known.size;
   }
 
   /** Whether a store-kept client allows `origin`, when this gateway knows; `undefined` otherwise. */
@@ -74,12 +97,16 @@ export class StoredCorsOrigins {
   /**
    * Whether an enabled store-kept client allows `origin`: one store read, shared by concurrent
    * requests, cached either way. Never rejects: a store that cannot answer allows nothing this
-   * time (a browser then cannot read the answer; the request itself is served as it would be).
+   * time (a browser then cannot read the answer; the request itself is served as it would be),
+   * nor do lookups past the cap.
    */
   lookup(origin: string): Promise<boolean> {
     const pending = this.#inFlight.get(origin);
     if (pending !== undefined) return pending;
-    if (this.#inFlight.size >= (this.#options.maxLookupsInFlight ?? 256)) return Promise.resolve(false);
+    if (this.#inFlight.size >= (this.#options.maxLookupsInFlight ?? defaultMaxOriginLookups)) {
+      this.#notAnswered();
+      return Promise.resolve(false);
+    }
     const generation = this.#generation;
     this.storeLookups += 1;
     const lookup = this.#store.familyRecords<OriginEntry>(originFamily(origin), 'client').then(
@@ -90,11 +117,16 @@ export class StoredCorsOrigins {
           origin,
         ).catch(() => undefined);
         this.#inFlight.delete(origin);
-        if (allowed !== undefined && generation === this.#generation) this.#remember(origin, allowed);
+        if (allowed === undefined) this.#notAnswered();
+        else {
+          if (generation === this.#generation) this.#remember(origin, allowed);
+          this.#answered();
+        }
         return allowed === true;
       },
       () => {
         this.#inFlight.delete(origin);
+        this.#notAnswered();
         return false;
       },
     );
@@ -119,17 +151,55 @@ export class StoredCorsOrigins {
   }
 
   /**
-   * Brings the index in line with a client's change, `previous` (`null`: created) to `next`
-   * (`null`: deleted): origins it no longer allows are removed, those it allows (re)written.
+   * Brings the index in line with a change of client `clientId` from `previous` (`null`: created)
+   * to `next` (`null`: deleted): origins it no longer allows are removed, those it allows
+   * (re)written; then the client is read again. Two changes of one client made at once (on one
+   * gateway or two) index concurrently, and the earlier one's writes can land after the later
+   * one's: a removal of an origin the later change lists again would refuse it until the next
+   * change. So while the client as read differs from what was just indexed, the index is brought
+   * in line with it once more, removing every origin this call saw listed: each change's indexing
+   * ends with what the client lists at its end, and the last change's read is of the last client
+   * (docs/endpoints.md, "CORS"). Another round needs another change written meanwhile, so this
+   * ends once changes stop. Without `clientOf`, one round.
    */
   async index(clientId: string, previous: ClientConfig | null, next: ClientConfig | null): Promise<void> {
-    const before = originsOf(previous);
-    const after = originsOf(next);
-    for (const origin of before) if (!after.has(origin)) await this.#store.delete(entryKey(origin, clientId));
-    for (const origin of after) {
-      const entry: OriginEntry = { clientId, origin };
-      await this.#store.set(entryKey(origin, clientId), entry, this.#options.recordTtlMs);
+    const seen = new Set(originsOf(previous));
+    let wanted = originsOf(next);
+    for (;;) {
+      for (const origin of seen) if (!wanted.has(origin)) await this.#store.delete(entryKey(origin, clientId));
+      for (const origin of wanted) {
+        const entry: OriginEntry = { clientId, origin };
+        await this.#store.set(entryKey(origin, clientId), entry, this.#options.recordTtlMs);
+        seen.add(origin);
+      }
+      const clientOf = this.#options.clientOf;
+      if (clientOf === undefined) return;
+      const stored = originsOf(await clientOf(clientId));
+      if (stored.size === wanted.size && [...stored].every((origin) => wanted.has(origin))) return;
+      wanted = stored;
     }
+  }
+
+  /**
+   * A lookup allowed nothing for want of an answer: the first of an episode is logged, not each
+   * one (a frozen store fails every new origin's lookup; the origins are not logged, as random
+   * ones sent in a flood would otherwise each write a line).
+   */
+  #notAnswered(): void {
+    this.#unanswered += 1;
+    if (this.#unanswered === 1) {
+      this.#options.logger?.warn(
+        { maxLookupsInFlight: this.#options.maxLookupsInFlight ?? defaultMaxOriginLookups },
+        'CORS: store-kept origins not looked up (store unavailable, or lookups at their cap); requests from origins not cached are answered without CORS headers until lookups are answered again',
+      );
+    }
+  }
+
+  /** A lookup the store answered: with none left waiting, the episode ends with one line of its count. */
+  #answered(): void {
+    if (this.#unanswered === 0 || this.#inFlight.size > 0) return;
+    this.#options.logger?.warn({ unansweredLookups: this.#unanswered }, 'CORS: origin lookups are answered again');
+    this.#unanswered = 0;
   }
 
   #remember(origin: string, allowed: boolean): void {

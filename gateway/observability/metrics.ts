@@ -28,6 +28,8 @@ export interface ClientRegistryGauges {
   readonly lookupsInFlight: number;
   readonly cachedClients: number;
   readonly cachedUnknownIds: number;
+  /** Store-kept clients' CORS origins (gateway/client_registry/cors_origins.ts). */
+  readonly origins: { readonly lookupsInFlight: number; readonly cachedOrigins: number };
 }
 
 /**
@@ -56,6 +58,8 @@ export class GatewayMetrics {
       signingKeyCreatedAt?: () => number | undefined;
       eventsDropped?: () => ReadonlyMap<string, number>;
       storeCommands?: () => readonly StoreCommandFigures[];
+      /** Requests read and not answered yet, on every endpoint (gateway/http/serving_state.ts). */
+      requestsInFlight?: () => number;
     } = {},
   ) {
     const registers = [this.registry];
@@ -101,6 +105,15 @@ export class GatewayMetrics {
       labelNames: ['lane', 'reason'],
       registers,
     });
+    const requestsInFlight = options.requestsInFlight;
+    if (requestsInFlight !== undefined) {
+      gauge(
+        this.registry,
+        'tessera_http_requests_in_flight',
+        'Requests read and not answered yet, on every endpoint (a graceful stop waits for them).',
+        requestsInFlight,
+      );
+    }
     gauge(this.registry, 'tessera_worker_requests_in_flight', 'Requests handed to the worker pool and not answered yet.', pool.inFlight);
     gauge(this.registry, 'tessera_worker_queue_depth', 'Requests waiting in the dispatcher for a batch slot.', pool.waiting);
     gauge(this.registry, 'tessera_worker_pool_queue_size', "Tasks waiting in the worker pool's own queue.", pool.poolQueue);
@@ -164,6 +177,18 @@ export class GatewayMetrics {
       'tessera_client_registry_cached_unknown_ids',
       'Client ids remembered as unknown (at most clientRegistry.negativeCacheSize).',
       () => registry.cachedUnknownIds,
+    );
+    gauge(
+      this.registry,
+      'tessera_client_registry_origin_lookups_in_flight',
+      'Store lookups of CORS origins not cached, running now (capped; past the cap such requests are answered without CORS headers).',
+      () => registry.origins.lookupsInFlight,
+    );
+    gauge(
+      this.registry,
+      'tessera_client_registry_cached_origins',
+      'CORS origins remembered as allowed or not by store-kept clients (at most clientRegistry.negativeCacheSize).',
+      () => registry.origins.cachedOrigins,
     );
   }
 

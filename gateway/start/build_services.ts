@@ -47,6 +47,7 @@ export function buildServices(
     onRefusal: (lane, reason) => state.metrics?.countRefusal(lane, reason),
   });
   const { store, stats } = state.storage;
+  const serving = new ServingState();
   const metrics = new GatewayMetrics(
     {
       inFlight: () => dispatcher.pending,
@@ -60,11 +61,12 @@ export function buildServices(
       signingKeyCreatedAt: signingKeyCreatedAt(keys, config.signing.keys[0]?.file),
       eventsDropped: () => events.droppedCounts(),
       storeCommands: () => stats.read(),
+      requestsInFlight: () => serving.inFlight,
     },
   );
   state.metrics = metrics;
   // Applied when /metrics is rendered, to every series: with `management.onPublicPort` a scrape
   // reaches whichever process the connection landed on.
   if (state.processSlot !== undefined) metrics.registry.setDefaultLabels({ process: String(state.processSlot.index) });
-  return { dispatcher, events, metrics, storeOutage: new StoreOutageLog(logger), serving: new ServingState() };
+  return { dispatcher, events, metrics, storeOutage: new StoreOutageLog(logger), serving };
 }

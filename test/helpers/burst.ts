@@ -19,7 +19,7 @@ export interface BurstOutcome {
   readonly answers: readonly (BurstAnswer | undefined)[];
 }
 
-/** One connection's answer: its status, body and `Retry-After`, and when it came. */
+/** One connection's answer: its status, body and headers, and when it came. */
 export interface BurstAnswer {
   readonly status: number;
   /** Milliseconds from the burst's start. */
@@ -28,6 +28,8 @@ export interface BurstAnswer {
   readonly retryAfter: string | undefined;
   /** The `Location` header (a page's redirect). */
   readonly location: string | undefined;
+  /** Every header, by lower-case name (the last of a repeated one). */
+  readonly headers: ReadonlyMap<string, string>;
 }
 
 /**
@@ -84,6 +86,7 @@ export async function burst(port: number, requests: readonly Buffer[], deadlineM
                 body: answer.body,
                 retryAfter: answer.retryAfter,
                 location: answer.location,
+                headers: answer.headers,
               };
               // A second answer on the same connection would come right behind the first.
               setTimeout(finish, 20);
@@ -107,9 +110,16 @@ export async function burst(port: number, requests: readonly Buffer[], deadlineM
 }
 
 /** One complete HTTP/1.1 answer at the start of `bytes`, if it has arrived. */
-function takeAnswer(
-  bytes: Buffer,
-): { status: number; retryAfter: string | undefined; location: string | undefined; body: string; length: number } | undefined {
+function takeAnswer(bytes: Buffer):
+  | {
+      status: number;
+      retryAfter: string | undefined;
+      location: string | undefined;
+      headers: ReadonlyMap<string, string>;
+      body: string;
+      length: number;
+    }
+  | undefined {
   const end = bytes.indexOf('\r\n\r\n');
   if (end === -1) return undefined;
   const [statusLine, ...lines] = bytes.subarray(0, end).toString('latin1').split('\r\n');
@@ -122,6 +132,7 @@ function takeAnswer(
     status: Number(statusLine?.split(' ')[1]),
     retryAfter: headers.get('retry-after'),
     location: headers.get('location'),
+    headers,
     body: bytes.subarray(end + 4, end + 4 + length).toString('utf8'),
     length: end + 4 + length,
   };
