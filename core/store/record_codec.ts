@@ -43,6 +43,11 @@ export function packRecordWithHeader(value: unknown, header: number): Buffer {
   return out;
 }
 
+/** Packs a value into bytes of its own (a copy: the next `pack()` reuses msgpackr's buffer), e.g. a script's packed arguments. */
+export function packBytes(value: unknown): Buffer {
+  return Buffer.from(packr.pack(value));
+}
+
 /** Unpacks the body after a header written by {@link packRecordWithHeader}, on any thread. */
 export function unpackRecord<T>(bytes: Uint8Array): T {
   return packr.unpack(bytes) as T;
