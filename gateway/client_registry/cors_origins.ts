@@ -32,9 +32,10 @@ export interface CorsOriginsOptions {
 }
 
 /**
- * Distinct origins looked up at once. Past it a request from another origin not cached is answered
- * at once without CORS headers, rather than wait behind a slow or frozen store
- * (docs/operations.md, "Limits"); each lookup ends within its store calls' bounds.
+ * Store lookups of origins at once (one per origin, and one a client change left behind, no longer
+ * shared, until it ends). Past it a request from another origin not cached is answered at once
+ * without CORS headers, rather than wait behind a slow or frozen store (docs/operations.md,
+ * "Limits"); each lookup ends within its store calls' bounds.
  */
 export const defaultMaxOriginLookups = 256;
 
@@ -62,7 +63,14 @@ export class StoredCorsOrigins {
   readonly #options: CorsOriginsOptions;
   readonly #now: () => number;
   readonly #known = new Map<string, { readonly allowed: boolean; readonly expiresAt: number }>();
-  readonly #inFlight = new Map<string, Promise<boolean>>();
+  /** The store read of each origin that later lookups of it share, and the generation it began in. */
+  readonly #inFlight = new Map<string, { readonly generation: number; readonly lookup: Promise<boolean> }>();
+  /**
+   * Store reads running: the cap and the gauge count these, not {@link #inFlight}, since a read an
+   * invalidation left behind (no longer shared) still holds a place at the store until it ends.
+   */
+  #reads = 0;
+  /** Bumped by every invalidation: a lookup that began before one is neither shared after it nor cached. */
   #generation = 0;
   /** Lookups that allowed nothing because the store did not answer, or at the cap, since the first of them; 0 while none. */
   #unanswered = 0;
@@ -75,9 +83,9 @@ export class StoredCorsOrigins {
     this.#now = options.now ?? Date.now;
   }
 
-  /** Origins being looked up now (`tessera_client_registry_origin_lookups_in_flight`). */
+  /** Store lookups of origins running now (`tessera_client_registry_origin_lookups_in_flight`). */
   get lookupsInFlight(): number {
-    return this.#inFlight.size;
+    return this.#reads;
   }
 
   /** Origins remembered, allowed or not (at most `cacheSize`; expired ones go when next asked for). */
@@ -96,18 +104,21 @@ export class StoredCorsOrigins {
 
   /**
    * Whether an enabled store-kept client allows `origin`: one store read, shared by concurrent
-   * requests, cached either way. Never rejects: a store that cannot answer allows nothing this
-   * time (a browser then cannot read the answer; the request itself is served as it would be),
-   * nor do lookups past the cap.
+   * requests, cached either way. A lookup after an invalidation (a client change) never shares a
+   * read begun before it, as the client registry's lookups do not: that read may hold the answer
+   * from before the change (an origin just removed still allowed). Never rejects: a store that
+   * cannot answer allows nothing this time (a browser then cannot read the answer; the request
+   * itself is served as it would be), nor do lookups past the cap.
    */
   lookup(origin: string): Promise<boolean> {
+    const generation = this.#generation;
     const pending = this.#inFlight.get(origin);
-    if (pending !== undefined) return pending;
-    if (this.#inFlight.size >= (this.#options.maxLookupsInFlight ?? defaultMaxOriginLookups)) {
+    if (pending !== undefined && pending.generation === generation) return pending.lookup;
+    if (this.#reads >= (this.#options.maxLookupsInFlight ?? defaultMaxOriginLookups)) {
       this.#notAnswered();
       return Promise.resolve(false);
     }
-    const generation = this.#generation;
+    this.#reads += 1;
     this.storeLookups += 1;
     const lookup = this.#store.familyRecords<OriginEntry>(originFamily(origin), 'client').then(
       async (entries) => {
@@ -116,7 +127,7 @@ export class StoredCorsOrigins {
           entries.filter((e) => e.origin === origin),
           origin,
         ).catch(() => undefined);
-        this.#inFlight.delete(origin);
+        this.#settled(origin, lookup);
         if (allowed === undefined) this.#notAnswered();
         else {
           if (generation === this.#generation) this.#remember(origin, allowed);
@@ -125,13 +136,19 @@ export class StoredCorsOrigins {
         return allowed === true;
       },
       () => {
-        this.#inFlight.delete(origin);
+        this.#settled(origin, lookup);
         this.#notAnswered();
         return false;
       },
     );
-    this.#inFlight.set(origin, lookup);
+    this.#inFlight.set(origin, { generation, lookup });
     return lookup;
+  }
+
+  /** A store read of `origin` ended; a newer one of it (begun after an invalidation) stays shared. */
+  #settled(origin: string, lookup: Promise<boolean>): void {
+    this.#reads -= 1;
+    if (this.#inFlight.get(origin)?.lookup === lookup) this.#inFlight.delete(origin);
   }
 
   /** Whether one of the clients the entries name still allows `origin` (each read until one does). */
@@ -144,7 +161,7 @@ export class StoredCorsOrigins {
     return false;
   }
 
-  /** Forgets every answer; lookups in flight then do not fill the cache. */
+  /** Forgets every answer; lookups in flight then neither fill the cache nor are shared by later ones. */
   invalidate(): void {
     this.#generation += 1;
     this.#known.clear();
@@ -197,7 +214,7 @@ export class StoredCorsOrigins {
 
   /** A lookup the store answered: with none left waiting, the episode ends with one line of its count. */
   #answered(): void {
-    if (this.#unanswered === 0 || this.#inFlight.size > 0) return;
+    if (this.#unanswered === 0 || this.#reads > 0) return;
     this.#options.logger?.warn({ unansweredLookups: this.#unanswered }, 'CORS: origin lookups are answered again');
     this.#unanswered = 0;
   }
