@@ -9,15 +9,15 @@
  * gateway); change B (Y to X) runs whole meanwhile; then A's removal lands, after B wrote X. Then
  * pairs of changes at once, repeated, with every index write delayed at random.
  */
-import pino from 'pino';
 import t from 'tap';
 import { MemoryStore } from '../../../core/store/memory_store.js';
 import { RedisStore } from '../../../core/store/redis_store.js';
 import type { Store, StoreKey } from '../../../core/store/store.js';
 import type { ClientConfig } from '../../../core/worker_config.js';
-import { ClientRegistry } from '../../../gateway/client_registry/client_registry.js';
+import type { ClientRegistry } from '../../../gateway/client_registry/client_registry.js';
 import { originFamily } from '../../../gateway/client_registry/cors_origins.js';
 import { clientSchema } from '../../../gateway/config/schema.js';
+import { corsTestRegistry, setCorsOrigins } from '../../helpers/cors_registry.js';
 import { startRedisServer } from '../../helpers/redis_server.js';
 
 const clientId = 'spa';
@@ -51,20 +51,6 @@ function delayedIndex(store: Store, before: (method: 'set' | 'delete', key: Stor
       };
     },
   });
-}
-
-function registryOn(store: Store): ClientRegistry {
-  return new ClientRegistry(store, {
-    cacheSize: 10,
-    negativeCacheSize: 10,
-    cacheTtlMs: 60_000,
-    pollIntervalMs: 60_000,
-    logger: pino({ level: 'silent' }),
-  });
-}
-
-function setOrigins(registry: ClientRegistry, allowed: readonly string[]) {
-  return registry.change(clientId, (current) => ({ config: { ...current.config, allowedCorsOrigins: [...allowed] } }));
 }
 
 /** The origins whose index family names the client, and those a lookup (cache emptied) allows. */
@@ -110,7 +96,7 @@ for (const [name, makeStore] of Object.entries(stores)) {
       held.reached();
       await held.released;
     });
-    const registry = registryOn(store);
+    const registry = corsTestRegistry(store);
     t.teardown(() => registry.stop());
     t.ok(await registry.add(spa([x])), 'the client created, listing X');
 
@@ -118,10 +104,10 @@ for (const [name, makeStore] of Object.entries(stores)) {
     let release = (): void => {};
     const removalReached = new Promise<void>((resolve) => (reached = resolve));
     hold = { reached, released: new Promise<void>((resolve) => (release = resolve)) };
-    const first = setOrigins(registry, [y]);
+    const first = setCorsOrigins(registry, clientId, [y]);
     await removalReached;
     t.same((await registry.read(clientId))?.config.allowedCorsOrigins, [y], "A's record is written, its removal of X held");
-    t.equal((await setOrigins(registry, [x])).status, 'written', 'B, written whole meanwhile');
+    t.equal((await setCorsOrigins(registry, clientId, [x])).status, 'written', 'B, written whole meanwhile');
     release();
     t.equal((await first).status, 'written', 'then A ends');
 
@@ -134,7 +120,7 @@ for (const [name, makeStore] of Object.entries(stores)) {
     t.teardown(() => backing.close());
     const random = seeded(name === 'memory' ? 7 : 11);
     const store = delayedIndex(backing, () => new Promise((resolve) => setTimeout(resolve, Math.floor(random() * 12))));
-    const registry = registryOn(store);
+    const registry = corsTestRegistry(store);
     t.teardown(() => registry.stop());
     t.ok(await registry.add(spa([x])), 'the client created, listing X');
     const choices: readonly (readonly string[])[] = [[x], [y], [x, y], [], [origins[2]], [y, origins[2]]];
@@ -142,7 +128,7 @@ for (const [name, makeStore] of Object.entries(stores)) {
     for (let round = 0; round < 25; round += 1) {
       const a = choices[Math.floor(random() * choices.length)] as readonly string[];
       const b = choices[Math.floor(random() * choices.length)] as readonly string[];
-      const outcomes = await Promise.all([setOrigins(registry, a), setOrigins(registry, b)]);
+      const outcomes = await Promise.all([setCorsOrigins(registry, clientId, a), setCorsOrigins(registry, clientId, b)]);
       if (outcomes.some((outcome) => outcome.status !== 'written')) wrong.push(`round ${round}: ${JSON.stringify(outcomes)}`);
       const listed = [...((await registry.read(clientId))?.config.allowedCorsOrigins ?? [])];
       const expected = origins.filter((origin) => listed.includes(origin));

@@ -8,15 +8,14 @@
  * O just added (the index read held). And a read an invalidation left behind still counts in the
  * gauge and against the cap until it ends.
  */
-import pino from 'pino';
 import t from 'tap';
 import { MemoryStore } from '../../../core/store/memory_store.js';
 import { RedisStore } from '../../../core/store/redis_store.js';
 import type { Store, StoreKey } from '../../../core/store/store.js';
 import type { ClientConfig } from '../../../core/worker_config.js';
-import { ClientRegistry } from '../../../gateway/client_registry/client_registry.js';
 import { StoredCorsOrigins } from '../../../gateway/client_registry/cors_origins.js';
 import { clientSchema } from '../../../gateway/config/schema.js';
+import { corsTestRegistry, setCorsOrigins } from '../../helpers/cors_registry.js';
 import { startRedisServer } from '../../helpers/redis_server.js';
 
 const clientId = 'spa';
@@ -78,20 +77,6 @@ function holding(store: Store): { store: Store; hold: Hold } {
 
 const isClientRecord = (key: unknown): boolean => (key as StoreKey).family === 'clients';
 
-function registryOn(store: Store): ClientRegistry {
-  return new ClientRegistry(store, {
-    cacheSize: 10,
-    negativeCacheSize: 10,
-    cacheTtlMs: 60_000,
-    pollIntervalMs: 60_000,
-    logger: pino({ level: 'silent' }),
-  });
-}
-
-function setOrigins(registry: ClientRegistry, allowed: readonly string[]) {
-  return registry.change(clientId, (current) => ({ config: { ...current.config, allowedCorsOrigins: [...allowed] } }));
-}
-
 const redis = await startRedisServer();
 t.teardown(() => redis.stop());
 if (redis.warning) t.comment(redis.warning);
@@ -113,14 +98,14 @@ for (const [name, makeStore] of Object.entries(stores)) {
       const backing = makeStore();
       t.teardown(() => backing.close());
       const { store, hold } = holding(backing);
-      const registry = registryOn(store);
+      const registry = corsTestRegistry(store);
       t.teardown(() => registry.stop());
       t.ok(await registry.add(spa(c.before)), `the client created, ${c.before.length > 0 ? 'listing O' : 'listing nothing'}`);
 
       hold.arm(c.held, c.matches);
       const first = registry.origins.lookup(origin);
       await hold.reached();
-      t.equal((await setOrigins(registry, c.after)).status, 'written', `O ${c.what} (the caches emptied)`);
+      t.equal((await setCorsOrigins(registry, clientId, c.after)).status, 'written', `O ${c.what} (the caches emptied)`);
       const second = registry.origins.lookup(origin);
       t.equal(registry.origins.lookupsInFlight, 2, 'the held read and the new one both run');
       hold.release();

@@ -5,10 +5,9 @@
 // + Retry-After at once; one warning says so, without any client id or secret, and the store
 // outage log has the failed lookups. Once Redis
 // runs again, the gauge is back to 0 and the same clients get tokens.
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import t from 'tap';
 import { burst, readGauge } from '../../helpers/burst.js';
+import { jsonLogSink } from '../../helpers/json_log_sink.js';
 import { startRedisServer } from '../../helpers/redis_server.js';
 import { formPost } from '../../helpers/release_at_once.js';
 import { seedStoredClients, storedClientIds, storedSecret } from '../../helpers/stored_clients.js';
@@ -27,21 +26,9 @@ const keyPrefix = `lookup-cap-${process.pid}:`;
 const ids = storedClientIds(320);
 await seedStoredClients(redis.url, keyPrefix, ids);
 
-type LogLine = Record<string, unknown> & { msg: string; level: number };
-const logs: LogLine[] = [];
-const rawLog: string[] = [];
-const sink = new Writable({
-  write(chunk: Buffer, _encoding, done) {
-    for (const line of chunk.toString().split('\n')) {
-      if (line.length === 0) continue;
-      rawLog.push(line);
-      logs.push(JSON.parse(line) as LogLine);
-    }
-    done();
-  },
-});
+const { logger, logs, rawLog } = jsonLogSink();
 const gateway = await startTestGateway(t, {
-  logger: pino({ level: 'info' }, sink),
+  logger,
   patch: (raw) => {
     raw.store = { type: 'redis', url: redis.url, keyPrefix, commandTimeoutMs };
     raw.workers = { threads: 2 };

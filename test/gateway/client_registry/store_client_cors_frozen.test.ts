@@ -10,11 +10,10 @@
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import t from 'tap';
 import { burst, readGauge } from '../../helpers/burst.js';
 import { corsPreflight, corsProblem, corsTokenRequest, createCorsClients } from '../../helpers/cors_clients.js';
+import { jsonLogSink, type LogLine } from '../../helpers/json_log_sink.js';
 import { startRedisServer } from '../../helpers/redis_server.js';
 import { startTestGateway } from '../../helpers/test_gateway.js';
 
@@ -31,21 +30,9 @@ const adminToken = 'admin-token-for-the-cors-frozen-test-0123';
 const tokenFile = path.join(t.testdir(), 'admin.token');
 writeFileSync(tokenFile, `${adminToken}\n`);
 
-type LogLine = Record<string, unknown> & { msg: string; level: number };
-const logs: LogLine[] = [];
-const rawLog: string[] = [];
-const sink = new Writable({
-  write(chunk: Buffer, _encoding, done) {
-    for (const line of chunk.toString().split('\n')) {
-      if (line.length === 0) continue;
-      rawLog.push(line);
-      logs.push(JSON.parse(line) as LogLine);
-    }
-    done();
-  },
-});
+const { logger, logs, rawLog } = jsonLogSink();
 const gateway = await startTestGateway(t, {
-  logger: pino({ level: 'info' }, sink),
+  logger,
   patch: (raw) => {
     raw.store = { type: 'redis', url: redis.url, keyPrefix: `cors-frozen-${process.pid}:`, commandTimeoutMs };
     raw.workers = { threads: 2 };
